@@ -1,0 +1,36 @@
+"""Exceptions raised by langgraph-tiered-memory.
+
+Every error names the problem and the fix. Errors about bad arguments subclass
+`ValueError` so callers that already guard store calls with `except ValueError`
+keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TieredMemoryError",
+    "ConfigurationError",
+    "InvalidItemError",
+    "InvalidFilterError",
+    "BackendUnavailableError",
+]
+
+
+class TieredMemoryError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class ConfigurationError(TieredMemoryError, ValueError):
+    """A store or tier was configured with an invalid option."""
+
+
+class InvalidItemError(TieredMemoryError, ValueError):
+    """An item key, value or TTL cannot be stored as given."""
+
+
+class InvalidFilterError(TieredMemoryError, ValueError):
+    """A search filter uses an unknown operator, a bad key or a non-finite number."""
+
+
+class BackendUnavailableError(TieredMemoryError, ConnectionError):
+    """Redis or Chroma cannot be reached or lacks what the tier needs."""

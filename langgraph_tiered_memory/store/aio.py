@@ -1,0 +1,106 @@
+"""`AsyncTieredMemoryStore`: the asyncio `BaseStore` (built on `AsyncBatchedBaseStore`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base.batch import AsyncBatchedBaseStore
+
+from langgraph_tiered_memory.config import ScoringConfig, TierPolicy
+from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, TieredStoreCore
+
+__all__ = ["AsyncTieredMemoryStore"]
+
+
+class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
+    """The asyncio twin of `TieredMemoryStore`; same options, same behaviour.
+
+    Concurrent `aget`/`aput`/`asearch` calls are gathered into batches by
+    `AsyncBatchedBaseStore`. Embeddings use the model's async methods and every
+    Redis or Chroma call runs in a worker thread, so the event loop never blocks
+    (as `langgraph dev` requires). Create it inside a running event loop.
+
+    Example:
+        ```python
+        import asyncio
+        from langgraph_tiered_memory import AsyncTieredMemoryStore
+
+        async def main() -> None:
+            async with AsyncTieredMemoryStore.from_conn_string(
+                chroma_path="/tmp/tm-doc-async", tiers={"default": "long"}
+            ) as store:
+                await store.aput(("users", "u1"), "m1", {"content": "likes tea"})
+                item = await store.aget(("users", "u1"), "m1")
+                assert item is not None and item.value["content"] == "likes tea"
+
+        asyncio.run(main())
+        ```
+    """
+
+    def __init__(
+        self,
+        *,
+        redis_url: str | None = None,
+        redis_client: Any = None,
+        chroma_client: Any = None,
+        chroma_path: str | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        scoring: ScoringConfig | None = None,
+        tiers: TierPolicy | None = None,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        clock: Callable[[], float] | None = None,
+        allow_non_finite_filters: bool = False,
+    ) -> None:
+        AsyncBatchedBaseStore.__init__(self)
+        self._configure(
+            redis_client=redis_client,
+            redis_url=redis_url,
+            chroma_client=chroma_client,
+            chroma_path=chroma_path,
+            index=index,
+            ttl=ttl,
+            scoring=scoring,
+            tiers=tiers,
+            key_prefix=key_prefix,
+            clock=clock,
+            allow_non_finite_filters=allow_non_finite_filters,
+        )
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, redis_url: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[AsyncTieredMemoryStore]:
+        """Open a store, run `asetup()`, and close the clients it created on exit.
+
+        Args:
+            redis_url: Redis URL; defaults to `REDIS_URL`.
+            **kwargs: Any other constructor option.
+        """
+        store = cls(redis_url=redis_url, **kwargs)
+        try:
+            await store.asetup()
+            yield store
+        finally:
+            await asyncio.to_thread(store.close)
+
+    async def asetup(self) -> None:
+        """Async `setup()`: check the backends and create what the tiers need."""
+        await asyncio.to_thread(self.setup)
+
+    async def asweep_ttl(self) -> int:
+        """Async `sweep_ttl()`."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute a batch: embed with the async API, then run the I/O in a thread."""
+        return await self._arun_batch(ops)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute a batch synchronously (from a thread other than the event loop's)."""
+        return self._run_batch(ops)

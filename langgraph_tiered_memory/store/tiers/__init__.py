@@ -1,0 +1,1 @@
+"""Storage tiers: each executes planned operations against one backend."""

@@ -1,0 +1,429 @@
+"""The long-term tier: Chroma, one collection per namespace.
+
+Chroma's metadata filter, not its HNSW index, dominates search time on a large shared
+collection, so each namespace gets its own collection and a search in one namespace
+needs no `where` clause at all.
+
+Layout, for a store with `key_prefix` P and embedding size D (0 without an index):
+
+- collection `P-ns-<namespace id>`, cosine space, vectors of D + 1 dimensions:
+  - `p:<key>` is the item's primary record. Its metadata `_d` holds the document
+    (value, timestamps, TTL, number of vectors, write id) and `_e` its expiry time
+    when it has a TTL. Its embedding is the item's first vector with a trailing 0,
+    or `[0, ..., 0, 1]` when the item is not indexed: that vector is orthogonal to
+    every query (queries also get a trailing 0), so unindexed items never outrank
+    indexed ones.
+  - `x:<i>:<key>` holds the item's i-th extra vector (several fields or list
+    values), with the key and write id in its metadata.
+- collection `P-registry`: one record per namespace, with metadata `p<d>` = id of
+  the namespace's first d labels, so the namespaces under a prefix are one indexed
+  metadata lookup, independent of how many items exist.
+
+An item's vectors and document are written in one Chroma upsert; vectors left by an
+interrupted update carry an older write id and are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from chromadb.errors import NotFoundError
+
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store._common import (
+    ItemWrite,
+    Namespace,
+    StoredItem,
+    decode_namespace,
+    encode_namespace,
+    matches_filter,
+    namespace_id,
+)
+from langgraph_tiered_memory.store.tiers.base import ScoredItem
+
+__all__ = ["ChromaTier"]
+
+_PAGE = 500
+
+
+class ChromaTier:
+    """Stores namespaces routed to `"long"` in Chroma."""
+
+    name = "long"
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        key_prefix: str,
+        dims: int,
+        client_factory: Callable[[], Any] | None = None,
+        owns_client: bool = False,
+    ):
+        if client is None and client_factory is None:
+            raise ValueError("ChromaTier needs a client or a client_factory.")
+        self._client = client
+        self._client_factory = client_factory
+        self._lock = threading.RLock()
+        self.prefix = key_prefix
+        self.dims = dims
+        self._owns_client = owns_client
+        self._collections: dict[Namespace, Any] = {}
+        self._registry: Any = None
+        self._blank = [0.0] * dims + [1.0]
+
+    @property
+    def client(self) -> Any:
+        """The Chroma client, created on first use when the tier owns it."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    assert self._client_factory is not None
+                    self._client = self._client_factory()
+        return self._client
+
+    # ----------------------------------------------------------------- collections
+    def _name(self, namespace: Namespace) -> str:
+        return f"{self.prefix}-ns-{namespace_id(namespace)}"
+
+    def setup(self) -> None:
+        """Create the namespace registry collection (idempotent)."""
+        self._registry_collection()
+
+    def close(self) -> None:
+        """Forget cached collections; Chroma clients need no explicit close."""
+        self._collections.clear()
+        self._registry = None
+
+    def _registry_collection(self) -> Any:
+        if self._registry is None:
+            self._registry = self.client.get_or_create_collection(
+                f"{self.prefix}-registry", embedding_function=None, metadata={"tm_kind": "registry"}
+            )
+        return self._registry
+
+    def _check_dims(self, namespace: Namespace, col: Any) -> Any:
+        found = (col.metadata or {}).get("tm_dims")
+        if found is not None and int(found) != self.dims:
+            raise ConfigurationError(
+                f"Namespace {namespace} was stored with embeddings of {found} dimensions, but"
+                f" this store is configured with {self.dims}. Open the store with the index"
+                " configuration it was created with, or use another key_prefix for the new"
+                " embedding model."
+            )
+        return col
+
+    def _collection(self, namespace: Namespace, *, create: bool) -> Any | None:
+        col = self._collections.get(namespace)
+        if col is not None:
+            return col
+        name = self._name(namespace)
+        if create:
+            col = self.client.get_or_create_collection(
+                name,
+                embedding_function=None,
+                metadata={"tm_dims": self.dims, "tm_ns": encode_namespace(namespace)},
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+        else:
+            try:
+                col = self.client.get_collection(name, embedding_function=None)
+            except NotFoundError:
+                return None
+        self._check_dims(namespace, col)
+        self._collections[namespace] = col
+        return col
+
+    # ----------------------------------------------------------------- registry
+    def _register(self, namespace: Namespace, *, ttl: bool) -> None:
+        meta: dict[str, Any] = {"ns": encode_namespace(namespace), "depth": len(namespace)}
+        for d in range(1, len(namespace) + 1):
+            meta[f"p{d}"] = namespace_id(namespace[:d])
+        if ttl:
+            meta["ttl"] = True
+        reg = self._registry_collection()
+        nsid = namespace_id(namespace)
+        if not ttl:
+            existing = reg.get(ids=[nsid], include=[])
+            if existing["ids"]:
+                return
+        reg.upsert(ids=[nsid], embeddings=[[1.0]], metadatas=[meta])
+
+    def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
+        if not col.get(limit=1, include=[])["ids"]:
+            self._registry_collection().delete(ids=[namespace_id(namespace)])
+
+    def _registered(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
+        reg = self._registry_collection()
+        out: list[tuple[Namespace, bool]] = []
+        offset = 0
+        where = {f"p{len(prefix)}": namespace_id(prefix)} if prefix else None
+        while True:
+            page = reg.get(where=where, include=["metadatas"], limit=1000, offset=offset)
+            for meta in page["metadatas"]:
+                out.append((decode_namespace(meta["ns"]), bool(meta.get("ttl"))))
+            if len(page["ids"]) < 1000:
+                return out
+            offset += 1000
+
+    # ----------------------------------------------------------------- decoding
+    @staticmethod
+    def _decode(namespace: Namespace, key: str, meta: dict[str, Any]) -> tuple[StoredItem, int, str]:
+        doc = json.loads(meta["_d"])
+        item = StoredItem(
+            namespace=namespace,
+            key=key,
+            value=doc["value"],
+            created_at=doc["c"],
+            updated_at=doc["u"],
+            ttl=doc.get("t"),
+            expires_at=meta.get("_e"),
+        )
+        return item, int(doc["n"]), doc["w"]
+
+    # ----------------------------------------------------------------- reads
+    def get(self, namespace: Namespace, keys: Sequence[str], *, now: float) -> dict[str, StoredItem]:
+        """Live items of `namespace` with the given keys (one Chroma get by id)."""
+        col = self._collection(namespace, create=False)
+        if col is None or not keys:
+            return {}
+        res = col.get(ids=[f"p:{k}" for k in dict.fromkeys(keys)], include=["metadatas"])
+        out: dict[str, StoredItem] = {}
+        for rid, meta in zip(res["ids"], res["metadatas"]):
+            item, _, _ = self._decode(namespace, rid[2:], meta)
+            if not item.expired(now):
+                out[item.key] = item
+        return out
+
+    def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
+        """Registered namespaces under `prefix`; namespaces with TTL items are swept first."""
+        out = []
+        for ns, has_ttl in self._registered(prefix):
+            if has_ttl:
+                col = self._collection(ns, create=False)
+                if col is None:
+                    continue
+                with self._lock:
+                    self._sweep_collection(ns, col, now)
+                    if not col.get(limit=1, include=[])["ids"]:
+                        self._registry_collection().delete(ids=[namespace_id(ns)])
+                        continue
+            out.append(ns)
+        return out
+
+    def search(
+        self,
+        prefix: Namespace,
+        *,
+        query_vector: Sequence[float] | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[ScoredItem]:
+        """Search each matching namespace's collection and merge the results."""
+        if limit <= 0:
+            return []
+        namespaces = sorted(ns for ns, _ in self._registered(prefix))
+        results: list[ScoredItem] = []
+        for ns in namespaces:
+            col = self._collection(ns, create=False)
+            if col is None:
+                continue
+            if query_vector is None:
+                results.extend(self._scan(ns, col, filter, limit - len(results), now))
+                if len(results) >= limit:
+                    break
+            else:
+                results.extend(self._query(ns, col, query_vector, filter, limit, now))
+        if query_vector is not None:
+            scored = sorted((r for r in results if r[1] is not None), key=lambda r: -r[1])  # type: ignore[operator]
+            results = scored + [r for r in results if r[1] is None]
+        return results[:limit]
+
+    def _scan(
+        self, ns: Namespace, col: Any, filter: dict[str, Any] | None, limit: int, now: float
+    ) -> list[ScoredItem]:
+        out: list[ScoredItem] = []
+        offset = 0
+        page_size = max(limit * 2, 100) if not filter else _PAGE
+        while len(out) < limit:
+            page = col.get(include=["metadatas"], limit=page_size, offset=offset)
+            for rid, meta in zip(page["ids"], page["metadatas"]):
+                if not rid.startswith("p:"):
+                    continue
+                item, _, _ = self._decode(ns, rid[2:], meta)
+                if not item.expired(now) and matches_filter(item.value, filter):
+                    out.append((item, None))
+                    if len(out) >= limit:
+                        break
+            if len(page["ids"]) < page_size:
+                break
+            offset += page_size
+            page_size = _PAGE
+        return out
+
+    def _query(
+        self,
+        ns: Namespace,
+        col: Any,
+        query_vector: Sequence[float],
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[ScoredItem]:
+        qv = [*map(float, query_vector), 0.0]
+        n = max(limit * 2, 20)
+        while True:
+            res = col.query(
+                query_embeddings=[qv], n_results=n, include=["metadatas", "distances"]
+            )
+            ids, metas, dists = res["ids"][0], res["metadatas"][0], res["distances"][0]
+            exhausted = len(ids) < n
+            cands: dict[str, list[tuple[float, str | None]]] = {}
+            docs: dict[str, tuple[StoredItem, int, str]] = {}
+            for rid, meta, dist in zip(ids, metas, dists):
+                score = 1.0 - float(dist)
+                if rid.startswith("p:"):
+                    key = rid[2:]
+                    docs[key] = self._decode(ns, key, meta)
+                    if docs[key][1] > 0:
+                        cands.setdefault(key, []).append((score, None))
+                else:
+                    cands.setdefault(meta["_k"], []).append((score, meta["_w"]))
+            missing = [k for k in cands if k not in docs]
+            if missing:
+                got = col.get(ids=[f"p:{k}" for k in missing], include=["metadatas"])
+                for rid, meta in zip(got["ids"], got["metadatas"]):
+                    docs[rid[2:]] = self._decode(ns, rid[2:], meta)
+            scored: list[ScoredItem] = []
+            for key, found in cands.items():
+                entry = docs.get(key)
+                if entry is None:
+                    continue  # extra vectors of a deleted item
+                item, nvec, write_id = entry
+                # Extra vectors left by an interrupted update carry another write id.
+                valid = [s for s, w in found if w is None or w == write_id]
+                if nvec == 0 or not valid:
+                    continue
+                if item.expired(now) or not matches_filter(item.value, filter):
+                    continue
+                scored.append((item, max(valid)))
+            scored.sort(key=lambda r: -r[1])  # type: ignore[operator]
+            if len(scored) >= limit or exhausted:
+                break
+            n *= 4
+        if len(scored) >= limit:
+            return scored[:limit]
+        # Every record was seen: unindexed items follow the scored ones.
+        filler = [
+            (item, None)
+            for item, nvec, _ in docs.values()
+            if nvec == 0 and not item.expired(now) and matches_filter(item.value, filter)
+        ]
+        return scored + filler[: limit - len(scored)]
+
+    # ----------------------------------------------------------------- writes
+    def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
+        """Apply upserts and deletes namespace by namespace."""
+        by_ns: dict[Namespace, list[ItemWrite]] = {}
+        for w in writes:
+            by_ns.setdefault(w.namespace, []).append(w)
+        with self._lock:
+            for ns, group in by_ns.items():
+                self._write_namespace(ns, group, now)
+
+    def _write_namespace(self, ns: Namespace, group: list[ItemWrite], now: float) -> None:
+        upserts = [w for w in group if w.value is not None]
+        deletes = [w for w in group if w.value is None]
+        col = self._collection(ns, create=bool(upserts))
+        if col is None:
+            return  # deleting from a namespace that never existed
+        if upserts:
+            self._register(ns, ttl=any(w.ttl is not None for w in upserts))
+        keys = [w.key for w in group]
+        old = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+        old_docs = {rid[2:]: json.loads(m["_d"]) for rid, m in zip(old["ids"], old["metadatas"])}
+        ids: list[str] = []
+        embeddings: list[list[float]] = []
+        metadatas: list[dict[str, Any]] = []
+        stale: list[str] = []
+        for w in upserts:
+            prev = old_docs.get(w.key)
+            vectors = w.vectors or []
+            write_id = uuid.uuid4().hex[:12]
+            doc = (
+                f'{{"c":{prev["c"] if prev else now!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
+                f'"n":{len(vectors)},"w":"{write_id}","value":{w.encoded}}}'
+            )
+            meta: dict[str, Any] = {"_d": doc}
+            if w.ttl is not None:
+                meta["_e"] = now + w.ttl * 60
+            elif prev is not None and prev.get("t") is not None:
+                meta["_e"] = None  # Chroma drops a metadata key set to None
+            ids.append(f"p:{w.key}")
+            embeddings.append([*vectors[0], 0.0] if vectors else self._blank)
+            metadatas.append(meta)
+            for i, vec in enumerate(vectors[1:], start=1):
+                ids.append(f"x:{i}:{w.key}")
+                embeddings.append([*vec, 0.0])
+                metadatas.append({"_k": w.key, "_w": write_id})
+            old_n = int(prev["n"]) if prev else 0
+            stale.extend(f"x:{i}:{w.key}" for i in range(max(1, len(vectors)), old_n))
+        if ids:
+            col.upsert(ids=ids, embeddings=embeddings, metadatas=metadatas)
+        for w in deletes:
+            prev = old_docs.get(w.key)
+            if prev is not None:
+                stale.append(f"p:{w.key}")
+                stale.extend(f"x:{i}:{w.key}" for i in range(1, int(prev["n"])))
+        if stale:
+            col.delete(ids=stale)
+        if deletes and not upserts:
+            self._unregister_if_empty(ns, col)
+
+    def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
+        """Restart the TTL of items that have one (metadata update only)."""
+        by_ns: dict[Namespace, list[StoredItem]] = {}
+        for it in items:
+            if it.ttl is not None:
+                by_ns.setdefault(it.namespace, []).append(it)
+        with self._lock:
+            for ns, group in by_ns.items():
+                col = self._collection(ns, create=False)
+                if col is None:
+                    continue
+                # Only refresh records that still exist: update() of a missing id is a no-op.
+                col.update(
+                    ids=[f"p:{it.key}" for it in group],
+                    metadatas=[{"_e": now + it.ttl * 60} for it in group],  # type: ignore[operator]
+                )
+
+    def _sweep_collection(self, ns: Namespace, col: Any, now: float) -> int:
+        res = col.get(where={"_e": {"$lte": now}}, include=["metadatas"])
+        if not res["ids"]:
+            return 0
+        doomed: list[str] = []
+        for rid, meta in zip(res["ids"], res["metadatas"]):
+            doomed.append(rid)
+            n = int(json.loads(meta["_d"])["n"])
+            doomed.extend(f"x:{i}:{rid[2:]}" for i in range(1, n))
+        col.delete(ids=doomed)
+        return len(res["ids"])
+
+    def sweep(self, *, now: float) -> int:
+        """Delete expired items from every namespace that has held TTL items."""
+        removed = 0
+        with self._lock:
+            for ns, has_ttl in self._registered(()):
+                if not has_ttl:
+                    continue
+                col = self._collection(ns, create=False)
+                if col is None:
+                    continue
+                removed += self._sweep_collection(ns, col, now)
+                self._unregister_if_empty(ns, col)
+        return removed

@@ -1,0 +1,299 @@
+"""The short-term tier: plain Redis data structures, no modules.
+
+Key layout (every key of one namespace shares the hash tag `{<namespace id>}`, so
+the keys written together live in one Redis Cluster slot):
+
+- `<prefix>:{<nsid>}:i:<key>`  the item document (JSON string), with native expiry;
+- `<prefix>:{<nsid>}:v:<key>`  its embeddings as float32 bytes, same expiry;
+- `<prefix>:{<nsid>}:z`        sorted set of the namespace's keys, scored by expiry
+  time in epoch milliseconds (`+inf` for items without TTL);
+- `<prefix>:{registry}:ns`     sorted set (all scores 0) of encoded namespaces, read
+  by lexicographic range to find the namespaces under a prefix.
+
+Search ranks in-process: it loads every live item of the matching namespaces, so
+it is meant for session-sized namespaces (up to a few thousand items each).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from langgraph_tiered_memory.errors import BackendUnavailableError
+from langgraph_tiered_memory.store._common import (
+    ItemWrite,
+    Namespace,
+    StoredItem,
+    cosine_similarities,
+    decode_namespace,
+    encode_namespace,
+    matches_filter,
+    namespace_id,
+)
+from langgraph_tiered_memory.store.tiers.base import ScoredItem
+
+__all__ = ["RedisTier"]
+
+
+def _mask(url: str) -> str:
+    if "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+@contextmanager
+def redis_errors(where: str) -> Iterator[None]:
+    """Turn connection failures into `BackendUnavailableError` naming the fix."""
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError) as e:
+        raise BackendUnavailableError(
+            f"Redis is unreachable at {where}: {e}. Start Redis (or use"
+            " langgraph_tiered_memory.embedded.EmbeddedRedis), check the URL given as"
+            " redis_url / REDIS_URL, and that the server accepts connections."
+        ) from e
+
+
+class RedisTier:
+    """Stores namespaces routed to `"short"` in Redis."""
+
+    name = "short"
+
+    def __init__(self, client: redis.Redis, *, key_prefix: str, owns_client: bool = False):
+        self.client = client
+        self.prefix = key_prefix
+        self._owns_client = owns_client
+        kwargs = client.connection_pool.connection_kwargs
+        self._where = _mask(
+            f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+        )
+        self._registry = f"{key_prefix}:{{registry}}:ns"
+
+    # ----------------------------------------------------------------- key names
+    def _base(self, namespace: Namespace) -> str:
+        return f"{self.prefix}:{{{namespace_id(namespace)}}}"
+
+    def setup(self) -> None:
+        """Check that Redis answers."""
+        with redis_errors(self._where):
+            self.client.ping()
+
+    def close(self) -> None:
+        """Close the client if the tier created it."""
+        if self._owns_client:
+            self.client.close()
+
+    # ----------------------------------------------------------------- decoding
+    @staticmethod
+    def _decode(namespace: Namespace, key: str, raw: bytes | str) -> StoredItem:
+        doc = json.loads(raw)
+        return StoredItem(
+            namespace=namespace,
+            key=key,
+            value=doc["value"],
+            created_at=doc["c"],
+            updated_at=doc["u"],
+            ttl=doc.get("t"),
+            expires_at=doc.get("e"),
+        )
+
+    # ----------------------------------------------------------------- reads
+    def get(self, namespace: Namespace, keys: Sequence[str], *, now: float) -> dict[str, StoredItem]:
+        """Live items of `namespace` with the given keys."""
+        if not keys:
+            return {}
+        base = self._base(namespace)
+        with redis_errors(self._where):
+            raws = self.client.mget([f"{base}:i:{k}" for k in keys])
+        out: dict[str, StoredItem] = {}
+        for key, raw in zip(keys, raws):
+            if raw is not None:
+                item = self._decode(namespace, key, raw)
+                if not item.expired(now):
+                    out[key] = item
+        return out
+
+    def _registered(self, prefix: Namespace) -> list[Namespace]:
+        with redis_errors(self._where):
+            if prefix:
+                enc = encode_namespace(prefix).encode("utf-8")
+                members = self.client.zrangebylex(self._registry, b"[" + enc, b"[" + enc + b"\xff")
+            else:
+                members = self.client.zrange(self._registry, 0, -1)
+        return [decode_namespace(m.decode("utf-8") if isinstance(m, bytes) else m) for m in members]
+
+    def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
+        """Namespaces under `prefix` with at least one live item."""
+        candidates = self._registered(prefix)
+        if not candidates:
+            return []
+        now_ms = now * 1000
+        with redis_errors(self._where):
+            pipe = self.client.pipeline(transaction=False)
+            for ns in candidates:
+                pipe.zcount(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
+            counts = pipe.execute()
+        return [ns for ns, c in zip(candidates, counts) if c]
+
+    def _live_keys(self, namespaces: list[Namespace], now: float) -> list[list[str]]:
+        now_ms = now * 1000
+        with redis_errors(self._where):
+            pipe = self.client.pipeline(transaction=False)
+            for ns in namespaces:
+                pipe.zrangebyscore(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
+            res = pipe.execute()
+        return [sorted(m.decode("utf-8") if isinstance(m, bytes) else m for m in keys) for keys in res]
+
+    def search(
+        self,
+        prefix: Namespace,
+        *,
+        query_vector: Sequence[float] | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[ScoredItem]:
+        """Load the live items under `prefix`, filter and rank them in-process."""
+        namespaces = sorted(self._registered(prefix))
+        if not namespaces:
+            return []
+        keys_per_ns = self._live_keys(namespaces, now)
+        pairs = [(ns, k) for ns, keys in zip(namespaces, keys_per_ns) for k in keys]
+        if not pairs:
+            return []
+        want_vectors = query_vector is not None
+        names: list[str] = []
+        for ns, k in pairs:
+            base = self._base(ns)
+            names.append(f"{base}:i:{k}")
+            if want_vectors:
+                names.append(f"{base}:v:{k}")
+        with redis_errors(self._where):
+            raws = self.client.mget(names)
+        step = 2 if want_vectors else 1
+        candidates: list[tuple[StoredItem, bytes | None]] = []
+        for idx, (ns, k) in enumerate(pairs):
+            raw = raws[idx * step]
+            if raw is None:
+                continue
+            item = self._decode(ns, k, raw)
+            if item.expired(now) or not matches_filter(item.value, filter):
+                continue
+            candidates.append((item, raws[idx * step + 1] if want_vectors else None))
+        if query_vector is None:
+            return [(item, None) for item, _ in candidates[:limit]]
+        dims = len(query_vector)
+        scored: list[ScoredItem] = []
+        unscored: list[ScoredItem] = []
+        for item, blob in candidates:
+            if blob:
+                matrix = np.frombuffer(blob, dtype=np.float32).reshape(-1, dims)
+                score = float(cosine_similarities(query_vector, matrix.astype(np.float64)).max())
+                scored.append((item, score))
+            else:
+                unscored.append((item, None))
+        scored.sort(key=lambda p: -p[1])  # type: ignore[operator]
+        return (scored + unscored)[:limit]
+
+    # ----------------------------------------------------------------- writes
+    def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
+        """Write each namespace's changes in one MULTI/EXEC transaction."""
+        by_ns: dict[Namespace, list[ItemWrite]] = {}
+        for w in writes:
+            by_ns.setdefault(w.namespace, []).append(w)
+        with redis_errors(self._where):
+            for ns, group in by_ns.items():
+                self._write_namespace(ns, group, now)
+
+    def _write_namespace(self, ns: Namespace, group: list[ItemWrite], now: float) -> None:
+        base = self._base(ns)
+        upserts = [w for w in group if w.value is not None]
+        created: dict[str, float] = {}
+        if upserts:
+            # Register first: a crash after this leaves an empty namespace that
+            # list_namespaces skips, never an item that cannot be found.
+            self.client.zadd(self._registry, {encode_namespace(ns): 0})
+            olds = self.client.mget([f"{base}:i:{w.key}" for w in upserts])
+            for w, old in zip(upserts, olds):
+                if old is not None:
+                    created[w.key] = json.loads(old)["c"]
+        pipe = self.client.pipeline(transaction=True)
+        for w in group:
+            item_key, vec_key = f"{base}:i:{w.key}", f"{base}:v:{w.key}"
+            if w.value is None:
+                pipe.delete(item_key, vec_key)
+                pipe.zrem(f"{base}:z", w.key)
+                continue
+            expires = now + w.ttl * 60 if w.ttl is not None else None
+            doc = (
+                f'{{"c":{created.get(w.key, now)!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
+                f'"e":{json.dumps(expires)},"value":{w.encoded}}}'
+            )
+            px = max(1, int(w.ttl * 60_000)) if w.ttl is not None else None
+            pipe.set(item_key, doc, px=px)
+            if w.vectors:
+                blob = np.asarray(w.vectors, dtype=np.float32).tobytes()
+                pipe.set(vec_key, blob, px=px)
+            else:
+                pipe.delete(vec_key)
+            pipe.zadd(f"{base}:z", {w.key: expires * 1000 if expires is not None else math.inf})
+        pipe.execute()
+
+    def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
+        """Restart the TTL clock of items that have one (document, vectors and index)."""
+        todo = [it for it in items if it.ttl is not None]
+        if not todo:
+            return
+        with redis_errors(self._where):
+            pipe = self.client.pipeline(transaction=False)
+            for it in todo:
+                base = self._base(it.namespace)
+                assert it.ttl is not None
+                expires = now + it.ttl * 60
+                ms = max(1, int(it.ttl * 60_000))
+                # Rewrite the expiry inside the document too, so reads agree with Redis.
+                pipe.eval(
+                    _REFRESH_LUA,
+                    3,
+                    f"{base}:i:{it.key}",
+                    f"{base}:v:{it.key}",
+                    f"{base}:z",
+                    ms,
+                    repr(expires),
+                    repr(expires * 1000),
+                    it.key,
+                )
+            pipe.execute()
+
+    def sweep(self, *, now: float) -> int:
+        """Drop expired members from the per-namespace key sets (Redis expires the items)."""
+        removed = 0
+        now_ms = now * 1000
+        with redis_errors(self._where):
+            for ns in self._registered(()):
+                removed += int(self.client.zremrangebyscore(f"{self._base(ns)}:z", "-inf", now_ms))
+        return removed
+
+
+# Keys: item, vectors, key set. Args: ttl ms, new expiry (s), new expiry (ms), key.
+# Only touches an item that still exists, so a refresh never resurrects a deleted one.
+_REFRESH_LUA = """
+local doc = redis.call('GET', KEYS[1])
+if not doc then return 0 end
+local head = string.match(doc, '^(.-),"e":')
+local tail = string.match(doc, ',"value":(.*)$')
+if head == nil or tail == nil then return 0 end
+redis.call('SET', KEYS[1], head .. ',"e":' .. ARGV[2] .. ',"value":' .. tail, 'PX', ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], 'XX', ARGV[3], ARGV[4])
+return 1
+"""
