@@ -1,0 +1,86 @@
+"""Shared fixtures: one real Redis (REDIS_URL or an embedded server) per test session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.embedded import redis_url_or_embedded
+from tests.fakes import HashingEmbeddings
+
+DIMS = 64
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """`REDIS_URL` if set, else a private Redis with modules for the whole session."""
+    with redis_url_or_embedded() as url:
+        yield url
+
+
+@pytest.fixture
+def key_prefix(redis_url: str) -> Iterator[str]:
+    """A fresh key prefix; its Redis keys are removed after the test."""
+    prefix = "t" + uuid.uuid4().hex[:12]
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def embeddings() -> HashingEmbeddings:
+    return HashingEmbeddings(dims=DIMS)
+
+
+@pytest.fixture(params=["short", "long"])
+def tier(request: pytest.FixtureRequest) -> str:
+    """Run the test once against each tier."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make_store(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> Iterator[Callable[..., TieredMemoryStore]]:
+    """Build stores on the session's Redis and a per-test Chroma directory."""
+    made: list[TieredMemoryStore] = []
+
+    def make(tier: str | None = None, **kwargs: Any) -> TieredMemoryStore:
+        kwargs.setdefault("redis_url", redis_url)
+        kwargs.setdefault("chroma_path", str(tmp_path / "chroma"))
+        kwargs.setdefault("key_prefix", key_prefix)
+        if tier is not None:
+            kwargs.setdefault("tiers", {"default": tier})
+        store = TieredMemoryStore(**kwargs)
+        store.setup()
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def store(make_store: Callable[..., TieredMemoryStore], tier: str) -> TieredMemoryStore:
+    """A store without an index on the tier under test."""
+    return make_store(tier)
+
+
+@pytest.fixture
+def vstore(
+    make_store: Callable[..., TieredMemoryStore], tier: str, embeddings: HashingEmbeddings
+) -> TieredMemoryStore:
+    """A store with semantic search on the tier under test."""
+    return make_store(tier, index={"dims": DIMS, "embed": embeddings, "fields": ["text"]})

@@ -1,0 +1,215 @@
+"""Random operation sequences give the same results as LangGraph's InMemoryStore."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_tiered_memory import TieredMemoryStore
+from tests.fakes import HashingEmbeddings
+
+pytestmark = pytest.mark.integration
+
+DIMS = 32
+EMB = HashingEmbeddings(dims=DIMS)
+WORDS = ["apple", "banana", "cherry", "red car", "blue sky", "tea", "日本", ""]
+NAMESPACES = [("a",), ("a", "b"), ("a", "b", "c"), ("a", "bc"), ("b",), ("b", "a"), ("ab",)]
+PREFIXES = [(), ("a",), ("a", "b"), ("b",), ("ab",), ("zz",)]
+
+values = st.fixed_dictionaries(
+    {
+        "n": st.integers(0, 5),
+        "s": st.sampled_from(["x", "y", "z"]),
+        "text": st.sampled_from(WORDS),
+    },
+    optional={"o": st.fixed_dictionaries({"k": st.integers(0, 2)}), "l": st.lists(st.integers(0, 2), max_size=2)},
+)
+filters = st.one_of(
+    st.none(),
+    st.just({}),
+    st.builds(lambda s: {"s": s}, st.sampled_from(["x", "y"])),
+    st.builds(lambda n: {"n": {"$gt": n}}, st.integers(-1, 5)),
+    st.builds(lambda n: {"n": {"$lte": n}}, st.integers(0, 5)),
+    st.builds(lambda s, n: {"s": {"$ne": s}, "n": {"$gte": n}}, st.sampled_from(["x", "z"]), st.integers(0, 4)),
+    st.builds(lambda k: {"o": {"k": k}}, st.integers(0, 2)),
+    st.builds(lambda k: {"o.k": {"$eq": k}}, st.integers(0, 2)),
+    st.builds(lambda v: {"l": v}, st.lists(st.integers(0, 2), max_size=2)),
+)
+keys = st.sampled_from(["k1", "k2", "k3", "k4"])
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.sampled_from(NAMESPACES), keys, values),
+        st.tuples(st.just("put_many"), st.lists(st.tuples(st.sampled_from(NAMESPACES), keys, st.one_of(st.none(), values)), min_size=1, max_size=5)),
+        st.tuples(st.just("delete"), st.sampled_from(NAMESPACES), keys),
+        st.tuples(st.just("get"), st.sampled_from(NAMESPACES), keys),
+        st.tuples(st.just("search"), st.sampled_from(PREFIXES), filters, st.sampled_from([None, "apple", "red", "tea"])),
+        st.tuples(
+            st.just("list"),
+            st.sampled_from([None, ("a",), ("a", "*"), ("*", "b")]),
+            st.sampled_from([None, ("a",), ("b",), ("*", "c")]),
+            st.sampled_from([None, 1, 2]),
+            st.integers(1, 10),
+            st.integers(0, 3),
+        ),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _search_view(results: list[Any], query: str | None) -> Any:
+    if query is None:
+        return sorted((r.namespace, r.key, repr(r.value)) for r in results)
+    return sorted(
+        (r.namespace, r.key, repr(r.value), None if r.score is None else round(r.score, 3))
+        for r in results
+    )
+
+
+class ReferenceStore(InMemoryStore):
+    """InMemoryStore, minus one quirk: deleting from an unknown namespace creates it empty.
+
+    Every other LangGraph store lists only namespaces that hold items.
+    """
+
+    def batch(self, ops: Any) -> list[Any]:
+        results = super().batch(ops)
+        for ns in [ns for ns, items in self._data.items() if not items]:
+            del self._data[ns]
+        return results
+
+
+def run_and_compare(ours: BaseStore, ref: BaseStore, sequence: list[tuple]) -> None:
+    for op in sequence:
+        kind = op[0]
+        if kind == "put":
+            _, ns, key, value = op
+            ours.put(ns, key, value)
+            ref.put(ns, key, value)
+        elif kind == "put_many":
+            from langgraph.store.base import PutOp
+
+            batch = [PutOp(ns, key, value) for ns, key, value in op[1]]
+            ours.batch(batch)
+            # InMemoryStore fails a batch whose items share a text ("Number of
+            # embeddings does not match"), so the reference applies them one by one.
+            for put in batch:
+                ref.batch([put])
+        elif kind == "delete":
+            ours.delete(op[1], op[2])
+            ref.delete(op[1], op[2])
+        elif kind == "get":
+            a, b = ours.get(op[1], op[2]), ref.get(op[1], op[2])
+            assert (a is None) == (b is None), op
+            if a is not None and b is not None:
+                assert (a.namespace, a.key, a.value) == (b.namespace, b.key, b.value)
+        elif kind == "search":
+            _, prefix, flt, query = op
+            a = ours.search(prefix, filter=flt, query=query, limit=100)
+            b = ref.search(prefix, filter=flt, query=query, limit=100)
+            assert _search_view(a, query) == _search_view(b, query), op
+            if query is not None:
+                scores = [r.score for r in a if r.score is not None]
+                assert scores == sorted(scores, reverse=True)
+                # Unscored items come after every scored one.
+                seen_none = False
+                for r in a:
+                    seen_none = seen_none or r.score is None
+                    assert not (seen_none and r.score is not None)
+        elif kind == "list":
+            _, prefix, suffix, depth, limit, offset = op
+            a = ours.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset)
+            b = ref.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset)
+            assert a == b, op
+    # Final state: every namespace holds the same items.
+    a_all = ours.search((), limit=1000)
+    b_all = ref.search((), limit=1000)
+    assert _search_view(a_all, None) == _search_view(b_all, None)
+
+
+@pytest.fixture(scope="module")
+def chroma_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    path: Path = tmp_path_factory.mktemp("chroma-prop")
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+@pytest.mark.parametrize("tier", ["short", "long"])
+def test_random_sequences_match_inmemory_store(tier: str, redis_url: str, chroma_client: Any) -> None:
+    client = redis.Redis.from_url(redis_url)
+
+    @settings(
+        max_examples=75,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(sequence=ops)
+    def check(sequence: list[tuple]) -> None:
+        prefix = "p" + uuid.uuid4().hex[:12]
+        index = {"dims": DIMS, "embed": EMB, "fields": ["text"]}
+        ours = TieredMemoryStore(
+            redis_client=client if tier == "short" else None,
+            redis_url=None,
+            chroma_client=chroma_client if tier == "long" else None,
+            tiers={"default": tier},  # type: ignore[typeddict-item]
+            key_prefix=prefix,
+            index=index,  # type: ignore[arg-type]
+        )
+        ours.setup()
+        try:
+            run_and_compare(ours, ReferenceStore(index=index), sequence)  # type: ignore[arg-type]
+        finally:
+            if tier == "short":
+                stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+                if stale:
+                    client.delete(*stale)
+
+    check()
+    client.close()
+
+
+def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client: Any) -> None:
+    """With the default policy the `short_term` namespaces live in Redis, the rest in Chroma."""
+    client = redis.Redis.from_url(redis_url)
+    mixed_ns = st.sampled_from([("short_term", "s1"), ("short_term", "s2", "x"), ("a",), ("a", "b"), ("shortterm",)])
+    seq = st.lists(
+        st.one_of(
+            st.tuples(st.just("put"), mixed_ns, keys, values),
+            st.tuples(st.just("delete"), mixed_ns, keys),
+            st.tuples(st.just("get"), mixed_ns, keys),
+            st.tuples(st.just("search"), st.sampled_from([(), ("short_term",), ("a",)]), filters, st.sampled_from([None, "tea"])),
+            st.tuples(st.just("list"), st.sampled_from([None, ("short_term",)]), st.none(), st.sampled_from([None, 1]), st.just(10), st.just(0)),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(sequence=seq)
+    def check(sequence: list[tuple]) -> None:
+        prefix = "m" + uuid.uuid4().hex[:12]
+        index = {"dims": DIMS, "embed": EMB, "fields": ["text"]}
+        ours = TieredMemoryStore(
+            redis_client=client, chroma_client=chroma_client, key_prefix=prefix, index=index  # type: ignore[arg-type]
+        )
+        try:
+            run_and_compare(ours, ReferenceStore(index=index), sequence)  # type: ignore[arg-type]
+            for ns, _ in [(r.namespace, r.key) for r in ours.search((), limit=1000)]:
+                assert ours.tier_for(ns) == ("short" if ns[0] == "short_term" else "long")
+        finally:
+            stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+            if stale:
+                client.delete(*stale)
+
+    check()
+    client.close()
