@@ -146,6 +146,7 @@ def encode_value(namespace: Namespace, key: str, value: Any) -> str:
             " Wrap it, e.g. {'content': value}."
         )
     try:
+        _check_keys(value)
         return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as e:
         raise InvalidItemError(
@@ -153,6 +154,19 @@ def encode_value(namespace: Namespace, key: str, value: Any) -> str:
             " Store only dicts of str, int, float (finite), bool, None, lists and dicts;"
             " convert datetimes to ISO strings and objects to dicts first."
         ) from e
+
+
+def _check_keys(node: Any) -> None:
+    # json.dumps silently turns int/float/bool/None dict keys into strings, which would
+    # change the value on the way back; refuse them instead.
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not isinstance(k, str):
+                raise TypeError(f"dict key {k!r} is a {type(k).__name__}, not a string")
+            _check_keys(v)
+    elif isinstance(node, (list, tuple)):
+        for v in node:
+            _check_keys(v)
 
 
 def validate_ttl(ttl: Any) -> float | None:

@@ -1,0 +1,85 @@
+"""Reopening a store on the same Redis and Chroma directory finds everything again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chromadb
+import pytest
+from chromadb.config import Settings
+
+from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
+from tests.conftest import DIMS
+from tests.fakes import HashingEmbeddings
+
+pytestmark = pytest.mark.integration
+
+
+def _open(redis_url: str, path: Path, prefix: str, dims: int = DIMS) -> TieredMemoryStore:
+    store = TieredMemoryStore(
+        redis_url=redis_url,
+        chroma_path=str(path),
+        key_prefix=prefix,
+        index={"dims": dims, "embed": HashingEmbeddings(dims), "fields": ["text"]},
+    )
+    store.setup()
+    return store
+
+
+def test_everything_persists_across_reopen(redis_url: str, key_prefix: str, tmp_path: Path) -> None:
+    path = tmp_path / "chroma"
+    first = _open(redis_url, path, key_prefix)
+    first.put(("users", "u1", "memories"), "m1", {"text": "likes green tea"})
+    first.put(("users", "u1", "memories"), "m2", {"text": "lives in Lisbon"}, index=False)
+    first.put(("users", "u2"), "m1", {"text": "plays chess"})
+    first.put(("short_term", "s1"), "turn1", {"text": "hello there"}, ttl=10)
+    before = {
+        "get": first.get(("users", "u1", "memories"), "m1"),
+        "search": first.search(("users",), query="green tea", limit=10),
+        "namespaces": first.list_namespaces(),
+        "short": first.get(("short_term", "s1"), "turn1", refresh_ttl=False),
+    }
+    assert first.tier_for(("short_term", "s1")) == "short"
+    first.close()
+
+    second = _open(redis_url, path, key_prefix)
+    assert second.get(("users", "u1", "memories"), "m1") == before["get"]
+    after = second.search(("users",), query="green tea", limit=10)
+    assert [(r.namespace, r.key, r.score) for r in after] == [
+        (r.namespace, r.key, r.score) for r in before["search"]
+    ]
+    assert after[-1].key == "m2" and after[-1].score is None
+    assert second.list_namespaces() == before["namespaces"]
+    assert second.get(("short_term", "s1"), "turn1", refresh_ttl=False) == before["short"]
+    # Another key prefix on the same servers sees none of it.
+    other = _open(redis_url, path, key_prefix + "x")
+    assert other.list_namespaces() == [] and other.search(()) == []
+    other.close()
+    second.close()
+
+
+def test_reopening_with_other_embedding_size_is_a_clear_error(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "chroma"
+    first = _open(redis_url, path, key_prefix)
+    first.put(("n",), "k", {"text": "x"})
+    first.close()
+    second = _open(redis_url, path, key_prefix, dims=DIMS * 2)
+    with pytest.raises(ConfigurationError, match="dimensions"):
+        second.get(("n",), "k")
+    second.close()
+
+
+def test_chroma_client_given_by_the_caller_is_used(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "own"), settings=Settings(anonymized_telemetry=False)
+    )
+    store = TieredMemoryStore(chroma_client=client, key_prefix=key_prefix, tiers={"default": "long"})
+    store.put(("a",), "k", {"v": 1})
+    names = {c.name for c in client.list_collections()}
+    assert any(n.startswith(f"{key_prefix}-ns-") for n in names)
+    assert f"{key_prefix}-registry" in names
+    store.close()
