@@ -1,0 +1,29 @@
+import langgraph_tiered_memory
+
+
+def test_public_names_are_pinned() -> None:
+    assert sorted(langgraph_tiered_memory.__all__) == sorted(
+        [
+            "AsyncTieredMemoryStore",
+            "BackendUnavailableError",
+            "ConfigurationError",
+            "DEFAULT_TIER_POLICY",
+            "InvalidFilterError",
+            "InvalidItemError",
+            "ScoringConfig",
+            "TierPolicy",
+            "TieredMemoryError",
+            "TieredMemoryStore",
+        ]
+    )
+    for name in langgraph_tiered_memory.__all__:
+        assert getattr(langgraph_tiered_memory, name) is not None
+
+
+def test_stores_are_langgraph_base_stores() -> None:
+    from langgraph.store.base import BaseStore
+    from langgraph.store.base.batch import AsyncBatchedBaseStore
+
+    assert issubclass(langgraph_tiered_memory.TieredMemoryStore, BaseStore)
+    assert issubclass(langgraph_tiered_memory.AsyncTieredMemoryStore, AsyncBatchedBaseStore)
+    assert langgraph_tiered_memory.TieredMemoryStore.supports_ttl is True

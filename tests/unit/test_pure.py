@@ -1,0 +1,120 @@
+"""Pure planning helpers: filters, namespaces, routing (no backend)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langgraph.store.base import InvalidNamespaceError, MatchCondition
+from langgraph.store.memory import _compare_values
+
+from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
+from langgraph_tiered_memory.store._common import (
+    decode_namespace,
+    encode_namespace,
+    matches_filter,
+    namespace_id,
+    select_namespaces,
+    validate_filter,
+    validate_namespace,
+)
+from langgraph_tiered_memory.store.routing import TierRouter
+
+labels = st.text(min_size=1, max_size=6).filter(lambda s: "." not in s)
+namespaces = st.lists(labels, min_size=1, max_size=4).map(tuple)
+
+# Values where InMemoryStore's comparison has no Python quirks (no bools next to ints,
+# ordering operators only on numbers).
+scalars = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", ""]), st.none())
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=3), max_leaves=6
+)
+
+
+@given(namespaces, namespaces)
+def test_encoded_prefix_iff_namespace_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+    assert decode_namespace(encode_namespace(a)) == a
+    is_prefix = b[: len(a)] == a
+    assert encode_namespace(b).startswith(encode_namespace(a)) == is_prefix
+
+
+@given(namespaces, namespaces)
+def test_namespace_ids_distinguish_namespaces(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+    assert (namespace_id(a) == namespace_id(b)) == (a == b)
+    assert len(namespace_id(a)) == 32
+
+
+@given(
+    st.dictionaries(st.sampled_from(["x", "y", "z"]), json_values, max_size=3),
+    st.sampled_from(["x", "y", "w"]),
+    json_values,
+)
+def test_equality_filters_agree_with_inmemory_store(value: dict, key: str, cond: object) -> None:
+    assert matches_filter(value, {key: cond}) == _compare_values(value.get(key), cond)
+    assert matches_filter(value, {key: {"$eq": cond}}) == (value.get(key) == cond)
+    assert matches_filter(value, {key: {"$ne": cond}}) == (value.get(key) != cond)
+
+
+@given(st.integers(-5, 5), st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), st.floats(-6, 6))
+def test_range_filters_agree_with_inmemory_store(x: int, op: str, bound: float) -> None:
+    assert matches_filter({"x": x}, {"x": {op: bound}}) == _compare_values(x, {op: bound})
+
+
+def test_filter_semantics_beyond_inmemory() -> None:
+    v = {"a": {"b": {"c": 3}}, "flag": True, "one": 1, "s": "m", "dotted.key": 5}
+    assert matches_filter(v, {"a.b.c": 3})
+    assert matches_filter(v, {"a.b.c": {"$gte": 3, "$lt": 4}})
+    assert not matches_filter(v, {"a.b.x": 3})
+    assert matches_filter(v, {"dotted.key": 5})  # an exact top-level key wins
+    assert matches_filter(v, {"flag": True}) and not matches_filter(v, {"flag": 1})
+    assert matches_filter(v, {"one": 1.0}) and not matches_filter(v, {"one": True})
+    assert matches_filter(v, {"s": {"$gt": "a", "$lt": "z"}})
+    assert not matches_filter(v, {"s": {"$gt": 1}})  # string vs number: no match
+    assert not matches_filter(v, {"missing": {"$lt": 10}})
+
+
+def test_validate_filter_errors() -> None:
+    with pytest.raises(InvalidFilterError, match="operator"):
+        validate_filter({"x": {"$regex": "a"}}, allow_non_finite=False)
+    with pytest.raises(InvalidFilterError, match="finite"):
+        validate_filter({"x": {"$lt": float("inf")}}, allow_non_finite=False)
+    validate_filter({"x": {"$lt": float("inf")}}, allow_non_finite=True)
+    with pytest.raises(InvalidFilterError, match="Invalid filter key"):
+        validate_filter({"a b": 1}, allow_non_finite=False)
+    validate_filter({"user.access-level": 1, "123abc": 2, "ключ": 3}, allow_non_finite=False)
+
+
+@pytest.mark.parametrize("bad", [(), ("a", "b.c"), ("a", ""), ("a", 3), "abc", ("x" * 257,)])
+def test_validate_namespace_rejects(bad: object) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        validate_namespace(bad)
+
+
+def test_select_namespaces_wildcards_depth_paging() -> None:
+    nss = [("a", "b", "c"), ("a", "x", "c"), ("b", "c"), ("a",)]
+    prefix = (MatchCondition("prefix", ("a", "*")),)
+    assert select_namespaces(nss, prefix, None, 10, 0) == [("a", "b", "c"), ("a", "x", "c")]
+    suffix = (MatchCondition("suffix", ("c",)),)
+    assert select_namespaces(nss, suffix, 1, 10, 0) == [("a",), ("b",)]
+    assert select_namespaces(nss, None, None, 2, 1) == [("a", "b", "c"), ("a", "x", "c")]
+
+
+def test_router_default_policy_and_overrides() -> None:
+    r = TierRouter(None)
+    assert r.tier_for(("short_term", "s1")) == "short"
+    assert r.tier_for(("shortterm",)) == "long"
+    assert r.tier_for(("users", "short_term")) == "long"
+    assert r.tiers_for_prefix(()) == ["long", "short"]
+    assert r.tiers_for_prefix(("short_term",)) == ["short"]
+    assert r.tiers_for_prefix(("users",)) == ["long"]
+    assert TierRouter({"default": "long"}).tier_for(("short_term", "x")) == "long"
+    assert TierRouter({"default": "short"}).tier_for(("users",)) == "short"
+    nested = TierRouter({"default": "long", "short": [("s",)], "long": [("s", "keep")]})
+    assert nested.tier_for(("s", "keep", "x")) == "long"
+    assert nested.tier_for(("s", "other")) == "short"
+    assert nested.tiers_for_prefix(("s",)) == ["long", "short"]
+    assert nested.tiers_for_prefix(("s", "other")) == ["short"]
+    assert DEFAULT_TIER_POLICY["short"] == [("short_term",)]
+    with pytest.raises(ConfigurationError):
+        TierRouter({"default": "long", "short": [()]})
