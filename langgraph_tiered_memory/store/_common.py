@@ -178,9 +178,7 @@ def validate_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl):
-        raise InvalidItemError(
-            f"TTL must be a positive number of minutes or None, got {ttl!r}."
-        )
+        raise InvalidItemError(f"TTL must be a positive number of minutes or None, got {ttl!r}.")
     if ttl <= 0:
         raise InvalidItemError(
             f"TTL must be a positive number of minutes, got {ttl!r}. Use None for no expiry"
@@ -265,7 +263,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and bool(a == b)
 
 
@@ -280,7 +278,7 @@ def _compare(value: Any, cond: Any) -> bool:
         return (
             isinstance(value, (list, tuple))
             and len(value) == len(cond)
-            and all(_compare(v, c) for v, c in zip(value, cond))
+            and all(_compare(v, c) for v, c in zip(value, cond, strict=True))
         )
     return _json_equal(value, cond)
 
@@ -351,13 +349,12 @@ def _condition_matches(condition: MatchCondition, namespace: Namespace) -> bool:
     if len(namespace) < len(path):
         return False
     if condition.match_type == "prefix":
-        pairs = zip(namespace, path)
+        pairs = zip(namespace, path, strict=False)
     elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path))
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
     else:
         raise ValueError(
-            f"Unsupported namespace match type {condition.match_type!r}: use 'prefix' or"
-            " 'suffix'."
+            f"Unsupported namespace match type {condition.match_type!r}: use 'prefix' or 'suffix'."
         )
     return all(p == "*" or n == p for n, p in pairs)
 

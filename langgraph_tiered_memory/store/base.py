@@ -13,7 +13,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from langgraph.store.base import (
@@ -194,7 +194,7 @@ class TieredStoreCore:
                 found = await asyncio.gather(
                     *(self.embeddings.aembed_query(q) for q in plan.queries)
                 )
-                queries = dict(zip(plan.queries, found))
+                queries = dict(zip(plan.queries, found, strict=True))
         return await asyncio.to_thread(self._execute, plan, vectors, queries)
 
     # ----------------------------------------------------------------- planning
@@ -243,7 +243,13 @@ class TieredStoreCore:
         slots: list[list[int]] = []
         for (ns, key), (op, encoded) in puts.items():
             writes.append(
-                ItemWrite(namespace=ns, key=key, value=op.value, encoded=encoded, ttl=op.ttl)
+                ItemWrite(
+                    namespace=ns,
+                    key=key,
+                    value=None if op.value is None else dict(op.value),
+                    encoded=encoded,
+                    ttl=op.ttl,
+                )
             )
             slot: list[int] = []
             if op.value is not None and self.index_config is not None and op.index is not False:
@@ -257,7 +263,7 @@ class TieredStoreCore:
         )
         return _Plan(size, gets, searches, lists, writes, list(texts), slots, queries)
 
-    def _texts(self, value: dict[str, Any], index: list[str] | None) -> list[str]:
+    def _texts(self, value: Mapping[str, Any], index: list[str] | None) -> list[str]:
         paths = (
             self._fields
             if index is None
@@ -364,7 +370,7 @@ class TieredStoreCore:
 
         if plan.writes:
             by_tier: dict[TierName, list[ItemWrite]] = {}
-            for w, slot in zip(plan.writes, plan.slots):
+            for w, slot in zip(plan.writes, plan.slots, strict=True):
                 if slot:
                     w.vectors = [list(text_vectors[j]) for j in slot]
                 by_tier.setdefault(self._router.tier_for(w.namespace), []).append(w)
@@ -392,7 +398,12 @@ def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
         return None
     if not isinstance(ttl, dict):
         raise ConfigurationError(f"ttl must be a TTLConfig dict, got {ttl!r}.")
-    unknown = set(ttl) - {"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"}
+    unknown = set(ttl) - {
+        "refresh_on_read",
+        "default_ttl",
+        "sweep_interval_minutes",
+        "omit_expired",
+    }
     if unknown:
         raise ConfigurationError(
             f"Unknown TTLConfig keys {sorted(unknown)}; use refresh_on_read, default_ttl,"
@@ -415,7 +426,7 @@ def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
 def _check_scoring(scoring: ScoringConfig | None) -> ScoringConfig:
     scoring = scoring or {"mode": "similarity"}
     if not isinstance(scoring, dict):
-        raise ConfigurationError(f"scoring must be a dict such as {{'mode': 'similarity'}}.")
+        raise ConfigurationError("scoring must be a dict such as {'mode': 'similarity'}.")
     mode = scoring.get("mode", "similarity")
     if mode != "similarity":
         raise ConfigurationError(

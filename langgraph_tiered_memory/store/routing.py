@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY, TierName, TierPolicy
 from langgraph_tiered_memory.errors import ConfigurationError
@@ -32,11 +33,11 @@ class TierRouter:
             )
         self.default: TierName = default
         rules: dict[Namespace, TierName] = {}
+        tier: TierName
         for tier in ("short", "long"):
-            for prefix in policy.get(tier, []) or []:  # type: ignore[attr-defined]
-                if isinstance(prefix, str):
-                    prefix = (prefix,)
-                prefix = tuple(prefix)
+            entries: list[Any] = list(policy.get(tier) or [])
+            for entry in entries:
+                prefix: Namespace = (entry,) if isinstance(entry, str) else tuple(entry)
                 if not prefix or not all(isinstance(p, str) and p for p in prefix):
                     raise ConfigurationError(
                         f"tiers[{tier!r}] holds {prefix!r}; each entry must be a non-empty"
@@ -47,7 +48,7 @@ class TierRouter:
                         f"Namespace prefix {prefix} is listed under both 'short' and 'long'"
                         " in tiers; keep it under one."
                     )
-                rules[prefix] = tier  # type: ignore[assignment]
+                rules[prefix] = tier
         # Longest prefix first so the first match is the most specific.
         self._rules = sorted(rules.items(), key=lambda kv: -len(kv[0]))
 
@@ -70,4 +71,4 @@ class TierRouter:
         for rule, tier in self._rules:
             if has_prefix(rule, prefix):
                 found.add(tier)
-        return [t for t in ("long", "short") if t in found]  # type: ignore[misc]
+        return [t for t in ("long", "short") if t in found]

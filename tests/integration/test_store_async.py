@@ -57,7 +57,7 @@ async def test_concurrent_calls_are_batched_and_answered_in_order(
     await asyncio.gather(*(astore.aput(("c",), k, v) for k, v in docs.items()))
     await asyncio.gather(*(astore.adelete(("c",), k) for k in list(docs)[:10]))
     got = await asyncio.gather(*(astore.aget(("c",), k) for k in docs))
-    for (k, v), item in zip(docs.items(), got):
+    for (k, v), item in zip(docs.items(), got, strict=True):
         if int(k[1:]) < 10:
             assert item is None
         else:

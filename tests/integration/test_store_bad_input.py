@@ -36,7 +36,9 @@ pytestmark = pytest.mark.integration
         ["not", "a", "dict"],
     ],
 )
-def test_unserialisable_values_fail_the_whole_batch(store: TieredMemoryStore, value: object) -> None:
+def test_unserialisable_values_fail_the_whole_batch(
+    store: TieredMemoryStore, value: object
+) -> None:
     store.put(("ns",), "keep", {"v": 1})
     with pytest.raises(InvalidItemError, match="JSON|dict"):
         store.batch(
@@ -128,7 +130,9 @@ def test_embedding_failure_writes_nothing(make_store, tier: str) -> None:  # typ
         ({"ttl": {"sweep_every": 1}}, "Unknown TTLConfig"),
     ],
 )
-def test_bad_configuration_is_named(tmp_path: Path, redis_url: str, kwargs: dict, match: str) -> None:
+def test_bad_configuration_is_named(
+    tmp_path: Path, redis_url: str, kwargs: dict, match: str
+) -> None:
     with pytest.raises(ConfigurationError, match=match):
         TieredMemoryStore(redis_url=redis_url, chroma_path=str(tmp_path), **kwargs)
 
@@ -180,7 +184,9 @@ def test_readonly_chroma_dir_is_named(tmp_path: Path, monkeypatch: pytest.Monkey
         store.setup()
 
 
-def test_store_routed_to_redis_works_without_modules(redis_url: str, key_prefix: str, tmp_path: Path) -> None:
+def test_store_routed_to_redis_works_without_modules(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
     """The Redis tier uses only core commands: no FT.* or JSON.* call is ever made."""
     client = redis.Redis.from_url(redis_url)
     store = TieredMemoryStore(

@@ -352,7 +352,11 @@ def test_list_namespaces_matching_depth_and_paging(store: TieredMemoryStore) -> 
     for i, ns in enumerate(namespaces):
         store.put(ns, f"id{i}", {"i": i})
     assert store.list_namespaces(prefix=("a", "b")) == sorted(namespaces[:4])
-    assert set(store.list_namespaces(suffix=("f",))) == {("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")}
+    assert set(store.list_namespaces(suffix=("f",))) == {
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    }
     assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f")]
     assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [
         ("a", "b", "c"),
@@ -362,7 +366,11 @@ def test_list_namespaces_matching_depth_and_paging(store: TieredMemoryStore) -> 
     assert store.list_namespaces(prefix=("a", "b"), limit=2) == sorted(namespaces[:4])[:2]
     assert store.list_namespaces(prefix=("a", "b"), offset=2) == sorted(namespaces[:4])[2:]
     assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
-    assert store.list_namespaces(suffix=("*", "f")) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
+    assert store.list_namespaces(suffix=("*", "f")) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
     assert store.list_namespaces(suffix=("alice",)) == [("uid", "users", "alice")]
     assert store.list_namespaces(prefix=("users", "*")) == [
         ("users", "123"),
@@ -411,4 +419,6 @@ def test_store_works_inside_a_compiled_graph(vstore: TieredMemoryStore) -> None:
     assert out["messages"][-1].content == "I recall: I like green tea"
     item = vstore.get(("users", "u1", "memories"), "latest")
     assert item is not None and item.value == {"text": "I like green tea"}
-    assert math.isclose(vstore.search(("users",), query="I like green tea")[0].score or 0, 1.0, abs_tol=1e-4)
+    assert math.isclose(
+        vstore.search(("users",), query="I like green tea")[0].score or 0, 1.0, abs_tol=1e-4
+    )

@@ -77,7 +77,9 @@ def test_chroma_client_given_by_the_caller_is_used(
     client = chromadb.PersistentClient(
         path=str(tmp_path / "own"), settings=Settings(anonymized_telemetry=False)
     )
-    store = TieredMemoryStore(chroma_client=client, key_prefix=key_prefix, tiers={"default": "long"})
+    store = TieredMemoryStore(
+        chroma_client=client, key_prefix=key_prefix, tiers={"default": "long"}
+    )
     store.put(("a",), "k", {"v": 1})
     names = {c.name for c in client.list_collections()}
     assert any(n.startswith(f"{key_prefix}-ns-") for n in names)

@@ -30,7 +30,10 @@ values = st.fixed_dictionaries(
         "s": st.sampled_from(["x", "y", "z"]),
         "text": st.sampled_from(WORDS),
     },
-    optional={"o": st.fixed_dictionaries({"k": st.integers(0, 2)}), "l": st.lists(st.integers(0, 2), max_size=2)},
+    optional={
+        "o": st.fixed_dictionaries({"k": st.integers(0, 2)}),
+        "l": st.lists(st.integers(0, 2), max_size=2),
+    },
 )
 filters = st.one_of(
     st.none(),
@@ -38,7 +41,11 @@ filters = st.one_of(
     st.builds(lambda s: {"s": s}, st.sampled_from(["x", "y"])),
     st.builds(lambda n: {"n": {"$gt": n}}, st.integers(-1, 5)),
     st.builds(lambda n: {"n": {"$lte": n}}, st.integers(0, 5)),
-    st.builds(lambda s, n: {"s": {"$ne": s}, "n": {"$gte": n}}, st.sampled_from(["x", "z"]), st.integers(0, 4)),
+    st.builds(
+        lambda s, n: {"s": {"$ne": s}, "n": {"$gte": n}},
+        st.sampled_from(["x", "z"]),
+        st.integers(0, 4),
+    ),
     st.builds(lambda k: {"o": {"k": k}}, st.integers(0, 2)),
     st.builds(lambda k: {"o.k": {"$eq": k}}, st.integers(0, 2)),
     st.builds(lambda v: {"l": v}, st.lists(st.integers(0, 2), max_size=2)),
@@ -47,10 +54,22 @@ keys = st.sampled_from(["k1", "k2", "k3", "k4"])
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("put"), st.sampled_from(NAMESPACES), keys, values),
-        st.tuples(st.just("put_many"), st.lists(st.tuples(st.sampled_from(NAMESPACES), keys, st.one_of(st.none(), values)), min_size=1, max_size=5)),
+        st.tuples(
+            st.just("put_many"),
+            st.lists(
+                st.tuples(st.sampled_from(NAMESPACES), keys, st.one_of(st.none(), values)),
+                min_size=1,
+                max_size=5,
+            ),
+        ),
         st.tuples(st.just("delete"), st.sampled_from(NAMESPACES), keys),
         st.tuples(st.just("get"), st.sampled_from(NAMESPACES), keys),
-        st.tuples(st.just("search"), st.sampled_from(PREFIXES), filters, st.sampled_from([None, "apple", "red", "tea"])),
+        st.tuples(
+            st.just("search"),
+            st.sampled_from(PREFIXES),
+            filters,
+            st.sampled_from([None, "apple", "red", "tea"]),
+        ),
         st.tuples(
             st.just("list"),
             st.sampled_from([None, ("a",), ("a", "*"), ("*", "b")]),
@@ -126,8 +145,12 @@ def run_and_compare(ours: BaseStore, ref: BaseStore, sequence: list[tuple]) -> N
                     assert not (seen_none and r.score is not None)
         elif kind == "list":
             _, prefix, suffix, depth, limit, offset = op
-            a = ours.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset)
-            b = ref.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset)
+            a = ours.list_namespaces(
+                prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset
+            )
+            b = ref.list_namespaces(
+                prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset
+            )
             assert a == b, op
     # Final state: every namespace holds the same items.
     a_all = ours.search((), limit=1000)
@@ -145,7 +168,9 @@ def chroma_client(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.mark.parametrize("tier", ["short", "long"])
-def test_random_sequences_match_inmemory_store(tier: str, redis_url: str, chroma_client: Any) -> None:
+def test_random_sequences_match_inmemory_store(
+    tier: str, redis_url: str, chroma_client: Any
+) -> None:
     client = redis.Redis.from_url(redis_url)
 
     @settings(
@@ -181,14 +206,28 @@ def test_random_sequences_match_inmemory_store(tier: str, redis_url: str, chroma
 def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client: Any) -> None:
     """With the default policy the `short_term` namespaces live in Redis, the rest in Chroma."""
     client = redis.Redis.from_url(redis_url)
-    mixed_ns = st.sampled_from([("short_term", "s1"), ("short_term", "s2", "x"), ("a",), ("a", "b"), ("shortterm",)])
+    mixed_ns = st.sampled_from(
+        [("short_term", "s1"), ("short_term", "s2", "x"), ("a",), ("a", "b"), ("shortterm",)]
+    )
     seq = st.lists(
         st.one_of(
             st.tuples(st.just("put"), mixed_ns, keys, values),
             st.tuples(st.just("delete"), mixed_ns, keys),
             st.tuples(st.just("get"), mixed_ns, keys),
-            st.tuples(st.just("search"), st.sampled_from([(), ("short_term",), ("a",)]), filters, st.sampled_from([None, "tea"])),
-            st.tuples(st.just("list"), st.sampled_from([None, ("short_term",)]), st.none(), st.sampled_from([None, 1]), st.just(10), st.just(0)),
+            st.tuples(
+                st.just("search"),
+                st.sampled_from([(), ("short_term",), ("a",)]),
+                filters,
+                st.sampled_from([None, "tea"]),
+            ),
+            st.tuples(
+                st.just("list"),
+                st.sampled_from([None, ("short_term",)]),
+                st.none(),
+                st.sampled_from([None, 1]),
+                st.just(10),
+                st.just(0),
+            ),
         ),
         min_size=1,
         max_size=20,
@@ -200,7 +239,10 @@ def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client
         prefix = "m" + uuid.uuid4().hex[:12]
         index = {"dims": DIMS, "embed": EMB, "fields": ["text"]}
         ours = TieredMemoryStore(
-            redis_client=client, chroma_client=chroma_client, key_prefix=prefix, index=index  # type: ignore[arg-type]
+            redis_client=client,
+            chroma_client=chroma_client,
+            key_prefix=prefix,
+            index=index,  # type: ignore[arg-type]
         )
         try:
             run_and_compare(ours, ReferenceStore(index=index), sequence)  # type: ignore[arg-type]

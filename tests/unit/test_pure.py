@@ -28,7 +28,11 @@ namespaces = st.lists(labels, min_size=1, max_size=4).map(tuple)
 # ordering operators only on numbers).
 scalars = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", ""]), st.none())
 json_values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=3), max_leaves=6
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("xyz"), inner, max_size=3)
+    ),
+    max_leaves=6,
 )
 
 

@@ -23,7 +23,9 @@ class Tier(Protocol):
     def setup(self) -> None:
         """Create what the tier needs; idempotent."""
 
-    def get(self, namespace: Namespace, keys: Sequence[str], *, now: float) -> dict[str, StoredItem]:
+    def get(
+        self, namespace: Namespace, keys: Sequence[str], *, now: float
+    ) -> dict[str, StoredItem]:
         """Live items of `namespace` with the given keys."""
 
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:

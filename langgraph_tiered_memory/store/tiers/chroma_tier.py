@@ -172,7 +172,9 @@ class ChromaTier:
 
     # ----------------------------------------------------------------- decoding
     @staticmethod
-    def _decode(namespace: Namespace, key: str, meta: dict[str, Any]) -> tuple[StoredItem, int, str]:
+    def _decode(
+        namespace: Namespace, key: str, meta: dict[str, Any]
+    ) -> tuple[StoredItem, int, str]:
         doc = json.loads(meta["_d"])
         item = StoredItem(
             namespace=namespace,
@@ -186,14 +188,16 @@ class ChromaTier:
         return item, int(doc["n"]), doc["w"]
 
     # ----------------------------------------------------------------- reads
-    def get(self, namespace: Namespace, keys: Sequence[str], *, now: float) -> dict[str, StoredItem]:
+    def get(
+        self, namespace: Namespace, keys: Sequence[str], *, now: float
+    ) -> dict[str, StoredItem]:
         """Live items of `namespace` with the given keys (one Chroma get by id)."""
         col = self._collection(namespace, create=False)
         if col is None or not keys:
             return {}
         res = col.get(ids=[f"p:{k}" for k in dict.fromkeys(keys)], include=["metadatas"])
         out: dict[str, StoredItem] = {}
-        for rid, meta in zip(res["ids"], res["metadatas"]):
+        for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
             item, _, _ = self._decode(namespace, rid[2:], meta)
             if not item.expired(now):
                 out[item.key] = item
@@ -252,7 +256,7 @@ class ChromaTier:
         page_size = max(limit * 2, 100) if not filter else _PAGE
         while len(out) < limit:
             page = col.get(include=["metadatas"], limit=page_size, offset=offset)
-            for rid, meta in zip(page["ids"], page["metadatas"]):
+            for rid, meta in zip(page["ids"], page["metadatas"], strict=True):
                 if not rid.startswith("p:"):
                     continue
                 item, _, _ = self._decode(ns, rid[2:], meta)
@@ -278,14 +282,12 @@ class ChromaTier:
         qv = [*map(float, query_vector), 0.0]
         n = max(limit * 2, 20)
         while True:
-            res = col.query(
-                query_embeddings=[qv], n_results=n, include=["metadatas", "distances"]
-            )
+            res = col.query(query_embeddings=[qv], n_results=n, include=["metadatas", "distances"])
             ids, metas, dists = res["ids"][0], res["metadatas"][0], res["distances"][0]
             exhausted = len(ids) < n
             cands: dict[str, list[tuple[float, str | None]]] = {}
             docs: dict[str, tuple[StoredItem, int, str]] = {}
-            for rid, meta, dist in zip(ids, metas, dists):
+            for rid, meta, dist in zip(ids, metas, dists, strict=True):
                 score = 1.0 - float(dist)
                 if rid.startswith("p:"):
                     key = rid[2:]
@@ -297,7 +299,7 @@ class ChromaTier:
             missing = [k for k in cands if k not in docs]
             if missing:
                 got = col.get(ids=[f"p:{k}" for k in missing], include=["metadatas"])
-                for rid, meta in zip(got["ids"], got["metadatas"]):
+                for rid, meta in zip(got["ids"], got["metadatas"], strict=True):
                     docs[rid[2:]] = self._decode(ns, rid[2:], meta)
             scored: list[ScoredItem] = []
             for key, found in cands.items():
@@ -346,7 +348,10 @@ class ChromaTier:
             self._register(ns, ttl=any(w.ttl is not None for w in upserts))
         keys = [w.key for w in group]
         old = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
-        old_docs = {rid[2:]: json.loads(m["_d"]) for rid, m in zip(old["ids"], old["metadatas"])}
+        old_docs = {
+            rid[2:]: json.loads(m["_d"])
+            for rid, m in zip(old["ids"], old["metadatas"], strict=True)
+        }
         ids: list[str] = []
         embeddings: list[list[float]] = []
         metadatas: list[dict[str, Any]] = []
@@ -407,7 +412,7 @@ class ChromaTier:
         if not res["ids"]:
             return 0
         doomed: list[str] = []
-        for rid, meta in zip(res["ids"], res["metadatas"]):
+        for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
             doomed.append(rid)
             n = int(json.loads(meta["_d"])["n"])
             doomed.extend(f"x:{i}:{rid[2:]}" for i in range(1, n))

@@ -107,7 +107,9 @@ class RedisTier:
         )
 
     # ----------------------------------------------------------------- reads
-    def get(self, namespace: Namespace, keys: Sequence[str], *, now: float) -> dict[str, StoredItem]:
+    def get(
+        self, namespace: Namespace, keys: Sequence[str], *, now: float
+    ) -> dict[str, StoredItem]:
         """Live items of `namespace` with the given keys."""
         if not keys:
             return {}
@@ -115,7 +117,7 @@ class RedisTier:
         with redis_errors(self._where):
             raws = self.client.mget([f"{base}:i:{k}" for k in keys])
         out: dict[str, StoredItem] = {}
-        for key, raw in zip(keys, raws):
+        for key, raw in zip(keys, raws, strict=True):
             if raw is not None:
                 item = self._decode(namespace, key, raw)
                 if not item.expired(now):
@@ -123,13 +125,16 @@ class RedisTier:
         return out
 
     def _registered(self, prefix: Namespace) -> list[Namespace]:
+        members: list[Any]
         with redis_errors(self._where):
             if prefix:
                 enc = encode_namespace(prefix).encode("utf-8")
                 members = self.client.zrangebylex(self._registry, b"[" + enc, b"[" + enc + b"\xff")
             else:
                 members = self.client.zrange(self._registry, 0, -1)
-        return [decode_namespace(m.decode("utf-8") if isinstance(m, bytes) else m) for m in members]
+        return [
+            decode_namespace(m.decode("utf-8") if isinstance(m, bytes) else str(m)) for m in members
+        ]
 
     def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
         """Namespaces under `prefix` with at least one live item."""
@@ -142,7 +147,7 @@ class RedisTier:
             for ns in candidates:
                 pipe.zcount(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
             counts = pipe.execute()
-        return [ns for ns, c in zip(candidates, counts) if c]
+        return [ns for ns, c in zip(candidates, counts, strict=True) if c]
 
     def _live_keys(self, namespaces: list[Namespace], now: float) -> list[list[str]]:
         now_ms = now * 1000
@@ -151,7 +156,9 @@ class RedisTier:
             for ns in namespaces:
                 pipe.zrangebyscore(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
             res = pipe.execute()
-        return [sorted(m.decode("utf-8") if isinstance(m, bytes) else m for m in keys) for keys in res]
+        return [
+            sorted(m.decode("utf-8") if isinstance(m, bytes) else m for m in keys) for keys in res
+        ]
 
     def search(
         self,
@@ -167,7 +174,7 @@ class RedisTier:
         if not namespaces:
             return []
         keys_per_ns = self._live_keys(namespaces, now)
-        pairs = [(ns, k) for ns, keys in zip(namespaces, keys_per_ns) for k in keys]
+        pairs = [(ns, k) for ns, keys in zip(namespaces, keys_per_ns, strict=True) for k in keys]
         if not pairs:
             return []
         want_vectors = query_vector is not None
@@ -180,7 +187,7 @@ class RedisTier:
         with redis_errors(self._where):
             raws = self.client.mget(names)
         step = 2 if want_vectors else 1
-        candidates: list[tuple[StoredItem, bytes | None]] = []
+        candidates: list[tuple[StoredItem, Any]] = []
         for idx, (ns, k) in enumerate(pairs):
             raw = raws[idx * step]
             if raw is None:
@@ -223,7 +230,7 @@ class RedisTier:
             # list_namespaces skips, never an item that cannot be found.
             self.client.zadd(self._registry, {encode_namespace(ns): 0})
             olds = self.client.mget([f"{base}:i:{w.key}" for w in upserts])
-            for w, old in zip(upserts, olds):
+            for w, old in zip(upserts, olds, strict=True):
                 if old is not None:
                     created[w.key] = json.loads(old)["c"]
         pipe = self.client.pipeline(transaction=True)
