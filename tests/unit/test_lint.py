@@ -1,0 +1,30 @@
+"""The code base stays clean under the project's ruff and mypy settings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_ruff_check_passes() -> None:
+    result = _run("ruff", "check", "langgraph_tiered_memory", "tests")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_is_applied() -> None:
+    result = _run("ruff", "format", "--check", "langgraph_tiered_memory", "tests")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_passes() -> None:
+    result = _run("mypy", "langgraph_tiered_memory")
+    assert result.returncode == 0, result.stdout + result.stderr
