@@ -35,6 +35,8 @@ values = st.fixed_dictionaries(
         "l": st.lists(st.integers(0, 2), max_size=2),
     },
 )
+# Dotted keys ("o.k") are left out: InMemoryStore reads only top-level keys, while
+# this store reads nested fields like LangGraph's SQL stores (see the contract tests).
 filters = st.one_of(
     st.none(),
     st.just({}),
@@ -47,7 +49,6 @@ filters = st.one_of(
         st.integers(0, 4),
     ),
     st.builds(lambda k: {"o": {"k": k}}, st.integers(0, 2)),
-    st.builds(lambda k: {"o.k": {"$eq": k}}, st.integers(0, 2)),
     st.builds(lambda v: {"l": v}, st.lists(st.integers(0, 2), max_size=2)),
 )
 keys = st.sampled_from(["k1", "k2", "k3", "k4"])

@@ -169,47 +169,81 @@ class RedisTier:
         limit: int,
         now: float,
     ) -> list[ScoredItem]:
-        """Load the live items under `prefix`, filter and rank them in-process."""
+        """Rank the live items under `prefix` in-process.
+
+        With a query, only the vectors of every live item are read; documents are
+        then fetched in rank order until `limit` items pass the filter.
+        """
         namespaces = sorted(self._registered(prefix))
         if not namespaces:
             return []
         keys_per_ns = self._live_keys(namespaces, now)
         pairs = [(ns, k) for ns, keys in zip(namespaces, keys_per_ns, strict=True) for k in keys]
-        if not pairs:
+        if not pairs or limit <= 0:
             return []
-        want_vectors = query_vector is not None
-        names: list[str] = []
-        for ns, k in pairs:
-            base = self._base(ns)
-            names.append(f"{base}:i:{k}")
-            if want_vectors:
-                names.append(f"{base}:v:{k}")
-        with redis_errors(self._where):
-            raws = self.client.mget(names)
-        step = 2 if want_vectors else 1
-        candidates: list[tuple[StoredItem, Any]] = []
-        for idx, (ns, k) in enumerate(pairs):
-            raw = raws[idx * step]
-            if raw is None:
-                continue
-            item = self._decode(ns, k, raw)
-            if item.expired(now) or not matches_filter(item.value, filter):
-                continue
-            candidates.append((item, raws[idx * step + 1] if want_vectors else None))
         if query_vector is None:
-            return [(item, None) for item, _ in candidates[:limit]]
+            return [(item, None) for item in self._take(pairs, filter, limit, now)]
+        blobs = self._mget([f"{self._base(ns)}:v:{k}" for ns, k in pairs])
         dims = len(query_vector)
-        scored: list[ScoredItem] = []
-        unscored: list[ScoredItem] = []
-        for item, blob in candidates:
+        rows: list[np.ndarray] = []
+        owners: list[int] = []
+        unindexed: list[tuple[Namespace, str]] = []
+        for idx, blob in enumerate(blobs):
             if blob:
                 matrix = np.frombuffer(blob, dtype=np.float32).reshape(-1, dims)
-                score = float(cosine_similarities(query_vector, matrix.astype(np.float64)).max())
-                scored.append((item, score))
+                rows.append(matrix)
+                owners.extend([idx] * matrix.shape[0])
             else:
-                unscored.append((item, None))
-        scored.sort(key=lambda p: -p[1])  # type: ignore[operator]
-        return (scored + unscored)[:limit]
+                unindexed.append(pairs[idx])
+        ranked: list[tuple[Namespace, str]] = []
+        best: dict[int, float] = {}
+        if rows:
+            sims = cosine_similarities(query_vector, np.vstack(rows).astype(np.float64))
+            for owner, sim in zip(owners, sims.tolist(), strict=True):
+                if sim > best.get(owner, -np.inf):
+                    best[owner] = sim
+            order = sorted(best, key=lambda o: -best[o])
+            ranked = [pairs[o] for o in order]
+        scores = {pairs[o]: s for o, s in best.items()}
+        out: list[ScoredItem] = [
+            (item, scores[(item.namespace, item.key)])
+            for item in self._take(ranked, filter, limit, now)
+        ]
+        if len(out) < limit and unindexed:
+            out.extend(
+                (item, None) for item in self._take(unindexed, filter, limit - len(out), now)
+            )
+        return out
+
+    def _mget(self, names: list[str], chunk: int = 2000) -> list[Any]:
+        out: list[Any] = []
+        with redis_errors(self._where):
+            for start in range(0, len(names), chunk):
+                out.extend(self.client.mget(names[start : start + chunk]))
+        return out
+
+    def _take(
+        self,
+        pairs: list[tuple[Namespace, str]],
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[StoredItem]:
+        """Documents of `pairs`, in order, that are live and match, up to `limit`."""
+        found: list[StoredItem] = []
+        step = max(limit * 2, 64)
+        for start in range(0, len(pairs), step):
+            chunk = pairs[start : start + step]
+            raws = self._mget([f"{self._base(ns)}:i:{k}" for ns, k in chunk])
+            for (ns, k), raw in zip(chunk, raws, strict=True):
+                if raw is None:
+                    continue
+                item = self._decode(ns, k, raw)
+                if not item.expired(now) and matches_filter(item.value, filter):
+                    found.append(item)
+                    if len(found) >= limit:
+                        return found
+        return found
 
     # ----------------------------------------------------------------- writes
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
