@@ -1,6 +1,12 @@
 """langgraph-tiered-memory: three tiers of memory for LangGraph agents."""
 
-from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY, ScoringConfig, TierPolicy
+from langgraph_tiered_memory.config import (
+    DEFAULT_CHROMA_HNSW,
+    DEFAULT_TIER_POLICY,
+    ChromaHnswConfig,
+    ScoringConfig,
+    TierPolicy,
+)
 from langgraph_tiered_memory.errors import (
     BackendUnavailableError,
     ConfigurationError,
@@ -13,7 +19,9 @@ from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemorySt
 __all__ = [
     "AsyncTieredMemoryStore",
     "BackendUnavailableError",
+    "ChromaHnswConfig",
     "ConfigurationError",
+    "DEFAULT_CHROMA_HNSW",
     "DEFAULT_TIER_POLICY",
     "InvalidFilterError",
     "InvalidItemError",

@@ -10,7 +10,14 @@ from typing import Literal
 
 from typing_extensions import TypedDict
 
-__all__ = ["TierName", "TierPolicy", "ScoringConfig", "DEFAULT_TIER_POLICY"]
+__all__ = [
+    "TierName",
+    "TierPolicy",
+    "ScoringConfig",
+    "ChromaHnswConfig",
+    "DEFAULT_TIER_POLICY",
+    "DEFAULT_CHROMA_HNSW",
+]
 
 TierName = Literal["short", "long"]
 """The two storage tiers: `"short"` is Redis, `"long"` is Chroma."""
@@ -60,3 +67,28 @@ class ScoringConfig(TypedDict, total=False):
 
     mode: Literal["similarity"]
     """Scoring mode. Defaults to `"similarity"`."""
+
+
+class ChromaHnswConfig(TypedDict, total=False):
+    """HNSW settings of the Chroma collections the long-term tier creates.
+
+    They apply to collections created from now on (one per namespace); existing
+    namespaces keep the settings they were created with.
+    """
+
+    ef_construction: int
+    """Candidate list size while inserting. Lower is faster to write, higher gives a
+    better graph. Defaults to 64 (Chroma's own default is 100)."""
+    ef_search: int
+    """Candidate list size while searching. Higher raises recall at some latency.
+    Defaults to 128 (Chroma's own default is 100)."""
+    max_neighbors: int
+    """Graph degree (HNSW `M`). Defaults to 16."""
+
+
+DEFAULT_CHROMA_HNSW: ChromaHnswConfig = {
+    "ef_construction": 64,
+    "ef_search": 128,
+    "max_neighbors": 16,
+}
+"""HNSW settings used when `chroma_hnsw` is not given."""

@@ -9,7 +9,7 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from langgraph_tiered_memory.config import TierName
+from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW, ChromaHnswConfig, TierName
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.store.base import DEFAULT_CHROMA_PATH
 from langgraph_tiered_memory.store.routing import TierRouter
@@ -17,7 +17,7 @@ from langgraph_tiered_memory.store.tiers.base import Tier
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
-__all__ = ["build_tiers", "redis_from_url", "chroma_from_path"]
+__all__ = ["build_tiers", "redis_from_url", "chroma_from_path", "check_hnsw"]
 
 
 def redis_from_url(url: str) -> redis.Redis:
@@ -62,6 +62,7 @@ def build_tiers(
     redis_url: str | None,
     chroma_client: Any | None,
     chroma_path: str | None,
+    chroma_hnsw: ChromaHnswConfig | None = None,
 ) -> dict[TierName, Tier]:
     """Create the tiers the routing policy uses, owning the clients built here."""
     tiers: dict[TierName, Tier] = {}
@@ -92,5 +93,24 @@ def build_tiers(
             dims=dims,
             client_factory=None if chroma_client is not None else lambda: chroma_from_path(path),
             owns_client=chroma_client is None,
+            hnsw=check_hnsw(chroma_hnsw),
         )
     return tiers
+
+
+def check_hnsw(hnsw: ChromaHnswConfig | None) -> dict[str, int]:
+    """Validate `chroma_hnsw` and fill in the defaults."""
+    if hnsw is None:
+        return dict(DEFAULT_CHROMA_HNSW)  # type: ignore[arg-type]
+    if not isinstance(hnsw, dict):
+        raise ConfigurationError(f"chroma_hnsw must be a dict, got {hnsw!r}.")
+    unknown = set(hnsw) - set(DEFAULT_CHROMA_HNSW)
+    if unknown:
+        raise ConfigurationError(
+            f"Unknown chroma_hnsw keys {sorted(unknown)}; use {sorted(DEFAULT_CHROMA_HNSW)}."
+        )
+    out = {**DEFAULT_CHROMA_HNSW, **hnsw}
+    for key, value in out.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise ConfigurationError(f"chroma_hnsw[{key!r}] must be an int >= 2, got {value!r}.")
+    return out  # type: ignore[return-value]

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
-from langgraph_tiered_memory.config import ScoringConfig, TierPolicy
+from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, TieredStoreCore
 
 __all__ = ["AsyncTieredMemoryStore"]
@@ -48,6 +48,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
         redis_client: Any = None,
         chroma_client: Any = None,
         chroma_path: str | None = None,
+        chroma_hnsw: ChromaHnswConfig | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         scoring: ScoringConfig | None = None,
@@ -62,6 +63,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
             redis_url=redis_url,
             chroma_client=chroma_client,
             chroma_path=chroma_path,
+            chroma_hnsw=chroma_hnsw,
             index=index,
             ttl=ttl,
             scoring=scoring,

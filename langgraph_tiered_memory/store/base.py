@@ -31,7 +31,7 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
-from langgraph_tiered_memory.config import ScoringConfig, TierName, TierPolicy
+from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.store._common import (
@@ -92,6 +92,7 @@ class TieredStoreCore:
         redis_url: str | None,
         chroma_client: Any,
         chroma_path: str | None,
+        chroma_hnsw: ChromaHnswConfig | None,
         index: IndexConfig | None,
         ttl: TTLConfig | None,
         scoring: ScoringConfig | None,
@@ -117,6 +118,7 @@ class TieredStoreCore:
             redis_url=redis_url,
             chroma_client=chroma_client,
             chroma_path=chroma_path,
+            chroma_hnsw=chroma_hnsw,
         )
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()

@@ -8,7 +8,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
-from langgraph_tiered_memory.config import ScoringConfig, TierPolicy
+from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, TieredStoreCore
 
 __all__ = ["TieredMemoryStore"]
@@ -30,6 +30,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         chroma_client: An existing Chroma client (`PersistentClient`, `HttpClient`, ...).
         chroma_path: Directory of the embedded Chroma database, created if missing.
             Defaults to `TIERED_MEMORY_CHROMA_PATH` or `./.tiered-memory/chroma`.
+        chroma_hnsw: `ChromaHnswConfig` for the HNSW index of new namespaces.
         index: LangGraph `IndexConfig` (`dims`, `embed`, `fields`) enabling semantic
             search. `embed` may be an `Embeddings`, a function, a `"provider:model"`
             string or `"local"` (offline all-MiniLM-L6-v2, 384 dims).
@@ -65,6 +66,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         redis_client: Any = None,
         chroma_client: Any = None,
         chroma_path: str | None = None,
+        chroma_hnsw: ChromaHnswConfig | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         scoring: ScoringConfig | None = None,
@@ -78,6 +80,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             redis_url=redis_url,
             chroma_client=chroma_client,
             chroma_path=chroma_path,
+            chroma_hnsw=chroma_hnsw,
             index=index,
             ttl=ttl,
             scoring=scoring,

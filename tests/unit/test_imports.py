@@ -6,7 +6,9 @@ def test_public_names_are_pinned() -> None:
         [
             "AsyncTieredMemoryStore",
             "BackendUnavailableError",
+            "ChromaHnswConfig",
             "ConfigurationError",
+            "DEFAULT_CHROMA_HNSW",
             "DEFAULT_TIER_POLICY",
             "InvalidFilterError",
             "InvalidItemError",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chromadb.errors import NotFoundError
@@ -63,6 +63,7 @@ class ChromaTier:
         dims: int,
         client_factory: Callable[[], Any] | None = None,
         owns_client: bool = False,
+        hnsw: Mapping[str, int] | None = None,
     ):
         if client is None and client_factory is None:
             raise ValueError("ChromaTier needs a client or a client_factory.")
@@ -75,6 +76,7 @@ class ChromaTier:
         self._collections: dict[Namespace, Any] = {}
         self._registry: Any = None
         self._blank = [0.0] * dims + [1.0]
+        self._hnsw = {"space": "cosine", **(hnsw or {})}
 
     @property
     def client(self) -> Any:
@@ -127,7 +129,7 @@ class ChromaTier:
                 name,
                 embedding_function=None,
                 metadata={"tm_dims": self.dims, "tm_ns": encode_namespace(namespace)},
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration={"hnsw": self._hnsw},
             )
         else:
             try:
