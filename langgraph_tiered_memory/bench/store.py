@@ -229,6 +229,7 @@ class StoreBenchResult:
         get_hit_rate: Fraction of gets that returned the item.
         search_p50_ms: Median `store.search` latency.
         search_p95_ms: 95th percentile `store.search` latency.
+        list_p50_ms: Median `store.list_namespaces()` latency.
         recall_at_k: Mean recall@k of the searches against the exact top k.
         source_at_1: Fraction of searches whose first result is the item the query
             vector was made from (its exact nearest neighbour for small noise).
@@ -247,6 +248,7 @@ class StoreBenchResult:
     get_hit_rate: float | None = None
     search_p50_ms: float | None = None
     search_p95_ms: float | None = None
+    list_p50_ms: float | None = None
     recall_at_k: float | None = None
     source_at_1: float | None = None
     k: int = 10
@@ -594,6 +596,7 @@ class _Reads:
     get_seconds: list[float]
     get_hit_rate: float
     search_seconds: list[float]
+    list_seconds: list[float]
     recall: float
     source_at_1: float
 
@@ -618,10 +621,17 @@ def _measure_reads(store: BaseStore, work: _Workload, k: int) -> _Reads:
         search_times.append(time.perf_counter() - start)
         recalls.append(len({r.key for r in found} & exact) / len(exact))
         firsts += bool(found) and found[0].key == source
+    list_times: list[float] = []
+    for _ in range(50):
+        start = time.perf_counter()
+        listed = store.list_namespaces()
+        list_times.append(time.perf_counter() - start)
+        assert listed == [NAMESPACE], f"list_namespaces() returned {listed}"
     return _Reads(
         get_seconds=get_times,
         get_hit_rate=hits / len(work.get_keys),
         search_seconds=search_times,
+        list_seconds=list_times,
         recall=float(np.mean(recalls)),
         source_at_1=firsts / len(work.query_texts),
     )
@@ -680,6 +690,7 @@ def _bench_one_store(
                     get_hit_rate=reads.get_hit_rate,
                     search_p50_ms=search_p50,
                     search_p95_ms=search_p95,
+                    list_p50_ms=_percentiles_ms(reads.list_seconds)[0],
                     recall_at_k=reads.recall,
                     source_at_1=reads.source_at_1,
                     k=config.k,
@@ -864,6 +875,7 @@ def render_store_report(report: StoreBenchReport, console: Console) -> None:
     table.add_column("get hits", justify="right")
     table.add_column("search p50", justify="right")
     table.add_column("search p95", justify="right")
+    table.add_column("list p50", justify="right")
     table.add_column(f"recall@{cfg.k}", justify="right")
     table.add_column("source@1", justify="right")
     previous = None
@@ -885,6 +897,7 @@ def render_store_report(report: StoreBenchReport, console: Console) -> None:
             _fmt(None if r.get_hit_rate is None else 100 * r.get_hit_rate, ".0f") + "%",
             _ms(r.search_p50_ms),
             _ms(r.search_p95_ms),
+            _ms(r.list_p50_ms),
             _fmt(r.recall_at_k, ".3f"),
             _fmt(r.source_at_1, ".2f"),
         )

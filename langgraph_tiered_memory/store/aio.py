@@ -31,7 +31,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
 
         async def main() -> None:
             async with AsyncTieredMemoryStore.from_conn_string(
-                chroma_path="/tmp/tm-doc-async", tiers={"default": "long"}
+                chroma_path="./chroma-db", tiers={"default": "long"}
             ) as store:
                 await store.aput(("users", "u1"), "m1", {"content": "likes tea"})
                 item = await store.aget(("users", "u1"), "m1")

@@ -50,7 +50,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         from langgraph_tiered_memory.embedded import EmbeddedRedis
 
         with EmbeddedRedis() as redis_server, TieredMemoryStore.from_conn_string(
-            redis_server.url, chroma_path="/tmp/tm-doc-example"
+            redis_server.url, chroma_path="./chroma-db"
         ) as store:
             store.put(("users", "u1", "memories"), "m1", {"content": "likes tea"})
             assert store.get(("users", "u1", "memories"), "m1").value["content"] == "likes tea"
