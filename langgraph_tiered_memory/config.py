@@ -91,6 +91,6 @@ class ChromaHnswConfig(TypedDict, total=False):
 DEFAULT_CHROMA_HNSW: ChromaHnswConfig = {
     "ef_construction": 64,
     "ef_search": 128,
-    "max_neighbors": 16,
+    "max_neighbors": 12,
 }
 """HNSW settings used when `chroma_hnsw` is not given."""
