@@ -405,3 +405,12 @@ def cosine_similarities(query: Sequence[float], matrix: np.ndarray) -> np.ndarra
     if qn > 0:
         out[mask] = (matrix[mask] @ q) / (norms[mask] * qn)
     return out
+
+
+def rank_key(hit: tuple[StoredItem, float | None]) -> tuple[float, Namespace, str]:
+    """Sort key of scored hits: best score first, ties broken by namespace and key.
+
+    A fixed tie-break keeps pages of the same search disjoint and stable.
+    """
+    item, score = hit
+    return (-(score if score is not None else float("-inf")), item.namespace, item.key)

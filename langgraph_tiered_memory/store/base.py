@@ -39,6 +39,7 @@ from langgraph_tiered_memory.store._common import (
     StoredItem,
     encode_value,
     literal_prefix,
+    rank_key,
     select_namespaces,
     to_datetime,
     validate_filter,
@@ -333,8 +334,7 @@ class TieredStoreCore:
                 merged.extend((tier_name, h) for h in hits)
             if qv is not None:
                 ranked = sorted(
-                    (m for m in merged if m[1][1] is not None),
-                    key=lambda m: -cast(float, m[1][1]),
+                    (m for m in merged if m[1][1] is not None), key=lambda m: rank_key(m[1])
                 )
                 merged = ranked + [m for m in merged if m[1][1] is None]
             page = merged[sop.offset : sop.offset + sop.limit]

@@ -29,6 +29,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chromadb.errors import NotFoundError
@@ -42,6 +43,7 @@ from langgraph_tiered_memory.store._common import (
     encode_namespace,
     matches_filter,
     namespace_id,
+    rank_key,
 )
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
 
@@ -77,6 +79,7 @@ class ChromaTier:
         self._registry: Any = None
         self._blank = [0.0] * dims + [1.0]
         self._hnsw = {"space": "cosine", **(hnsw or {})}
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tiered-memory-chroma")
 
     @property
     def client(self) -> Any:
@@ -97,7 +100,8 @@ class ChromaTier:
         self._registry_collection()
 
     def close(self) -> None:
-        """Forget cached collections; Chroma clients need no explicit close."""
+        """Forget cached collections and stop the worker threads."""
+        self._pool.shutdown(wait=True)
         self._collections.clear()
         self._registry = None
 
@@ -230,12 +234,30 @@ class ChromaTier:
         limit: int,
         now: float,
     ) -> list[ScoredItem]:
-        """Search each matching namespace's collection and merge the results."""
+        """Search each matching namespace's collection and merge the results.
+
+        With a query, the collection of `prefix` itself is searched while the registry
+        lookup for deeper namespaces runs in a worker thread (Chroma releases the GIL),
+        so the common single-namespace search costs one HNSW query.
+        """
         if limit <= 0:
             return []
-        namespaces = sorted(ns for ns, _ in self._registered(prefix))
         results: list[ScoredItem] = []
-        for ns in namespaces:
+        done: set[Namespace] = set()
+        if query_vector is not None and prefix:
+            own = self._collection(prefix, create=False)
+            if own is not None:
+                pending = self._pool.submit(self._registered, prefix)
+                try:
+                    results.extend(self._query(prefix, own, query_vector, filter, limit, now))
+                finally:
+                    registered = pending.result()
+                done.add(prefix)
+            else:
+                registered = self._registered(prefix)
+        else:
+            registered = self._registered(prefix)
+        for ns in sorted(ns for ns, _ in registered if ns not in done):
             col = self._collection(ns, create=False)
             if col is None:
                 continue
@@ -246,7 +268,7 @@ class ChromaTier:
             else:
                 results.extend(self._query(ns, col, query_vector, filter, limit, now))
         if query_vector is not None:
-            scored = sorted((r for r in results if r[1] is not None), key=lambda r: -r[1])  # type: ignore[operator]
+            scored = sorted((r for r in results if r[1] is not None), key=rank_key)
             results = scored + [r for r in results if r[1] is None]
         return results[:limit]
 
@@ -282,7 +304,7 @@ class ChromaTier:
         now: float,
     ) -> list[ScoredItem]:
         qv = [*map(float, query_vector), 0.0]
-        n = max(limit * 2, 20)
+        n = limit + 5  # a few spares for filtered-out or stale records; grows below
         while True:
             res = col.query(query_embeddings=[qv], n_results=n, include=["metadatas", "distances"])
             ids, metas, dists = res["ids"][0], res["metadatas"][0], res["distances"][0]
@@ -316,8 +338,13 @@ class ChromaTier:
                 if item.expired(now) or not matches_filter(item.value, filter):
                     continue
                 scored.append((item, max(valid)))
-            scored.sort(key=lambda r: -r[1])  # type: ignore[operator]
-            if len(scored) >= limit or exhausted:
+            scored.sort(key=rank_key)
+            if exhausted:
+                break
+            # Stop once `limit` items are found, unless items tied with the last one
+            # may lie beyond what was fetched (then a wider query decides the tie).
+            lowest = 1.0 - float(max(dists)) if dists else float("inf")
+            if len(scored) >= limit and lowest < scored[limit - 1][1] - 1e-9:  # type: ignore[operator]
                 break
             n *= 4
         if len(scored) >= limit:

@@ -202,7 +202,7 @@ class RedisTier:
             for owner, sim in zip(owners, sims.tolist(), strict=True):
                 if sim > best.get(owner, -np.inf):
                     best[owner] = sim
-            order = sorted(best, key=lambda o: -best[o])
+            order = sorted(best, key=lambda o: (-best[o], pairs[o]))
             ranked = [pairs[o] for o in order]
         scores = {pairs[o]: s for o, s in best.items()}
         out: list[ScoredItem] = [
