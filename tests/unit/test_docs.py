@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import langgraph_tiered_memory
-from langgraph_tiered_memory import embeddings, embedded
+from langgraph_tiered_memory import embedded, embeddings
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"```python\n(.*?)```", re.S)
@@ -41,7 +41,9 @@ def test_docs_have_examples() -> None:
     assert {name for name, _ in DOC_BLOCKS} >= {"TieredMemoryStore", "AsyncTieredMemoryStore"}
 
 
-@pytest.mark.parametrize("code", README_BLOCKS, ids=[f"readme-{i}" for i in range(len(README_BLOCKS))])
+@pytest.mark.parametrize(
+    "code", README_BLOCKS, ids=[f"readme-{i}" for i in range(len(README_BLOCKS))]
+)
 def test_readme_examples_run(
     code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, redis_url: str
 ) -> None:
