@@ -76,6 +76,7 @@ def _store(host: str, port: int, prefix: str) -> TieredMemoryStore:
 def test_store_over_http_client(chroma_server: tuple[str, int], key_prefix: str) -> None:
     host, port = chroma_server
     store = _store(host, port, key_prefix)
+    assert store.tiers["long"].mirror is None  # type: ignore[attr-defined]  # documents stay in Chroma
     store.put(("users", "u1"), "a", {"text": "green tea", "n": 1})
     store.put(("users", "u1"), "b", {"text": "black coffee", "n": 2})
     store.put(("users", "u2"), "c", {"text": "tea ceremony", "n": 3}, ttl=10)

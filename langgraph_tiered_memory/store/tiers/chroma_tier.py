@@ -46,6 +46,7 @@ from langgraph_tiered_memory.store._common import (
     rank_key,
 )
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
+from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 
 __all__ = ["ChromaTier"]
 
@@ -80,6 +81,8 @@ class ChromaTier:
         self._blank = [0.0] * dims + [1.0]
         self._hnsw = {"space": "cosine", **(hnsw or {})}
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tiered-memory-chroma")
+        self._mirror: DocMirror | None = None
+        self._mirror_ready = False
 
     @property
     def client(self) -> Any:
@@ -91,6 +94,50 @@ class ChromaTier:
                     self._client = self._client_factory()
         return self._client
 
+    @property
+    def mirror(self) -> DocMirror | None:
+        """The SQLite copy of item documents, for an embedded (persistent) Chroma only."""
+        if not self._mirror_ready:
+            with self._lock:
+                if not self._mirror_ready:
+                    self._mirror = self._open_mirror()
+                    self._mirror_ready = True
+        return self._mirror
+
+    def _open_mirror(self) -> DocMirror | None:
+        settings = self.client.get_settings()
+        directory = getattr(settings, "persist_directory", None)
+        if not getattr(settings, "is_persistent", False) or not directory:
+            return None
+        mirror = DocMirror(directory)
+        mirror.recover(self.prefix, self._read_primaries)
+        if not mirror.is_filled(self.prefix):
+            # First use of this mirror for the prefix: copy what Chroma already holds.
+            for ns, _ in self._registered(()):
+                col = self._collection(ns, create=False)
+                offset = 0
+                while col is not None:
+                    page = col.get(include=["metadatas"], limit=_PAGE, offset=offset)
+                    rows = {
+                        rid[2:]: meta
+                        for rid, meta in zip(page["ids"], page["metadatas"], strict=True)
+                        if rid.startswith("p:")
+                    }
+                    mirror.commit(self.prefix, namespace_id(ns), upserts=rows)
+                    if len(page["ids"]) < _PAGE:
+                        break
+                    offset += _PAGE
+            mirror.mark_filled(self.prefix)
+        return mirror
+
+    def _read_primaries(self, nsid: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        try:
+            col = self.client.get_collection(f"{self.prefix}-ns-{nsid}", embedding_function=None)
+        except NotFoundError:
+            return {}
+        got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+        return {rid[2:]: meta for rid, meta in zip(got["ids"], got["metadatas"], strict=True)}
+
     # ----------------------------------------------------------------- collections
     def _name(self, namespace: Namespace) -> str:
         return f"{self.prefix}-ns-{namespace_id(namespace)}"
@@ -100,8 +147,12 @@ class ChromaTier:
         self._registry_collection()
 
     def close(self) -> None:
-        """Forget cached collections and stop the worker threads."""
+        """Forget cached collections, stop the worker threads, close the mirror."""
         self._pool.shutdown(wait=True)
+        if self._mirror is not None:
+            self._mirror.close()
+            self._mirror = None
+            self._mirror_ready = False
         self._collections.clear()
         self._registry = None
 
@@ -197,16 +248,26 @@ class ChromaTier:
     def get(
         self, namespace: Namespace, keys: Sequence[str], *, now: float
     ) -> dict[str, StoredItem]:
-        """Live items of `namespace` with the given keys (one Chroma get by id)."""
-        col = self._collection(namespace, create=False)
-        if col is None or not keys:
+        """Live items of `namespace` with the given keys (from the mirror when there is one)."""
+        if not keys:
             return {}
-        res = col.get(ids=[f"p:{k}" for k in dict.fromkeys(keys)], include=["metadatas"])
+        unique = list(dict.fromkeys(keys))
+        mirror = self.mirror
+        if mirror is not None:
+            metas = mirror.get(self.prefix, namespace_id(namespace), unique)
+            if metas:
+                self._collection(namespace, create=False)  # cached; checks the dimensions
+        else:
+            col = self._collection(namespace, create=False)
+            if col is None:
+                return {}
+            res = col.get(ids=[f"p:{k}" for k in unique], include=["metadatas"])
+            metas = {rid[2:]: meta for rid, meta in zip(res["ids"], res["metadatas"], strict=True)}
         out: dict[str, StoredItem] = {}
-        for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
-            item, _, _ = self._decode(namespace, rid[2:], meta)
+        for key, meta in metas.items():
+            item, _, _ = self._decode(namespace, key, meta)
             if not item.expired(now):
-                out[item.key] = item
+                out[key] = item
         return out
 
     def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
@@ -376,11 +437,20 @@ class ChromaTier:
         if upserts:
             self._register(ns, ttl=any(w.ttl is not None for w in upserts))
         keys = [w.key for w in group]
-        old = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
-        old_docs = {
-            rid[2:]: json.loads(m["_d"])
-            for rid, m in zip(old["ids"], old["metadatas"], strict=True)
-        }
+        nsid = namespace_id(ns)
+        mirror = self.mirror
+        if mirror is not None:
+            old_docs = {
+                k: json.loads(m["_d"]) for k, m in mirror.get(self.prefix, nsid, keys).items()
+            }
+            mirror.begin(self.prefix, nsid, keys)
+        else:
+            old = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+            old_docs = {
+                rid[2:]: json.loads(m["_d"])
+                for rid, m in zip(old["ids"], old["metadatas"], strict=True)
+            }
+        mirrored: dict[str, dict[str, Any]] = {}
         ids: list[str] = []
         embeddings: list[list[float]] = []
         metadatas: list[dict[str, Any]] = []
@@ -401,6 +471,7 @@ class ChromaTier:
             ids.append(f"p:{w.key}")
             embeddings.append([*vectors[0], 0.0] if vectors else self._blank)
             metadatas.append(meta)
+            mirrored[w.key] = meta
             for i, vec in enumerate(vectors[1:], start=1):
                 ids.append(f"x:{i}:{w.key}")
                 embeddings.append([*vec, 0.0])
@@ -416,6 +487,14 @@ class ChromaTier:
                 stale.extend(f"x:{i}:{w.key}" for i in range(1, int(prev["n"])))
         if stale:
             col.delete(ids=stale)
+        if mirror is not None:
+            mirror.commit(
+                self.prefix,
+                nsid,
+                upserts=mirrored,
+                deletes=[w.key for w in deletes],
+                done=keys,
+            )
         if deletes and not upserts:
             self._unregister_if_empty(ns, col)
 
@@ -430,11 +509,19 @@ class ChromaTier:
                 col = self._collection(ns, create=False)
                 if col is None:
                     continue
+                expiries = {it.key: now + it.ttl * 60 for it in group}  # type: ignore[operator]
+                mirror = self.mirror
+                if mirror is not None:
+                    mirror.begin(self.prefix, namespace_id(ns), expiries)
                 # Only refresh records that still exist: update() of a missing id is a no-op.
                 col.update(
-                    ids=[f"p:{it.key}" for it in group],
-                    metadatas=[{"_e": now + it.ttl * 60} for it in group],  # type: ignore[operator]
+                    ids=[f"p:{k}" for k in expiries],
+                    metadatas=[{"_e": e} for e in expiries.values()],
                 )
+                if mirror is not None:
+                    mirror.commit(
+                        self.prefix, namespace_id(ns), expiries=expiries, done=list(expiries)
+                    )
 
     def _sweep_collection(self, ns: Namespace, col: Any, now: float) -> int:
         res = col.get(where={"_e": {"$lte": now}}, include=["metadatas"])
@@ -445,7 +532,13 @@ class ChromaTier:
             doomed.append(rid)
             n = int(json.loads(meta["_d"])["n"])
             doomed.extend(f"x:{i}:{rid[2:]}" for i in range(1, n))
+        keys = [rid[2:] for rid in res["ids"]]
+        mirror = self.mirror
+        if mirror is not None:
+            mirror.begin(self.prefix, namespace_id(ns), keys)
         col.delete(ids=doomed)
+        if mirror is not None:
+            mirror.commit(self.prefix, namespace_id(ns), deletes=keys, done=keys)
         return len(res["ids"])
 
     def sweep(self, *, now: float) -> int:

@@ -1,0 +1,107 @@
+"""The SQLite copy of long-term documents: used for gets, repaired after a crash, refilled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store._common import namespace_id
+from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
+from tests.conftest import DIMS
+from tests.fakes import HashingEmbeddings
+
+pytestmark = pytest.mark.integration
+
+
+def _open(path: Path, prefix: str) -> TieredMemoryStore:
+    store = TieredMemoryStore(
+        chroma_path=str(path),
+        key_prefix=prefix,
+        tiers={"default": "long"},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+    )
+    store.setup()
+    return store
+
+
+def test_gets_are_answered_from_the_mirror(tmp_path: Path, key_prefix: str) -> None:
+    store = _open(tmp_path, key_prefix)
+    store.put(("a",), "k", {"text": "hello"})
+    tier = store.tiers["long"]
+    assert tier.mirror is not None and (tmp_path / MIRROR_FILE).exists()  # type: ignore[attr-defined]
+    col = tier._collection(("a",), create=False)  # type: ignore[attr-defined]
+    calls: list[object] = []
+    original = col.get
+    col.get = lambda *a, **k: calls.append(1) or original(*a, **k)
+    assert store.get(("a",), "k").value == {"text": "hello"}  # type: ignore[union-attr]
+    assert store.get(("a",), "missing") is None
+    assert calls == []
+    store.close()
+
+
+def test_interrupted_writes_are_repaired_from_chroma(tmp_path: Path, key_prefix: str) -> None:
+    store = _open(tmp_path, key_prefix)
+    ns = ("users", "u1")
+    store.put(ns, "updated", {"text": "old"})
+    store.put(ns, "deleted", {"text": "doomed"})
+    tier = store.tiers["long"]
+    mirror = tier.mirror  # type: ignore[attr-defined]
+    col = tier._collection(ns, create=False)  # type: ignore[attr-defined]
+    nsid = namespace_id(ns)
+    # A crash after step 1 (keys recorded) and step 2 (Chroma written), before step 3.
+    mirror.begin(key_prefix, nsid, ["updated", "deleted"])
+    meta = col.get(ids=["p:updated"], include=["metadatas"])["metadatas"][0]
+    doc = json.loads(meta["_d"])
+    doc["value"] = {"text": "new"}
+    col.update(ids=["p:updated"], metadatas=[{"_d": json.dumps(doc)}])
+    col.delete(ids=["p:deleted"])
+    assert store.get(ns, "updated").value == {"text": "old"}  # type: ignore[union-attr]
+    store.close()
+
+    reopened = _open(tmp_path, key_prefix)
+    assert reopened.get(ns, "updated").value == {"text": "new"}  # type: ignore[union-attr]
+    assert reopened.get(ns, "deleted") is None
+    hits = reopened.search(ns, query="new", limit=5)
+    assert {h.key: h.value for h in hits} == {"updated": {"text": "new"}}
+    reopened.close()
+
+
+def test_mirror_is_rebuilt_from_chroma_when_missing(tmp_path: Path, key_prefix: str) -> None:
+    store = _open(tmp_path, key_prefix)
+    for i in range(1200):  # more than one page
+        store.put(("bulk", str(i % 3)), f"k{i}", {"text": f"item {i}"}, index=False)
+    store.put(("ttl",), "t", {"text": "x"}, ttl=30)
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / (MIRROR_FILE + suffix)).unlink(missing_ok=True)
+
+    reopened = _open(tmp_path, key_prefix)
+    assert reopened.get(("bulk", "1"), "k1000").value == {"text": "item 1000"}  # type: ignore[union-attr]
+    assert reopened.get(("bulk", "0"), "k0").value == {"text": "item 0"}  # type: ignore[union-attr]
+    assert reopened.get(("ttl",), "t", refresh_ttl=False) is not None
+    assert len(reopened.search(("bulk",), limit=2000)) == 1200
+    reopened.close()
+
+
+def test_refresh_and_sweep_keep_the_mirror_in_step(tmp_path: Path, key_prefix: str) -> None:
+    now = [1_000_000.0]
+    store = TieredMemoryStore(
+        chroma_path=str(tmp_path),
+        key_prefix=key_prefix,
+        tiers={"default": "long"},
+        clock=lambda: now[0],
+    )
+    store.put(("s",), "a", {"v": 1}, ttl=1)
+    store.put(("s",), "b", {"v": 2}, ttl=1)
+    now[0] += 50
+    assert store.get(("s",), "a") is not None  # refreshes "a" to expire at +110 s
+    now[0] += 20
+    assert store.get(("s",), "a", refresh_ttl=False) is not None
+    assert store.get(("s",), "b", refresh_ttl=False) is None
+    assert store.sweep_ttl() == 1
+    mirror = store.tiers["long"].mirror  # type: ignore[attr-defined]
+    assert set(mirror.get(key_prefix, namespace_id(("s",)), ["a", "b"])) == {"a"}
+    store.close()
