@@ -20,7 +20,8 @@ Layout, for a store with `key_prefix` P and embedding size D (0 without an index
   metadata lookup, independent of how many items exist.
 
 An item's vectors and document are written in one Chroma upsert; vectors left by an
-interrupted update carry an older write id and are ignored.
+interrupted update carry an older write id and are ignored. With an embedded Chroma,
+`DocMirror` keeps a SQLite copy of the primary records that answers `get`.
 """
 
 from __future__ import annotations
