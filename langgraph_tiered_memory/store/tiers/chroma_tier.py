@@ -13,8 +13,8 @@ Layout, for a store with `key_prefix` P and embedding size D (0 without an index
     or `[0, ..., 0, 1]` when the item is not indexed: that vector is orthogonal to
     every query (queries also get a trailing 0), so unindexed items never outrank
     indexed ones.
-  - `x:<i>:<key>` holds the item's i-th extra vector (several fields or list
-    values), with the key and write id in its metadata.
+  - `x:<i>:<write id>:<key>` holds the item's i-th extra vector (several fields or
+    list values) of the write that made it.
 - collection `P-registry`: one record per namespace, with metadata `p<d>` = id of
   the namespace's first d labels, so the namespaces under a prefix are one indexed
   metadata lookup, independent of how many items exist.
@@ -52,6 +52,11 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 __all__ = ["ChromaTier"]
 
 _PAGE = 500
+
+
+def _extra_ids(key: str, doc: dict[str, Any]) -> list[str]:
+    """Ids of the extra vectors written with document `doc` of item `key`."""
+    return [f"x:{i}:{doc['w']}:{key}" for i in range(1, int(doc["n"]))]
 
 
 class ChromaTier:
@@ -366,10 +371,13 @@ class ChromaTier:
         now: float,
     ) -> list[ScoredItem]:
         qv = [*map(float, query_vector), 0.0]
+        # With the SQLite copy, documents come from it and Chroma returns ids only.
+        include = ["distances"] if self.mirror is not None else ["metadatas", "distances"]
         n = limit + 5  # a few spares for filtered-out or stale records; grows below
         while True:
-            res = col.query(query_embeddings=[qv], n_results=n, include=["metadatas", "distances"])
-            ids, metas, dists = res["ids"][0], res["metadatas"][0], res["distances"][0]
+            res = col.query(query_embeddings=[qv], n_results=n, include=include)
+            ids, dists = res["ids"][0], res["distances"][0]
+            metas = res["metadatas"][0] if "metadatas" in include else [None] * len(ids)
             exhausted = len(ids) < n
             cands: dict[str, list[tuple[float, str | None]]] = {}
             docs: dict[str, tuple[StoredItem, int, str]] = {}
@@ -377,16 +385,15 @@ class ChromaTier:
                 score = 1.0 - float(dist)
                 if rid.startswith("p:"):
                     key = rid[2:]
-                    docs[key] = self._decode(ns, key, meta)
-                    if docs[key][1] > 0:
-                        cands.setdefault(key, []).append((score, None))
+                    if meta is not None:
+                        docs[key] = self._decode(ns, key, meta)
+                    cands.setdefault(key, []).append((score, None))
                 else:
-                    cands.setdefault(meta["_k"], []).append((score, meta["_w"]))
+                    _, _, write_id, key = rid.split(":", 3)
+                    cands.setdefault(key, []).append((score, write_id))
             missing = [k for k in cands if k not in docs]
             if missing:
-                got = col.get(ids=[f"p:{k}" for k in missing], include=["metadatas"])
-                for rid, meta in zip(got["ids"], got["metadatas"], strict=True):
-                    docs[rid[2:]] = self._decode(ns, rid[2:], meta)
+                docs.update(self._load_docs(ns, col, missing))
             scored: list[ScoredItem] = []
             for key, found in cands.items():
                 entry = docs.get(key)
@@ -418,6 +425,17 @@ class ChromaTier:
             if nvec == 0 and not item.expired(now) and matches_filter(item.value, filter)
         ]
         return scored + filler[: limit - len(scored)]
+
+    def _load_docs(
+        self, ns: Namespace, col: Any, keys: list[str]
+    ) -> dict[str, tuple[StoredItem, int, str]]:
+        mirror = self.mirror
+        if mirror is not None:
+            metas = mirror.get(self.prefix, namespace_id(ns), keys)
+        else:
+            got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+            metas = {rid[2:]: m for rid, m in zip(got["ids"], got["metadatas"], strict=True)}
+        return {k: self._decode(ns, k, m) for k, m in metas.items()}
 
     # ----------------------------------------------------------------- writes
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
@@ -474,18 +492,18 @@ class ChromaTier:
             metadatas.append(meta)
             mirrored[w.key] = meta
             for i, vec in enumerate(vectors[1:], start=1):
-                ids.append(f"x:{i}:{w.key}")
+                ids.append(f"x:{i}:{write_id}:{w.key}")
                 embeddings.append([*vec, 0.0])
                 metadatas.append({"_k": w.key, "_w": write_id})
-            old_n = int(prev["n"]) if prev else 0
-            stale.extend(f"x:{i}:{w.key}" for i in range(max(1, len(vectors)), old_n))
+            if prev is not None:  # every extra vector of the previous write is stale now
+                stale.extend(_extra_ids(w.key, prev))
         if ids:
             col.upsert(ids=ids, embeddings=embeddings, metadatas=metadatas)
         for w in deletes:
             prev = old_docs.get(w.key)
             if prev is not None:
                 stale.append(f"p:{w.key}")
-                stale.extend(f"x:{i}:{w.key}" for i in range(1, int(prev["n"])))
+                stale.extend(_extra_ids(w.key, prev))
         if stale:
             col.delete(ids=stale)
         if mirror is not None:
@@ -531,8 +549,7 @@ class ChromaTier:
         doomed: list[str] = []
         for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
             doomed.append(rid)
-            n = int(json.loads(meta["_d"])["n"])
-            doomed.extend(f"x:{i}:{rid[2:]}" for i in range(1, n))
+            doomed.extend(_extra_ids(rid[2:], json.loads(meta["_d"])))
         keys = [rid[2:] for rid in res["ids"]]
         mirror = self.mirror
         if mirror is not None:
