@@ -105,3 +105,19 @@ def test_refresh_and_sweep_keep_the_mirror_in_step(tmp_path: Path, key_prefix: s
     mirror = store.tiers["long"].mirror  # type: ignore[attr-defined]
     assert set(mirror.get(key_prefix, namespace_id(("s",)), ["a", "b"])) == {"a"}
     store.close()
+
+
+def test_two_stores_on_one_directory_see_each_others_namespaces(
+    tmp_path: Path, key_prefix: str
+) -> None:
+    a = _open(tmp_path, key_prefix)
+    b = _open(tmp_path, key_prefix)
+    assert b.list_namespaces() == []
+    a.put(("x", "new"), "k", {"text": "made by a"})
+    assert b.list_namespaces() == [("x", "new")]
+    assert [r.key for r in b.search(("x",), query="made by a")] == ["k"]
+    assert b.get(("x", "new"), "k").value == {"text": "made by a"}  # type: ignore[union-attr]
+    b.delete(("x", "new"), "k")
+    assert a.list_namespaces() == [] and a.get(("x", "new"), "k") is None
+    a.close()
+    b.close()

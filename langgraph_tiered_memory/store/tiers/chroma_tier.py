@@ -117,9 +117,14 @@ class ChromaTier:
             return None
         mirror = DocMirror(directory)
         mirror.recover(self.prefix, self._read_primaries)
+        # The Chroma registry is small and authoritative: copy it on every open.
+        registry = self._registered_in_chroma(())
+        mirror.replace_namespaces(
+            self.prefix, [(encode_namespace(ns), ttl) for ns, ttl in registry]
+        )
         if not mirror.is_filled(self.prefix):
             # First use of this mirror for the prefix: copy what Chroma already holds.
-            for ns, _ in self._registered(()):
+            for ns, _ in registry:
                 col = self._collection(ns, create=False)
                 offset = 0
                 while col is not None:
@@ -210,17 +215,36 @@ class ChromaTier:
             meta["ttl"] = True
         reg = self._registry_collection()
         nsid = namespace_id(namespace)
-        if not ttl:
-            existing = reg.get(ids=[nsid], include=[])
-            if existing["ids"]:
+        mirror = self.mirror
+        if mirror is not None:
+            known = {n: t for n, t in mirror.registered(self.prefix, meta["ns"])}
+            if meta["ns"] in known and (known[meta["ns"]] or not ttl):
                 return
+        elif not ttl and reg.get(ids=[nsid], include=[])["ids"]:
+            return
         reg.upsert(ids=[nsid], embeddings=[[1.0]], metadatas=[meta])
+        if mirror is not None:
+            mirror.register(self.prefix, meta["ns"], ttl=ttl)
 
     def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
         if not col.get(limit=1, include=[])["ids"]:
-            self._registry_collection().delete(ids=[namespace_id(namespace)])
+            self._unregister(namespace)
+
+    def _unregister(self, namespace: Namespace) -> None:
+        self._registry_collection().delete(ids=[namespace_id(namespace)])
+        if self.mirror is not None:
+            self.mirror.unregister(self.prefix, encode_namespace(namespace))
 
     def _registered(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
+        mirror = self.mirror
+        if mirror is not None:
+            return [
+                (decode_namespace(enc), ttl)
+                for enc, ttl in mirror.registered(self.prefix, encode_namespace(prefix))
+            ]
+        return self._registered_in_chroma(prefix)
+
+    def _registered_in_chroma(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
         reg = self._registry_collection()
         out: list[tuple[Namespace, bool]] = []
         offset = 0
@@ -287,7 +311,7 @@ class ChromaTier:
                 with self._lock:
                     self._sweep_collection(ns, col, now)
                     if not col.get(limit=1, include=[])["ids"]:
-                        self._registry_collection().delete(ids=[namespace_id(ns)])
+                        self._unregister(ns)
                         continue
             out.append(ns)
         return out
@@ -311,7 +335,7 @@ class ChromaTier:
             return []
         results: list[ScoredItem] = []
         done: set[Namespace] = set()
-        if query_vector is not None and prefix:
+        if query_vector is not None and prefix and self.mirror is None:
             own = self._collection(prefix, create=False)
             if own is not None:
                 pending = self._pool.submit(self._registered, prefix)

@@ -37,6 +37,10 @@ CREATE TABLE IF NOT EXISTS pending (
     PRIMARY KEY (prefix, nsid, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS filled (prefix TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS namespaces (
+    prefix TEXT NOT NULL, ns TEXT NOT NULL, has_ttl INTEGER NOT NULL,
+    PRIMARY KEY (prefix, ns)
+) WITHOUT ROWID;
 """
 
 
@@ -156,3 +160,37 @@ class DocMirror:
         """Record that `prefix` has been copied from Chroma."""
         with self._lock:
             self._conn.execute("INSERT OR IGNORE INTO filled VALUES (?)", (prefix,))
+
+    # ------------------------------------------------------------- namespace registry
+    def register(self, prefix: str, ns: str, *, ttl: bool) -> None:
+        """Record namespace `ns` (encoded); `ttl` marks that it has held TTL items."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO namespaces VALUES (?, ?, ?) ON CONFLICT (prefix, ns)"
+                " DO UPDATE SET has_ttl = max(has_ttl, excluded.has_ttl)",
+                (prefix, ns, int(ttl)),
+            )
+
+    def unregister(self, prefix: str, ns: str) -> None:
+        """Forget namespace `ns` (encoded)."""
+        with self._lock:
+            self._conn.execute("DELETE FROM namespaces WHERE prefix=? AND ns=?", (prefix, ns))
+
+    def registered(self, prefix: str, under: str) -> list[tuple[str, bool]]:
+        """Encoded namespaces starting with the encoded prefix `under`, with their TTL flag."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT ns, has_ttl FROM namespaces WHERE prefix=? AND ns >= ? AND ns < ?",
+                (prefix, under, under + "\U0010ffff"),
+            ).fetchall()
+        return [(ns, bool(t)) for ns, t in rows]
+
+    def replace_namespaces(self, prefix: str, rows: Iterable[tuple[str, bool]]) -> None:
+        """Make the registry of `prefix` equal to `rows` (used when opening the mirror)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            self._conn.execute("DELETE FROM namespaces WHERE prefix=?", (prefix,))
+            self._conn.executemany(
+                "INSERT INTO namespaces VALUES (?, ?, ?)", [(prefix, n, int(t)) for n, t in rows]
+            )
+            self._conn.execute("COMMIT")
