@@ -234,8 +234,6 @@ def _check_condition(key: str, cond: Any, allow_non_finite: bool) -> None:
 
 # --------------------------------------------------------------------------- filters
 
-_MISSING = object()
-
 
 def _lookup(value: dict[str, Any], key: str) -> Any:
     if key in value:

