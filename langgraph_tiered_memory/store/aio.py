@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,7 +12,9 @@ from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
-from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, TieredStoreCore
+from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
 __all__ = ["AsyncTieredMemoryStore"]
 
@@ -56,6 +59,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
         key_prefix: str = DEFAULT_KEY_PREFIX,
         clock: Callable[[], float] | None = None,
         allow_non_finite_filters: bool = False,
+        memory_index_path: str | None = None,
     ) -> None:
         AsyncBatchedBaseStore.__init__(self)
         self._configure(
@@ -71,6 +75,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
             key_prefix=key_prefix,
             clock=clock,
             allow_non_finite_filters=allow_non_finite_filters,
+            memory_index_path=memory_index_path,
         )
 
     @classmethod
@@ -106,3 +111,56 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch synchronously (from a thread other than the event loop's)."""
         return self._run_batch(ops)
+
+    # ------------------------------------------------------------------ memories
+    async def aget_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
+        """A long-term memory with its statistics, or None (see `TieredMemoryStore.get_memory`).
+
+        Args:
+            namespace: The memory's namespace (routed to the long-term tier).
+            key: The memory's key.
+        """
+        return await asyncio.to_thread(self._get_memory, namespace, key)
+
+    async def asearch_memories(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        retrieval: RetrievalMode | None = None,
+        user_id: str | None = None,
+        min_score: float | None = None,
+    ) -> list[MemoryHit]:
+        """Search memories and explain each score (see `TieredMemoryStore.search_memories`).
+
+        Args:
+            namespace_prefix: Namespace prefix to search.
+            query: Natural-language query.
+            filter: Value filter (as for `search`).
+            limit: Most hits to return.
+            offset: Hits to skip.
+            retrieval: Override the store's retrieval mode for this call.
+            user_id: The caller's user, for `"contextual"` retrieval.
+            min_score: Drop hits scoring below this.
+        """
+        qv = None
+        if self.embeddings is not None and retrieval != "keyword":
+            qv = await self.embeddings.aembed_query(query)
+            self._check_vectors([qv], "search queries")
+        return await asyncio.to_thread(
+            functools.partial(
+                self._search_memories,
+                tuple(namespace_prefix),
+                query,
+                qv,
+                filter=filter,
+                limit=limit,
+                offset=offset,
+                retrieval=retrieval,
+                user_id=user_id,
+                min_score=min_score,
+            )
+        )

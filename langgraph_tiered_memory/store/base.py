@@ -33,7 +33,18 @@ from langgraph.store.base import (
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.embeddings import resolve_embeddings
-from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError, InvalidItemError
+from langgraph_tiered_memory.memory import MemoryEntry, memory_fields
+from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
+from langgraph_tiered_memory.ranking import (
+    MemoryCandidate,
+    ScoreBreakdown,
+    Scoring,
+    keyword_query,
+    rank_memories,
+    split_search_options,
+    user_scope,
+)
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     StoredItem,
@@ -48,9 +59,9 @@ from langgraph_tiered_memory.store._common import (
     validate_ttl,
 )
 from langgraph_tiered_memory.store.routing import TierRouter
-from langgraph_tiered_memory.store.tiers.base import ScoredItem, Tier
+from langgraph_tiered_memory.store.tiers.base import Tier
 
-__all__ = ["TieredStoreCore", "DEFAULT_CHROMA_PATH", "DEFAULT_KEY_PREFIX"]
+__all__ = ["TieredStoreCore", "DEFAULT_CHROMA_PATH", "DEFAULT_KEY_PREFIX", "MemoryHit"]
 
 DEFAULT_CHROMA_PATH = os.path.join(".tiered-memory", "chroma")
 """Where the embedded Chroma database lives when neither `chroma_client` nor
@@ -63,10 +74,25 @@ DEFAULT_KEY_PREFIX = "tm"
 _KEY_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]{1,47}$")
 
 
+class MemoryHit(NamedTuple):
+    """One result of `search_memories`: the memory, its score and how it was made."""
+
+    entry: MemoryEntry
+    score: float
+    breakdown: ScoreBreakdown
+
+
+class _Ranked(NamedTuple):
+    item: StoredItem
+    score: float | None
+    breakdown: ScoreBreakdown | None
+    stats: Any
+
+
 class _Plan(NamedTuple):
     size: int
     gets: list[tuple[int, GetOp]]
-    searches: list[tuple[int, SearchOp]]
+    searches: list[tuple[int, SearchOp, dict[str, Any], dict[str, Any] | None]]
     lists: list[tuple[int, ListNamespacesOp]]
     writes: list[ItemWrite]
     texts: list[str]
@@ -101,13 +127,14 @@ class TieredStoreCore:
         key_prefix: str,
         clock: Callable[[], float] | None,
         allow_non_finite_filters: bool,
+        memory_index_path: str | None = None,
     ) -> None:
         from langgraph_tiered_memory.store._backends import build_tiers
 
         self._router = TierRouter(tiers)
         self.key_prefix = check_key_prefix(key_prefix)
         self.ttl_config = _check_ttl_config(ttl)
-        self.scoring: ScoringConfig = _check_scoring(scoring)
+        self.scoring: Scoring = Scoring.from_config(scoring)
         self.clock: Callable[[], float] = clock or time.time
         self.allow_non_finite_filters = bool(allow_non_finite_filters)
         self.index_config, self.embeddings, self._fields = _check_index(index)
@@ -120,6 +147,8 @@ class TieredStoreCore:
             chroma_client=chroma_client,
             chroma_path=chroma_path,
             chroma_hnsw=chroma_hnsw,
+            describe=self._describe if self.memory_mode else None,
+            memory_index_path=memory_index_path,
         )
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
@@ -154,6 +183,68 @@ class TieredStoreCore:
 
     # ----------------------------------------------------------------- helpers
     @property
+    def memory_mode(self) -> bool:
+        """Whether long-term items are memories ranked by `"memory"` scoring."""
+        return self.scoring.mode == "memory"
+
+    def _keyword_text(self, value: Mapping[str, Any], index: list[str] | None) -> str:
+        if self.index_config is not None:
+            return "\n".join(self._texts(value, index))
+        content = value.get("content")
+        return content if isinstance(content, str) else ""
+
+    def _describe(self, value: dict[str, Any]) -> tuple[str, str, Any]:
+        """Keyword text, time key and memory fields of a stored value (to rebuild the index)."""
+        fields = memory_fields(value)
+        text = self._keyword_text(value, None)
+        time_text = time_words(text, fields.occurred_at) if self.scoring.time_keys else ""
+        return text, time_text, fields
+
+    def _add_memory_keys(self, plan: _Plan) -> None:
+        """Give long-term memory writes their context, sentence and time keys.
+
+        Reads the memory written before each one in its namespace (I/O), so it runs
+        after planning and before embedding.
+        """
+        if not self.memory_mode or not plan.writes:
+            return
+        cfg = self.scoring
+        tier: Any = self._tiers.get("long")
+        index = {t: i for i, t in enumerate(plan.texts)}
+        stored: dict[tuple[str, ...], set[str]] = {}
+        last_new: dict[tuple[str, ...], str] = {}
+        for w, slot in zip(plan.writes, plan.slots, strict=True):
+            if w.memory is None or tier is None:
+                continue
+            own = w.keyword_text or ""
+            if cfg.time_keys:
+                w.time_text = time_words(own, w.memory.occurred_at)
+            if not own:
+                continue
+            if cfg.context_keys:
+                ns = w.namespace
+                if ns not in stored:
+                    keys = [x.key for x in plan.writes if x.namespace == ns]
+                    stored[ns] = set(tier.memory_stats(ns, keys))
+                if w.key in stored[ns] or ns not in last_new:
+                    w.context_text = tier.previous_text(ns, w.key)
+                else:
+                    w.context_text = last_new[ns]
+                if w.key not in stored[ns]:
+                    last_new[ns] = own
+            if not slot:
+                continue  # not embedded: keyword keys only
+            extra = sentence_chunks(own, cfg.sentence_keys)
+            ctx = context_text(w.context_text, own) if cfg.context_keys else None
+            if ctx is not None:
+                extra.append(ctx)
+            for text in extra:
+                if text not in index:
+                    index[text] = len(plan.texts)
+                    plan.texts.append(text)
+                slot.append(index[text])
+
+    @property
     def dims(self) -> int:
         """Embedding size, or 0 when the store has no index."""
         return int(self.index_config["dims"]) if self.index_config else 0
@@ -178,6 +269,7 @@ class TieredStoreCore:
     # ----------------------------------------------------------------- running
     def _run_batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = self._plan(ops)
+        self._add_memory_keys(plan)
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
         if self.embeddings is not None:
@@ -188,6 +280,8 @@ class TieredStoreCore:
 
     async def _arun_batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = self._plan(ops)
+        if self.memory_mode and plan.writes:
+            await asyncio.to_thread(self._add_memory_keys, plan)
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
         if self.embeddings is not None:
@@ -203,7 +297,7 @@ class TieredStoreCore:
     # ----------------------------------------------------------------- planning
     def _plan(self, ops: Iterable[Op]) -> _Plan:
         gets: list[tuple[int, GetOp]] = []
-        searches: list[tuple[int, SearchOp]] = []
+        searches: list[tuple[int, SearchOp, dict[str, Any], dict[str, Any] | None]] = []
         lists: list[tuple[int, ListNamespacesOp]] = []
         puts: dict[tuple[tuple[str, ...], str], tuple[PutOp, str | None]] = {}
         size = 0
@@ -213,19 +307,31 @@ class TieredStoreCore:
                 validate_key(op.key)
                 gets.append((i, op))
             elif isinstance(op, SearchOp):
-                validate_filter(op.filter, allow_non_finite=self.allow_non_finite_filters)
+                options, value_filter = split_search_options(op.filter)
+                validate_filter(value_filter, allow_non_finite=self.allow_non_finite_filters)
+                if options and not self.memory_mode:
+                    raise InvalidFilterError(
+                        f"Search options {sorted(options)} need scoring={{'mode': 'memory'}};"
+                        " this store scores by similarity. Remove them from the filter."
+                    )
                 if op.limit < 0 or op.offset < 0:
                     raise ValueError(
                         f"search limit and offset must be >= 0, got limit={op.limit},"
                         f" offset={op.offset}."
                     )
-                searches.append((i, op))
+                searches.append((i, op, options, value_filter))
             elif isinstance(op, ListNamespacesOp):
                 lists.append((i, op))
             elif isinstance(op, PutOp):
                 ns = validate_namespace(op.namespace)
                 key = validate_key(op.key)
                 encoded = None if op.value is None else encode_value(ns, key, op.value)
+                if (
+                    op.value is not None
+                    and self.memory_mode
+                    and self._router.tier_for(ns) == "long"
+                ):
+                    memory_fields(dict(op.value), key=key)
                 validate_ttl(op.ttl)
                 if op.index not in (None, False) and not (
                     isinstance(op.index, list) and all(isinstance(p, str) for p in op.index)
@@ -245,22 +351,26 @@ class TieredStoreCore:
         texts: dict[str, int] = {}
         slots: list[list[int]] = []
         for (ns, key), (op, encoded) in puts.items():
-            writes.append(
-                ItemWrite(
-                    namespace=ns,
-                    key=key,
-                    value=None if op.value is None else dict(op.value),
-                    encoded=encoded,
-                    ttl=op.ttl,
-                )
+            write = ItemWrite(
+                namespace=ns,
+                key=key,
+                value=None if op.value is None else dict(op.value),
+                encoded=encoded,
+                ttl=op.ttl,
             )
+            if op.value is not None and self.memory_mode and self._router.tier_for(ns) == "long":
+                write.memory = memory_fields(dict(op.value), key=key)
+                write.keyword_text = (
+                    "" if op.index is False else self._keyword_text(op.value, op.index)
+                )
+            writes.append(write)
             slot: list[int] = []
             if op.value is not None and self.index_config is not None and op.index is not False:
                 for text in self._texts(op.value, op.index):
                     slot.append(texts.setdefault(text, len(texts)))
             slots.append(slot)
         queries = (
-            list(dict.fromkeys(op.query for _, op in searches if op.query))
+            list(dict.fromkeys(op.query for _, op, _, _ in searches if op.query))
             if self.index_config is not None
             else []
         )
@@ -298,6 +408,7 @@ class TieredStoreCore:
         results: list[Result] = [None] * plan.size
         to_refresh: dict[TierName, list[StoredItem]] = {}
 
+        to_touch: list[StoredItem] = []
         # Reads see the state before this batch's writes, like LangGraph's InMemoryStore.
         by_ns: dict[tuple[str, ...], list[tuple[int, GetOp]]] = {}
         for i, gop in plan.gets:
@@ -318,41 +429,32 @@ class TieredStoreCore:
                 )
                 if gop.refresh_ttl and item.ttl is not None:
                     to_refresh.setdefault(tier_name, []).append(item)
+                if tier_name == "long" and self.memory_mode:
+                    to_touch.append(item)
 
-        for i, sop in plan.searches:
+        for i, sop, options, value_filter in plan.searches:
             prefix = tuple(sop.namespace_prefix)
             qv = query_vectors.get(sop.query) if sop.query else None
-            merged: list[tuple[TierName, ScoredItem]] = []
-            for tier_name in self._router.tiers_for_prefix(prefix):
-                hits = self._tier(tier_name).search(
-                    prefix,
-                    query_vector=qv,
-                    filter=sop.filter,
-                    limit=sop.offset + sop.limit,
-                    now=now,
-                )
-                merged.extend((tier_name, h) for h in hits)
-            if qv is not None:
-                ranked = sorted(
-                    (m for m in merged if m[1][1] is not None), key=lambda m: rank_key(m[1])
-                )
-                merged = ranked + [m for m in merged if m[1][1] is None]
+            merged = self._search_tiers(
+                prefix, sop.query, qv, value_filter, options, sop.offset + sop.limit, now
+            )
             page = merged[sop.offset : sop.offset + sop.limit]
             results[i] = [
                 SearchItem(
-                    namespace=item.namespace,
-                    key=item.key,
-                    value=item.value,
-                    created_at=to_datetime(item.created_at),
-                    updated_at=to_datetime(item.updated_at),
-                    score=score,
+                    namespace=r.item.namespace,
+                    key=r.item.key,
+                    value=r.item.value,
+                    created_at=to_datetime(r.item.created_at),
+                    updated_at=to_datetime(r.item.updated_at),
+                    score=r.score,
                 )
-                for _, (item, score) in page
+                for _, r in page
             ]
-            if sop.refresh_ttl:
-                for tier_name, (item, _) in page:
-                    if item.ttl is not None:
-                        to_refresh.setdefault(tier_name, []).append(item)
+            for tier_name, r in page:
+                if tier_name == "long" and self.memory_mode:
+                    to_touch.append(r.item)
+                if sop.refresh_ttl and r.item.ttl is not None:
+                    to_refresh.setdefault(tier_name, []).append(r.item)
 
         for i, lop in plan.lists:
             lp = literal_prefix(lop.match_conditions)
@@ -369,6 +471,8 @@ class TieredStoreCore:
 
         for tier_name, items in to_refresh.items():
             self._tier(tier_name).refresh(items, now=now)
+        if to_touch:
+            self._long().touch(to_touch, now=now)
 
         if plan.writes:
             by_tier: dict[TierName, list[ItemWrite]] = {}
@@ -379,6 +483,190 @@ class TieredStoreCore:
             for tier_name, writes in by_tier.items():
                 self._tier(tier_name).write(writes, now=now)
         return results
+
+    def _long(self) -> Any:
+        return self._tiers["long"]
+
+    def _search_tiers(
+        self,
+        prefix: tuple[str, ...],
+        query: str | None,
+        qv: Sequence[float] | None,
+        value_filter: dict[str, Any] | None,
+        options: dict[str, Any],
+        limit: int,
+        now: float,
+        *,
+        long_only: bool = False,
+    ) -> list[tuple[TierName, _Ranked]]:
+        merged: list[tuple[TierName, _Ranked]] = []
+        for tier_name in self._router.tiers_for_prefix(prefix):
+            if long_only and tier_name != "long":
+                continue
+            tier = self._tier(tier_name)
+            if tier_name == "long" and self.memory_mode and query:
+                ranked = self._memory_ranked(prefix, query, qv, value_filter, options, limit, now)
+                if ranked is not None:
+                    merged.extend(("long", r) for r in ranked)
+                    continue
+            hits = tier.search(prefix, query_vector=qv, filter=value_filter, limit=limit, now=now)
+            merged.extend((tier_name, _Ranked(item, sc, None, None)) for item, sc in hits)
+        if query and len(self._router.tiers_for_prefix(prefix)) > 1:
+            scored = sorted(
+                (m for m in merged if m[1].score is not None),
+                key=lambda m: rank_key((m[1].item, m[1].score)),
+            )
+            merged = scored + [m for m in merged if m[1].score is None]
+        return merged
+
+    def _memory_ranked(
+        self,
+        prefix: tuple[str, ...],
+        query: str,
+        qv: Sequence[float] | None,
+        value_filter: dict[str, Any] | None,
+        options: dict[str, Any],
+        limit: int,
+        now: float,
+    ) -> list[_Ranked] | None:
+        """Memory-ranked long-term results, or None when no retrieval channel applies."""
+        cfg = self.scoring
+        retrieval = options.get("$retrieval", cfg.retrieval)
+        min_score = options.get("$min_score", cfg.min_score)
+        user = options.get("$user")
+        if retrieval == "contextual" and user is None:
+            raise InvalidFilterError(
+                "Contextual retrieval needs the caller's user id: pass filter={'$user':"
+                " '<user id>'} (or search_memories(..., user_id=...)), or use 'hybrid'."
+            )
+        use_dense = qv is not None and retrieval != "keyword"
+        match = keyword_query(query) if retrieval != "semantic" else None
+        if not use_dense and match is None:
+            return None
+        pool = max(cfg.candidates, limit) * (2 if retrieval == "contextual" else 1)
+        found = self._long().retrieve(
+            prefix,
+            query_vector=qv if use_dense else None,
+            match=match,
+            filter=value_filter,
+            limit=pool,
+            now=now,
+        )
+        cands = []
+        kept = []
+        for c in found:
+            stats = c.stats
+            own = False
+            if retrieval == "contextual":
+                scope = user_scope(c.item.namespace, cfg.user_label)
+                if scope is None:
+                    mtype = stats.memory_type if stats is not None else "experience"
+                    if mtype not in cfg.shared_types:
+                        continue
+                elif scope != user:
+                    continue
+                else:
+                    own = True
+            kept.append(c)
+            cands.append(
+                MemoryCandidate(
+                    semantic=c.semantic,
+                    keyword=c.keyword,
+                    importance=stats.importance if stats is not None else 0.5,
+                    last_touched=(
+                        stats.last_accessed
+                        if stats is not None and stats.last_accessed is not None
+                        else (stats.created_at if stats is not None else c.item.created_at)
+                    ),
+                    access_count=stats.access_count if stats is not None else 0,
+                    own=own,
+                    namespace=c.item.namespace,
+                    seq=stats.seq if stats is not None else None,
+                )
+            )
+        ranked = rank_memories(
+            cands,
+            scoring=cfg,
+            retrieval="hybrid" if retrieval == "contextual" else retrieval,
+            now=now,
+            min_score=min_score,
+        )
+        ranked.sort(key=lambda p: (-p[1].score, kept[p[0]].item.namespace, kept[p[0]].item.key))
+        return [_Ranked(kept[j].item, b.score, b, kept[j].stats) for j, b in ranked[:limit]]
+
+    # ----------------------------------------------------------------- memory API
+    def _memory_entry(self, item: StoredItem, stats: Any) -> MemoryEntry:
+        return MemoryEntry.from_value(
+            key=item.key,
+            namespace=item.namespace,
+            value=item.value,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            last_accessed=stats.last_accessed if stats is not None else None,
+            access_count=stats.access_count if stats is not None else 0,
+        )
+
+    def _check_memory_namespace(self, namespace: tuple[str, ...]) -> None:
+        if not self.memory_mode:
+            raise ConfigurationError(
+                "Memory records need scoring={'mode': 'memory'} (the default); this store"
+                " was created with scoring mode 'similarity'."
+            )
+        if self._router.tier_for(namespace) != "long":
+            raise ConfigurationError(
+                f"Namespace {namespace} is routed to the short-term tier; memories and their"
+                " statistics live on the long-term tier. Route it with tiers={...}."
+            )
+
+    def _get_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
+        namespace = tuple(namespace)
+        self._check_memory_namespace(namespace)
+        validate_key(key)
+        tier = self._long()
+        item = tier.get(namespace, [key], now=self.clock()).get(key)
+        if item is None:
+            return None
+        stats = tier.memory_stats(namespace, [key]).get(key)
+        return self._memory_entry(item, stats)
+
+    def _search_memories(
+        self,
+        prefix: tuple[str, ...],
+        query: str,
+        qv: Sequence[float] | None,
+        *,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        retrieval: str | None,
+        user_id: str | None,
+        min_score: float | None,
+    ) -> list[MemoryHit]:
+        if not self.memory_mode:
+            raise ConfigurationError(
+                "search_memories needs scoring={'mode': 'memory'} (the default); this store"
+                " was created with scoring mode 'similarity'."
+            )
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("search_memories needs a non-empty query string.")
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must be >= 0, got {limit}, {offset}.")
+        raw = dict(filter or {})
+        for name, val in (("$retrieval", retrieval), ("$user", user_id), ("$min_score", min_score)):
+            if val is not None:
+                raw[name] = val
+        options, value_filter = split_search_options(raw)
+        validate_filter(value_filter, allow_non_finite=self.allow_non_finite_filters)
+        now = self.clock()
+        ranked = self._memory_ranked(
+            tuple(prefix), query, qv, value_filter, options, offset + limit, now
+        )
+        page = (ranked or [])[offset : offset + limit]
+        self._long().touch([r.item for r in page], now=now)
+        return [
+            MemoryHit(self._memory_entry(r.item, r.stats), r.score, r.breakdown)  # type: ignore[arg-type]
+            for r in page
+        ]
 
 
 # --------------------------------------------------------------------------- config checks
@@ -423,19 +711,6 @@ def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
             f"ttl['sweep_interval_minutes'] must be a positive number or None, got {interval!r}."
         )
     return dict(ttl)  # type: ignore[return-value]
-
-
-def _check_scoring(scoring: ScoringConfig | None) -> ScoringConfig:
-    scoring = scoring or {"mode": "similarity"}
-    if not isinstance(scoring, dict):
-        raise ConfigurationError("scoring must be a dict such as {'mode': 'similarity'}.")
-    mode = scoring.get("mode", "similarity")
-    if mode != "similarity":
-        raise ConfigurationError(
-            f"scoring mode {mode!r} is not available in this version; use"
-            " {'mode': 'similarity'} (score = cosine similarity)."
-        )
-    return {"mode": "similarity"}
 
 
 def _check_index(

@@ -9,7 +9,9 @@ from typing import Any
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
-from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, TieredStoreCore
+from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
 __all__ = ["TieredMemoryStore"]
 
@@ -36,13 +38,19 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             string or `"local"` (offline all-MiniLM-L6-v2, 384 dims).
         ttl: LangGraph `TTLConfig` (`default_ttl` in minutes, `refresh_on_read`,
             `sweep_interval_minutes` to sweep expired Chroma items in the background).
-        scoring: `ScoringConfig`; `{"mode": "similarity"}` (cosine similarity).
+        scoring: `ScoringConfig`. The default `{"mode": "memory"}` ranks long-term
+            items as memories (hybrid relevance, importance, recency, access count);
+            `{"mode": "similarity"}` reports plain cosine similarity.
         tiers: `TierPolicy` routing namespaces to tiers.
         key_prefix: Prefix of every Redis key and Chroma collection of this store, so
             several stores can share one Redis server and one Chroma client.
         clock: Function returning the current time in epoch seconds (for tests).
         allow_non_finite_filters: Accept NaN and infinite numbers in search filters and
             compare them with IEEE semantics, instead of raising `InvalidFilterError`.
+        memory_index_path: SQLite file of the memory index (keyword index and access
+            statistics) when `chroma_client` is not an embedded `PersistentClient`
+            (for example an `HttpClient`). With an embedded Chroma the index lives in
+            its directory; with an in-memory client and no path it is in memory.
 
     Example:
         ```python
@@ -74,6 +82,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         key_prefix: str = DEFAULT_KEY_PREFIX,
         clock: Callable[[], float] | None = None,
         allow_non_finite_filters: bool = False,
+        memory_index_path: str | None = None,
     ) -> None:
         self._configure(
             redis_client=redis_client,
@@ -88,6 +97,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             key_prefix=key_prefix,
             clock=clock,
             allow_non_finite_filters=allow_non_finite_filters,
+            memory_index_path=memory_index_path,
         )
 
     @classmethod
@@ -123,3 +133,57 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch without blocking the event loop (I/O runs in a thread)."""
         return await self._arun_batch(ops)
+
+    # ------------------------------------------------------------------ memories
+    def get_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
+        """A long-term memory with its statistics, or None. Does not count as an access.
+
+        Args:
+            namespace: The memory's namespace (routed to the long-term tier).
+            key: The memory's key.
+        """
+        return self._get_memory(namespace, key)
+
+    def search_memories(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        retrieval: RetrievalMode | None = None,
+        user_id: str | None = None,
+        min_score: float | None = None,
+    ) -> list[MemoryHit]:
+        """Search long-term memories and explain each score.
+
+        Same ranking as `search`, but each hit carries the `MemoryEntry` (with
+        its access statistics) and a `ScoreBreakdown` by factor. Returned memories
+        count as accessed.
+
+        Args:
+            namespace_prefix: Namespace prefix to search.
+            query: Natural-language query.
+            filter: Value filter (as for `search`).
+            limit: Most hits to return.
+            offset: Hits to skip.
+            retrieval: Override the store's retrieval mode for this call.
+            user_id: The caller's user, for `"contextual"` retrieval.
+            min_score: Drop hits scoring below this.
+        """
+        qv = None
+        if self.embeddings is not None and retrieval != "keyword":
+            qv = self.embeddings.embed_query(query)
+            self._check_vectors([qv], "search queries")
+        return self._search_memories(
+            tuple(namespace_prefix),
+            query,
+            qv,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            retrieval=retrieval,
+            user_id=user_id,
+            min_score=min_score,
+        )

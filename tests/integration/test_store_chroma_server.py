@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import chromadb
 import httpx
@@ -59,7 +60,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     log.close()
 
 
-def _store(host: str, port: int, prefix: str) -> TieredMemoryStore:
+def _store(host: str, port: int, prefix: str, **kwargs: Any) -> TieredMemoryStore:
     client = chromadb.HttpClient(
         host=host, port=port, settings=Settings(anonymized_telemetry=False)
     )
@@ -68,6 +69,7 @@ def _store(host: str, port: int, prefix: str) -> TieredMemoryStore:
         tiers={"default": "long"},
         key_prefix=prefix,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+        **kwargs,
     )
     store.setup()
     return store
@@ -75,7 +77,7 @@ def _store(host: str, port: int, prefix: str) -> TieredMemoryStore:
 
 def test_store_over_http_client(chroma_server: tuple[str, int], key_prefix: str) -> None:
     host, port = chroma_server
-    store = _store(host, port, key_prefix)
+    store = _store(host, port, key_prefix, scoring={"mode": "similarity"})
     assert store.tiers["long"].mirror is None  # type: ignore[attr-defined]  # documents stay in Chroma
     store.put(("users", "u1"), "a", {"text": "green tea", "n": 1})
     store.put(("users", "u1"), "b", {"text": "black coffee", "n": 2})

@@ -31,7 +31,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 from chromadb.errors import NotFoundError
 
@@ -47,9 +47,21 @@ from langgraph_tiered_memory.store._common import (
     rank_key,
 )
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
-from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
+from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow, MemoryStats
 
-__all__ = ["ChromaTier"]
+__all__ = ["ChromaTier", "Candidate"]
+
+
+class Candidate(NamedTuple):
+    """One retrieval candidate of the long-term tier."""
+
+    item: StoredItem
+    semantic: float | None
+    """Cosine similarity, or None when dense retrieval did not return the item."""
+    keyword: float | None
+    """BM25 score, or None when keyword retrieval did not return the item."""
+    stats: MemoryStats | None
+
 
 _PAGE = 500
 
@@ -73,6 +85,8 @@ class ChromaTier:
         client_factory: Callable[[], Any] | None = None,
         owns_client: bool = False,
         hnsw: Mapping[str, int] | None = None,
+        describe: Callable[[dict[str, Any]], tuple[str, str, Any] | None] | None = None,
+        memory_index_path: str | None = None,
     ):
         if client is None and client_factory is None:
             raise ValueError("ChromaTier needs a client or a client_factory.")
@@ -89,6 +103,9 @@ class ChromaTier:
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tiered-memory-chroma")
         self._mirror: DocMirror | None = None
         self._mirror_ready = False
+        self._describe = describe
+        self._memory_index_path = memory_index_path
+        self._memindex: DocMirror | None = None
 
     @property
     def client(self) -> Any:
@@ -116,7 +133,7 @@ class ChromaTier:
         if not getattr(settings, "is_persistent", False) or not directory:
             return None
         mirror = DocMirror(directory)
-        mirror.recover(self.prefix, self._read_primaries)
+        mirror.recover(self.prefix, self._read_primaries, self._row_of_meta)
         # The Chroma registry is small and authoritative: copy it on every open.
         registry = self._registered_in_chroma(())
         mirror.replace_namespaces(
@@ -139,7 +156,81 @@ class ChromaTier:
                         break
                     offset += _PAGE
             mirror.mark_filled(self.prefix)
+        if self._describe is not None:
+            self._fill_memories(mirror, registry)
         return mirror
+
+    @property
+    def memindex(self) -> DocMirror | None:
+        """The memory index (keyword index and access statistics), when memory mode is on.
+
+        It lives in the SQLite copy beside an embedded Chroma; with another client it is
+        the SQLite file `memory_index_path` (in memory when that is not given).
+        """
+        if self._describe is None:
+            return None
+        mirror = self.mirror
+        if mirror is not None:
+            return mirror
+        if self._memindex is None:
+            with self._lock:
+                if self._memindex is None:
+                    settings = self.client.get_settings()
+                    remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
+                    if remote and not self._memory_index_path:
+                        raise ConfigurationError(
+                            "Memory scoring keeps its keyword index and access statistics in"
+                            " SQLite; with a Chroma server (HttpClient) pass"
+                            " memory_index_path='/path/memory-index.sqlite3', or use"
+                            " scoring={'mode': 'similarity'}."
+                        )
+                    idx = DocMirror(self._memory_index_path or ":memory:")
+                    idx.recover(self.prefix, self._read_primaries, self._row_of_meta, docs=False)
+                    self._fill_memories(idx, self._registered_in_chroma(()))
+                    self._memindex = idx
+        return self._memindex
+
+    def _row_of_meta(self, meta: dict[str, Any]) -> MemoryRow | None:
+        if self._describe is None:
+            return None
+        doc = json.loads(meta["_d"])
+        described = self._describe(doc["value"])
+        if described is None:
+            return None
+        text, time_text, fields = described
+        # The contextual column is rebuilt empty here: the write order that defines it
+        # is not kept in Chroma.
+        return MemoryRow(
+            text,
+            "",
+            time_text,
+            fields.memory_type,
+            fields.importance,
+            fields.occurred_at,
+            float(doc["c"]),
+        )
+
+    def _fill_memories(self, idx: DocMirror, registry: list[tuple[Namespace, bool]]) -> None:
+        """Build the memory rows of items already in Chroma (first use of the index)."""
+        marker = f"{self.prefix}/mem"
+        if idx.is_filled(marker):
+            return
+        for ns, _ in registry:
+            col = self._collection(ns, create=False)
+            offset = 0
+            while col is not None:
+                page = col.get(include=["metadatas"], limit=_PAGE, offset=offset)
+                rows: dict[str, MemoryRow] = {}
+                for rid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                    if rid.startswith("p:"):
+                        row = self._row_of_meta(meta)
+                        if row is not None:
+                            rows[rid[2:]] = row
+                idx.commit(self.prefix, namespace_id(ns), memories=rows, docs=False)
+                if len(page["ids"]) < _PAGE:
+                    break
+                offset += _PAGE
+        idx.mark_filled(marker)
 
     def _read_primaries(self, nsid: str, keys: list[str]) -> dict[str, dict[str, Any]]:
         try:
@@ -164,6 +255,9 @@ class ChromaTier:
             self._mirror.close()
             self._mirror = None
             self._mirror_ready = False
+        if self._memindex is not None:
+            self._memindex.close()
+            self._memindex = None
         self._collections.clear()
         self._registry = None
 
@@ -363,6 +457,110 @@ class ChromaTier:
             results = scored + [r for r in results if r[1] is None]
         return results[:limit]
 
+    def retrieve(
+        self,
+        prefix: Namespace,
+        *,
+        query_vector: Sequence[float] | None,
+        match: str | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[Candidate]:
+        """Candidates for memory ranking: the best `limit` of each retrieval channel.
+
+        Args:
+            prefix: Namespace prefix searched.
+            query_vector: Query embedding for dense retrieval (None: no dense channel).
+            match: FTS5 expression for keyword retrieval (None: no keyword channel).
+            filter: Value filter every candidate must match.
+            limit: Candidates per channel.
+            now: Current time (epoch seconds).
+
+        Returns:
+            Live candidates with their dense similarity and BM25 score (None when the
+            channel did not find them) and their memory statistics.
+        """
+        idx = self.memindex
+        if idx is None:
+            raise ConfigurationError("Memory retrieval needs scoring={'mode': 'memory'}.")
+        semantic: list[tuple[StoredItem, float]] = []
+        keyword: list[tuple[StoredItem, float]] = []
+        for ns in sorted(ns for ns, _ in self._registered(prefix)):
+            col = self._collection(ns, create=False)
+            if col is None:
+                continue
+            if query_vector is not None and self.dims:
+                semantic.extend(
+                    (item, score)
+                    for item, score in self._query(ns, col, query_vector, filter, limit, now)
+                    if score is not None
+                )
+            if match:
+                keyword.extend(self._keyword(idx, ns, col, match, filter, limit, now))
+        semantic = sorted(semantic, key=rank_key)[:limit]
+        keyword = sorted(keyword, key=rank_key)[:limit]
+        found: dict[tuple[Namespace, str], list[Any]] = {}
+        for item, score in semantic:
+            found[(item.namespace, item.key)] = [item, score, None, None]
+        for item, score in keyword:
+            found.setdefault((item.namespace, item.key), [item, None, None, None])[2] = score
+        by_ns: dict[Namespace, list[str]] = {}
+        for ns, key in found:
+            by_ns.setdefault(ns, []).append(key)
+        for ns, keys in by_ns.items():
+            for key, stats in idx.memory_stats(self.prefix, namespace_id(ns), keys).items():
+                found[(ns, key)][3] = stats
+        return [Candidate(*entry) for entry in found.values()]
+
+    def _keyword(
+        self,
+        idx: DocMirror,
+        ns: Namespace,
+        col: Any,
+        match: str,
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[tuple[StoredItem, float]]:
+        nsid = namespace_id(ns)
+        n = limit + 5
+        while True:
+            hits = idx.keyword_search(self.prefix, nsid, match, n)
+            docs = self._load_docs(ns, col, [k for k, _ in hits])
+            out = []
+            for key, score in hits:
+                entry = docs.get(key)
+                if entry is None:
+                    continue
+                item = entry[0]
+                if not item.expired(now) and matches_filter(item.value, filter):
+                    out.append((item, score))
+            if len(out) >= limit or len(hits) < n:
+                return out[:limit]
+            n *= 4
+
+    def memory_stats(self, namespace: Namespace, keys: Sequence[str]) -> dict[str, MemoryStats]:
+        """Memory fields and access statistics of the given keys (memory mode only)."""
+        idx = self.memindex
+        if idx is None:
+            return {}
+        return idx.memory_stats(self.prefix, namespace_id(namespace), list(keys))
+
+    def previous_text(self, namespace: Namespace, key: str) -> str | None:
+        """Own text of the memory written before `key` in `namespace` (memory mode only)."""
+        idx = self.memindex
+        if idx is None:
+            return None
+        return idx.previous_text(self.prefix, namespace_id(namespace), key)
+
+    def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
+        """Count an access of each item (one atomic SQLite update)."""
+        idx = self.memindex
+        if idx is None or not items:
+            return
+        idx.touch(self.prefix, [(namespace_id(it.namespace), it.key) for it in items], now)
+
     def _scan(
         self, ns: Namespace, col: Any, filter: dict[str, Any] | None, limit: int, now: float
     ) -> list[ScoredItem]:
@@ -493,6 +691,10 @@ class ChromaTier:
                 rid[2:]: json.loads(m["_d"])
                 for rid, m in zip(old["ids"], old["metadatas"], strict=True)
             }
+        memindex = self.memindex
+        if memindex is not None and memindex is not mirror:
+            memindex.begin(self.prefix, nsid, keys)
+        memories: dict[str, MemoryRow] = {}
         mirrored: dict[str, dict[str, Any]] = {}
         ids: list[str] = []
         embeddings: list[list[float]] = []
@@ -511,6 +713,18 @@ class ChromaTier:
                 meta["_e"] = now + w.ttl * 60
             elif prev is not None and prev.get("t") is not None:
                 meta["_e"] = None  # Chroma drops a metadata key set to None
+            if memindex is not None and w.memory is not None:
+                f = w.memory
+                created = float(prev["c"]) if prev else now
+                memories[w.key] = MemoryRow(
+                    w.keyword_text or "",
+                    w.context_text or "",
+                    w.time_text or "",
+                    f.memory_type,
+                    f.importance,
+                    f.occurred_at,
+                    created,
+                )
             ids.append(f"p:{w.key}")
             embeddings.append([*vectors[0], 0.0] if vectors else self._blank)
             metadatas.append(meta)
@@ -530,6 +744,8 @@ class ChromaTier:
                 stale.extend(_extra_ids(w.key, prev))
         if stale:
             col.delete(ids=stale)
+        # Items rewritten without memory fields leave the memory index too.
+        unindexed = [w.key for w in upserts if w.key not in memories]
         if mirror is not None:
             mirror.commit(
                 self.prefix,
@@ -537,6 +753,18 @@ class ChromaTier:
                 upserts=mirrored,
                 deletes=[w.key for w in deletes],
                 done=keys,
+                memories=memories if mirror is memindex else None,
+                forget=unindexed if mirror is memindex else (),
+            )
+        if memindex is not None and memindex is not mirror:
+            memindex.commit(
+                self.prefix,
+                nsid,
+                deletes=[w.key for w in deletes],
+                done=keys,
+                memories=memories,
+                forget=unindexed,
+                docs=False,
             )
         if deletes and not upserts:
             self._unregister_if_empty(ns, col)
@@ -576,11 +804,12 @@ class ChromaTier:
             doomed.extend(_extra_ids(rid[2:], json.loads(meta["_d"])))
         keys = [rid[2:] for rid in res["ids"]]
         mirror = self.mirror
-        if mirror is not None:
-            mirror.begin(self.prefix, namespace_id(ns), keys)
+        memindex = self.memindex
+        for idx in {id(x): x for x in (mirror, memindex) if x is not None}.values():
+            idx.begin(self.prefix, namespace_id(ns), keys)
         col.delete(ids=doomed)
-        if mirror is not None:
-            mirror.commit(self.prefix, namespace_id(ns), deletes=keys, done=keys)
+        for idx in {id(x): x for x in (mirror, memindex) if x is not None}.values():
+            idx.commit(self.prefix, namespace_id(ns), deletes=keys, done=keys, docs=idx is mirror)
         return len(res["ids"])
 
     def sweep(self, *, now: float) -> int:

@@ -20,9 +20,50 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["DocMirror", "MIRROR_FILE"]
+__all__ = ["DocMirror", "MIRROR_FILE", "MemoryRow", "MemoryStats", "fts_table"]
+
+
+class MemoryRow(NamedTuple):
+    """What the memory index keeps of one memory besides its statistics."""
+
+    text: str
+    """Keyword-indexed text of the memory itself."""
+    context: str
+    """Text of the memory written just before it in the namespace (contextual key)."""
+    time_text: str
+    """Its event time in words, with relative dates resolved (time key)."""
+    memory_type: str
+    importance: float
+    occurred_at: float | None
+    created_at: float
+
+
+class MemoryStats(NamedTuple):
+    """Ranking fields and access statistics of one memory."""
+
+    seq: int
+    """Position of the memory in its namespace's write order (first write)."""
+    memory_type: str
+    importance: float
+    occurred_at: float | None
+    created_at: float
+    access_count: int
+    last_accessed: float | None
+
+
+def fts_table(prefix: str, nsid: str) -> str:
+    """Name of the FTS5 table holding the keyword index of one namespace."""
+    return f"fts_{prefix}_{nsid}"
+
+
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""FTS5 tokenizer of the keyword index: Unicode words, folded, Porter-stemmed."""
+
+FTS_WEIGHTS = (1.0, 0.5, 1.0)
+"""BM25 weights of the keyword index's columns: the memory's own text, the text of the
+memory before it, its time in words."""
 
 MIRROR_FILE = "tiered-memory-docs.sqlite3"
 """File name of the mirror, inside the Chroma persist directory."""
@@ -37,6 +78,14 @@ CREATE TABLE IF NOT EXISTS pending (
     PRIMARY KEY (prefix, nsid, key)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS filled (prefix TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mem (
+    rid INTEGER PRIMARY KEY, prefix TEXT NOT NULL, nsid TEXT NOT NULL, key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    mtype TEXT NOT NULL, importance REAL NOT NULL, occurred REAL, created REAL NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0, last_accessed REAL,
+    UNIQUE (prefix, nsid, key)
+);
+CREATE INDEX IF NOT EXISTS mem_seq ON mem (prefix, nsid, seq);
 CREATE TABLE IF NOT EXISTS namespaces (
     prefix TEXT NOT NULL, ns TEXT NOT NULL, has_ttl INTEGER NOT NULL,
     PRIMARY KEY (prefix, ns)
@@ -47,13 +96,24 @@ CREATE TABLE IF NOT EXISTS namespaces (
 class DocMirror:
     """Primary-record metadata of every long-term item, keyed by (prefix, namespace id, key)."""
 
-    def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / MIRROR_FILE
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+    def __init__(self, location: str | Path) -> None:
+        if str(location) == ":memory:":
+            self.path: Path | None = None
+        else:
+            self.path = Path(location)
+            if self.path.is_dir():
+                self.path = self.path / MIRROR_FILE
+        self._conn = sqlite3.connect(
+            ":memory:" if self.path is None else self.path,
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=30.0,
+        )
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._fts_known: set[str] = set()
 
     def close(self) -> None:
         """Close the SQLite connection."""
@@ -93,15 +153,36 @@ class DocMirror:
         deletes: Iterable[str] = (),
         expiries: Mapping[str, float] | None = None,
         done: Iterable[str] = (),
+        memories: Mapping[str, MemoryRow] | None = None,
+        forget: Iterable[str] = (),
+        docs: bool = True,
     ) -> None:
-        """Apply what Chroma now holds and clear the pending keys, in one transaction."""
+        """Apply what Chroma now holds and clear the pending keys, in one transaction.
+
+        Args:
+            prefix: The store's key prefix.
+            nsid: Namespace id.
+            upserts: Primary metadata of written items (copied when `docs`).
+            deletes: Keys deleted (documents, memory rows and keyword entries).
+            expiries: New expiry times of refreshed items.
+            done: Keys to clear from `pending`.
+            memories: Memory rows (keyword text and ranking fields) of written items;
+                their access statistics are kept.
+            forget: Keys that leave the memory index only (rewritten as non-memories).
+            docs: Whether this file keeps the document copy.
+        """
+        deletes = list(deletes)
+        dropped = deletes + list(forget)
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)",
-                    [(prefix, nsid, k, json.dumps(m)) for k, m in (upserts or {}).items()],
-                )
+                if docs:
+                    self._conn.executemany(
+                        "INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)",
+                        [(prefix, nsid, k, json.dumps(m)) for k, m in (upserts or {}).items()],
+                    )
+                if memories or dropped:
+                    self._write_memories(prefix, nsid, memories or {}, dropped)
                 self._conn.executemany(
                     "DELETE FROM docs WHERE prefix=? AND nsid=? AND key=?",
                     [(prefix, nsid, k) for k in deletes],
@@ -121,13 +202,20 @@ class DocMirror:
             self._conn.execute("COMMIT")
 
     def recover(
-        self, prefix: str, read: Callable[[str, list[str]], dict[str, dict[str, Any]]]
+        self,
+        prefix: str,
+        read: Callable[[str, list[str]], dict[str, dict[str, Any]]],
+        describe: Callable[[dict[str, Any]], MemoryRow | None] | None = None,
+        *,
+        docs: bool = True,
     ) -> int:
         """Replay interrupted writes of `prefix` by copying their records from Chroma.
 
         Args:
             prefix: The store's key prefix.
             read: Returns Chroma's current primary metadata for (namespace id, keys).
+            describe: Builds the memory row of a primary record (None: not kept).
+            docs: Whether this file keeps the document copy.
 
         Returns:
             How many keys were repaired.
@@ -141,17 +229,25 @@ class DocMirror:
             by_ns.setdefault(nsid, []).append(key)
         for nsid, keys in by_ns.items():
             current = read(nsid, keys)
+            mem_rows: dict[str, MemoryRow] = {}
+            if describe is not None:
+                for k, meta in current.items():
+                    row = describe(meta)
+                    if row is not None:
+                        mem_rows[k] = row
             self.commit(
                 prefix,
                 nsid,
                 upserts=current,
                 deletes=[k for k in keys if k not in current],
                 done=keys,
+                memories=mem_rows,
+                docs=docs,
             )
         return len(rows)
 
     def is_filled(self, prefix: str) -> bool:
-        """Whether the mirror has been filled from Chroma for `prefix`."""
+        """Whether the mirror has been filled from Chroma for `prefix` (or `prefix` + "/mem")."""
         with self._lock:
             row = self._conn.execute("SELECT 1 FROM filled WHERE prefix=?", (prefix,)).fetchone()
         return row is not None
@@ -194,3 +290,149 @@ class DocMirror:
                 "INSERT INTO namespaces VALUES (?, ?, ?)", [(prefix, n, int(t)) for n, t in rows]
             )
             self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------------- memory index
+    def _fts(self, prefix: str, nsid: str, *, create: bool) -> str | None:
+        name = fts_table(prefix, nsid)
+        if name in self._fts_known:
+            return name
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+        ).fetchone()
+        if row is None:
+            if not create:
+                return None
+            self._conn.execute(
+                f'CREATE VIRTUAL TABLE IF NOT EXISTS "{name}" USING fts5(text, context, time,'
+                f" tokenize='{FTS_TOKENIZE}')"
+            )
+        self._fts_known.add(name)
+        return name
+
+    def _write_memories(
+        self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow], deletes: Sequence[str]
+    ) -> None:
+        """Upsert memory rows and their keyword entries; keep access statistics (locked)."""
+        fts = self._fts(prefix, nsid, create=bool(rows))
+        gone = [k for k in deletes if k not in rows]
+        for start in range(0, len(gone), 500):
+            chunk = gone[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rids = [
+                r
+                for (r,) in self._conn.execute(
+                    f"SELECT rid FROM mem WHERE prefix=? AND nsid=? AND key IN ({marks})",
+                    (prefix, nsid, *chunk),
+                )
+            ]
+            if fts is not None:
+                self._conn.executemany(f'DELETE FROM "{fts}" WHERE rowid=?', [(r,) for r in rids])
+            self._conn.executemany("DELETE FROM mem WHERE rid=?", [(r,) for r in rids])
+        for key, row in rows.items():
+            rid = self._conn.execute(
+                "INSERT INTO mem (prefix, nsid, key, seq, mtype, importance, occurred, created)"
+                " VALUES (?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM mem WHERE prefix=?"
+                " AND nsid=?), ?, ?, ?, ?) ON CONFLICT (prefix, nsid, key) DO UPDATE SET"
+                " mtype=excluded.mtype, importance=excluded.importance,"
+                " occurred=excluded.occurred, created=excluded.created RETURNING rid",
+                (
+                    prefix,
+                    nsid,
+                    key,
+                    prefix,
+                    nsid,
+                    row.memory_type,
+                    row.importance,
+                    row.occurred_at,
+                    row.created_at,
+                ),
+            ).fetchone()[0]
+            self._conn.execute(f'DELETE FROM "{fts}" WHERE rowid=?', (rid,))
+            self._conn.execute(
+                f'INSERT INTO "{fts}" (rowid, text, context, time) VALUES (?, ?, ?, ?)',
+                (rid, row.text, row.context, row.time_text),
+            )
+
+    def keyword_search(
+        self, prefix: str, nsid: str, match: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """BM25 search of one namespace's keyword index.
+
+        Args:
+            prefix: The store's key prefix.
+            nsid: Namespace id.
+            match: An FTS5 query expression.
+            limit: Most results to return.
+
+        Returns:
+            (key, BM25 score) pairs, best first; higher scores are better.
+        """
+        with self._lock:
+            fts = self._fts(prefix, nsid, create=False)
+            if fts is None or limit <= 0:
+                return []
+            weights = ", ".join(map(str, FTS_WEIGHTS))
+            rows = self._conn.execute(
+                f'SELECT m.key, -f.score FROM (SELECT rowid, bm25("{fts}", {weights}) AS score'
+                f' FROM "{fts}" WHERE "{fts}" MATCH ? ORDER BY score LIMIT ?) AS f'
+                " JOIN mem AS m ON m.rid = f.rowid ORDER BY f.score",
+                (match, limit),
+            ).fetchall()
+        return [(k, float(s)) for k, s in rows]
+
+    def memory_stats(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, MemoryStats]:
+        """Ranking fields and access statistics of the given keys that are memories."""
+        out: dict[str, MemoryStats] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for row in self._conn.execute(
+                    "SELECT key, seq, mtype, importance, occurred, created, access_count,"
+                    f" last_accessed FROM mem WHERE prefix=? AND nsid=? AND key IN ({marks})",
+                    (prefix, nsid, *chunk),
+                ):
+                    out[row[0]] = MemoryStats(*row[1:])
+        return out
+
+    def touch(self, prefix: str, hits: Sequence[tuple[str, str]], now: float) -> None:
+        """Count one access of each (namespace id, key) at time `now`, atomically.
+
+        The increment happens inside SQLite (`access_count = access_count + 1`), so
+        concurrent searches, in this process or another one, never lose an increment.
+        """
+        if not hits:
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "UPDATE mem SET access_count = access_count + 1, last_accessed ="
+                    " max(coalesce(last_accessed, ?), ?) WHERE prefix=? AND nsid=? AND key=?",
+                    [(now, now, prefix, nsid, key) for nsid, key in hits],
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def previous_text(self, prefix: str, nsid: str, key: str) -> str | None:
+        """Own text of the memory written just before `key` in its namespace.
+
+        For a key not stored yet, that is the namespace's last memory. None when
+        there is no earlier memory.
+        """
+        with self._lock:
+            fts = self._fts(prefix, nsid, create=False)
+            if fts is None:
+                return None
+            row = self._conn.execute(
+                "SELECT seq FROM mem WHERE prefix=? AND nsid=? AND key=?", (prefix, nsid, key)
+            ).fetchone()
+            bound = row[0] if row else 1 << 62
+            found = self._conn.execute(
+                f'SELECT f.text FROM mem AS m JOIN "{fts}" AS f ON f.rowid = m.rid'
+                " WHERE m.prefix=? AND m.nsid=? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1",
+                (prefix, nsid, bound),
+            ).fetchone()
+        return None if found is None else str(found[0])

@@ -1,0 +1,414 @@
+"""Memory ranking: pure functions from retrieval candidates to ordered, scored results.
+
+Nothing here does I/O; the store collects candidates from the long-term tier (dense
+and keyword retrieval, memory statistics) and ranks them here.
+
+The score of a memory, in `"memory"` mode, is a weighted sum (never a product, so an
+old memory's score cannot underflow to 0 and tie with every other old memory)::
+
+    score = relevance_weight  * relevance                  # 0..1, see below
+          + importance_weight * importance                 # 0..1, from the value
+          + recency_weight    * 0.5 ** (age / half_life)   # age since last access
+          + access_weight     * log1p(access_count)
+          + user_weight       * [memory is in the caller's own user namespace]
+
+`age` is the time since the memory was last returned by a search or get, or since
+it was created when it never was. Relevance stays dominant: with the default
+weights the other factors together move a memory by less than a third of the
+relevance range.
+
+Relevance depends on the retrieval mode:
+
+- `"semantic"`: cosine similarity of the query and the memory, clipped to 0..1.
+- `"keyword"`: BM25 score divided by the best BM25 score of the query.
+- `"hybrid"` and `"contextual"`: weighted reciprocal-rank fusion of both lists,
+  `f = sum_c w_c / (rrf_k + rank_c)` (rrf_k = 10), then neighbour smoothing in write
+  order: `f'(m) = f(m) + neighbor_weight * max(f(previous memory), f(next memory))`
+  (memories of one conversation answer each other), divided by the largest
+  possible value so the top memory of both lists, with a top neighbour, gets 1.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
+
+__all__ = [
+    "RetrievalMode",
+    "RETRIEVAL_MODES",
+    "ScoreBreakdown",
+    "Scoring",
+    "keyword_query",
+    "fuse",
+    "recency",
+    "rank_memories",
+    "MemoryCandidate",
+    "SEARCH_OPTIONS",
+    "split_search_options",
+    "user_scope",
+]
+
+RetrievalMode = Literal["semantic", "keyword", "contextual", "hybrid"]
+RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
+
+DAY = 86_400.0
+
+# Short function words that carry no topic (query side only; documents keep them so
+# phrase structure and BM25 length normalisation stay intact).
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def keyword_query(text: str) -> str | None:
+    """The FTS5 expression for a search query: its content words, OR-ed.
+
+    Each word is quoted, so FTS5 operators in user text are taken literally; the
+    index's tokenizer (Unicode folding, Porter stemming) applies to every word.
+
+    Returns:
+        The expression, or None when the query has no content word.
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = list(dict.fromkeys(w for w in words if w not in _STOPWORDS))
+    if not terms:
+        terms = list(dict.fromkeys(words))
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """A validated `ScoringConfig` with every default filled in."""
+
+    mode: Literal["similarity", "memory"] = "memory"
+    retrieval: RetrievalMode = "hybrid"
+    candidates: int = 50
+    rrf_k: float = 10.0
+    neighbor_weight: float = 0.25
+    context_keys: bool = True
+    sentence_keys: int = 2
+    time_keys: bool = True
+    semantic_weight: float = 1.0
+    keyword_weight: float = 1.0
+    relevance_weight: float = 1.0
+    importance_weight: float = 0.1
+    recency_weight: float = 0.05
+    access_weight: float = 0.02
+    user_weight: float = 0.05
+    half_life_days: float = 30.0
+    min_score: float | None = None
+    user_label: str = "users"
+    shared_types: tuple[str, ...] = ("fact", "skill")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> Scoring:
+        """Validate a `ScoringConfig` dict.
+
+        Raises:
+            ConfigurationError: an unknown key, mode or out-of-range number.
+        """
+        if config is None:
+            return cls()
+        if not isinstance(config, Mapping):
+            raise ConfigurationError(
+                f"scoring must be a dict such as {{'mode': 'memory'}}, got {config!r}."
+            )
+        known = set(cls.__dataclass_fields__)
+        unknown = set(config) - known
+        if unknown:
+            raise ConfigurationError(
+                f"Unknown scoring keys {sorted(unknown)}; valid keys are {sorted(known)}."
+            )
+        mode = config.get("mode", "memory")
+        if mode not in ("similarity", "memory"):
+            raise ConfigurationError(
+                f"scoring mode {mode!r} is unknown; use 'memory' (relevance, importance,"
+                " recency and access count) or 'similarity' (cosine similarity only)."
+            )
+        retrieval = config.get("retrieval", "hybrid")
+        if retrieval not in RETRIEVAL_MODES:
+            raise ConfigurationError(
+                f"scoring retrieval {retrieval!r} is unknown; use one of {list(RETRIEVAL_MODES)}."
+            )
+        values: dict[str, Any] = {"mode": mode, "retrieval": retrieval}
+        for name in (
+            "rrf_k",
+            "semantic_weight",
+            "keyword_weight",
+            "relevance_weight",
+            "importance_weight",
+            "recency_weight",
+            "access_weight",
+            "user_weight",
+            "half_life_days",
+            "neighbor_weight",
+        ):
+            if name in config:
+                values[name] = _number(name, config[name], positive=name in _POSITIVE)
+        for flag in ("context_keys", "time_keys"):
+            if flag in config:
+                if not isinstance(config[flag], bool):
+                    raise ConfigurationError(
+                        f"scoring {flag} must be True or False, got {config[flag]!r}."
+                    )
+                values[flag] = config[flag]
+        if "sentence_keys" in config:
+            n = config["sentence_keys"]
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ConfigurationError(
+                    f"scoring sentence_keys must be an int >= 0 (0 switches them off), got {n!r}."
+                )
+            values["sentence_keys"] = n
+        if "candidates" in config:
+            n = config["candidates"]
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ConfigurationError(f"scoring candidates must be an int >= 1, got {n!r}.")
+            values["candidates"] = n
+        if config.get("min_score") is not None:
+            values["min_score"] = _number("min_score", config["min_score"], positive=False)
+        if "user_label" in config:
+            label = config["user_label"]
+            if not isinstance(label, str) or not label:
+                raise ConfigurationError(
+                    f"scoring user_label must be a non-empty string, got {label!r}."
+                )
+            values["user_label"] = label
+        if "shared_types" in config:
+            from langgraph_tiered_memory.memory import MEMORY_TYPES
+
+            types = config["shared_types"]
+            if isinstance(types, str) or not all(t in MEMORY_TYPES for t in types):
+                raise ConfigurationError(
+                    f"scoring shared_types must be a list of {list(MEMORY_TYPES)}, got {types!r}."
+                )
+            values["shared_types"] = tuple(types)
+        return cls(**values)
+
+
+_POSITIVE = frozenset({"rrf_k", "half_life_days"})
+
+
+def _number(name: str, value: Any, *, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigurationError(f"scoring {name} must be a finite number, got {value!r}.")
+    if positive and value <= 0:
+        raise ConfigurationError(f"scoring {name} must be > 0, got {value!r}.")
+    if not positive and name != "min_score" and value < 0:
+        raise ConfigurationError(f"scoring {name} must be >= 0, got {value!r}.")
+    return float(value)
+
+
+SEARCH_OPTIONS = frozenset({"$retrieval", "$user", "$min_score"})
+"""Filter keys that set search options for one call instead of filtering values."""
+
+
+def split_search_options(
+    filter: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Separate per-call search options (`$retrieval`, `$user`, `$min_score`) from a filter.
+
+    Raises:
+        InvalidFilterError: an option has a bad value or an unknown `$` key is used.
+    """
+    if not filter:
+        return {}, filter  # type: ignore[return-value]
+    options = {k: v for k, v in filter.items() if isinstance(k, str) and k.startswith("$")}
+    if not options:
+        return {}, dict(filter)
+    unknown = set(options) - SEARCH_OPTIONS
+    if unknown:
+        raise InvalidFilterError(
+            f"Unknown search option {sorted(unknown)[0]!r} in filter; top-level keys starting"
+            f" with '$' set options, and the valid ones are {sorted(SEARCH_OPTIONS)}."
+        )
+    mode = options.get("$retrieval")
+    if mode is not None and mode not in RETRIEVAL_MODES:
+        raise InvalidFilterError(
+            f"filter['$retrieval'] must be one of {list(RETRIEVAL_MODES)}, got {mode!r}."
+        )
+    user = options.get("$user")
+    if user is not None and (not isinstance(user, str) or not user):
+        raise InvalidFilterError(f"filter['$user'] must be a non-empty string, got {user!r}.")
+    min_score = options.get("$min_score")
+    if min_score is not None and (
+        isinstance(min_score, bool)
+        or not isinstance(min_score, (int, float))
+        or not math.isfinite(min_score)
+    ):
+        raise InvalidFilterError(
+            f"filter['$min_score'] must be a finite number, got {min_score!r}."
+        )
+    rest = {k: v for k, v in filter.items() if k not in options}
+    return options, rest or None
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    """How a memory's score was made; `score` is the weighted sum of the factors.
+
+    Each factor is given before weighting: `relevance`, `importance` and `recency`
+    are in 0..1, `access` is `log1p(access_count)` and `user` is 1 for a memory in
+    the caller's own user namespace (contextual retrieval), else 0.
+    """
+
+    score: float
+    relevance: float
+    semantic: float | None
+    """Cosine similarity, when dense retrieval returned the memory."""
+    keyword: float | None
+    """BM25 score, when keyword retrieval returned the memory."""
+    importance: float
+    recency: float
+    access: float
+    user: float
+    semantic_rank: int | None = None
+    keyword_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCandidate:
+    """What ranking needs of one candidate."""
+
+    semantic: float | None
+    keyword: float | None
+    importance: float
+    last_touched: float
+    """Last access, or creation time when never accessed (epoch seconds)."""
+    access_count: int
+    own: bool = False
+    """In the caller's user namespace (contextual retrieval)."""
+    namespace: tuple[str, ...] = ()
+    seq: int | None = None
+    """Write position in its namespace; memories at seq +- 1 are its neighbours."""
+
+
+def recency(last_touched: float, now: float, half_life_days: float) -> float:
+    """Exponential decay `0.5 ** (age / half_life)`; 1 for future timestamps."""
+    age = max(0.0, now - last_touched)
+    return cast(float, 0.5 ** (age / (half_life_days * DAY)))
+
+
+def _ranks(values: Sequence[float | None]) -> list[int | None]:
+    order = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: -values[i])  # type: ignore[operator]
+    ranks: list[int | None] = [None] * len(values)
+    for r, i in enumerate(order, start=1):
+        ranks[i] = r
+    return ranks
+
+
+def fuse(
+    candidates: Sequence[MemoryCandidate], scoring: Scoring, retrieval: str
+) -> list[tuple[float, int | None, int | None]]:
+    """Relevance in 0..1 of each candidate, with its rank in each list.
+
+    Returns:
+        (relevance, semantic rank, keyword rank) per candidate, in input order.
+    """
+    sem = [c.semantic for c in candidates]
+    kw = [c.keyword for c in candidates]
+    sem_ranks, kw_ranks = _ranks(sem), _ranks(kw)
+    out = []
+    if retrieval == "semantic":
+        for c, sr, kr in zip(candidates, sem_ranks, kw_ranks, strict=True):
+            out.append((min(1.0, max(0.0, c.semantic or 0.0)), sr, kr))
+        return out
+    if retrieval == "keyword":
+        best = max((k for k in kw if k is not None), default=0.0)
+        for c, sr, kr in zip(candidates, sem_ranks, kw_ranks, strict=True):
+            rel = (c.keyword or 0.0) / best if best > 0 else 0.0
+            out.append((max(0.0, rel), sr, kr))
+        return out
+    k = scoring.rrf_k
+    ws, wk = scoring.semantic_weight, scoring.keyword_weight
+    beta = scoring.neighbor_weight
+    top = (ws + wk) / (k + 1) * (1 + beta) or 1.0
+    fused = [
+        (ws / (k + sr) if sr else 0.0) + (wk / (k + kr) if kr else 0.0)
+        for sr, kr in zip(sem_ranks, kw_ranks, strict=True)
+    ]
+    if beta:
+        at = {(c.namespace, c.seq): f for c, f in zip(candidates, fused, strict=True)}
+        fused = [
+            f
+            + beta
+            * max(at.get((c.namespace, c.seq - 1), 0.0), at.get((c.namespace, c.seq + 1), 0.0))
+            if c.seq is not None
+            else f
+            for c, f in zip(candidates, fused, strict=True)
+        ]
+    for f, sr, kr in zip(fused, sem_ranks, kw_ranks, strict=True):
+        out.append((f / top, sr, kr))
+    return out
+
+
+def rank_memories(
+    candidates: Sequence[MemoryCandidate],
+    *,
+    scoring: Scoring,
+    retrieval: str,
+    now: float,
+    min_score: float | None = None,
+) -> list[tuple[int, ScoreBreakdown]]:
+    """Order candidates by memory score, dropping those below `min_score`.
+
+    Returns:
+        (index into `candidates`, breakdown) pairs, best first. Ties keep input order.
+    """
+    out: list[tuple[int, ScoreBreakdown]] = []
+    for i, (c, (rel, sr, kr)) in enumerate(
+        zip(candidates, fuse(candidates, scoring, retrieval), strict=True)
+    ):
+        rec = recency(c.last_touched, now, scoring.half_life_days)
+        acc = math.log1p(max(0, c.access_count))
+        own = 1.0 if c.own else 0.0
+        score = (
+            scoring.relevance_weight * rel
+            + scoring.importance_weight * c.importance
+            + scoring.recency_weight * rec
+            + scoring.access_weight * acc
+            + scoring.user_weight * own
+        )
+        if min_score is not None and score < min_score:
+            continue
+        out.append(
+            (
+                i,
+                ScoreBreakdown(
+                    score=score,
+                    relevance=rel,
+                    semantic=c.semantic,
+                    keyword=c.keyword,
+                    importance=c.importance,
+                    recency=rec,
+                    access=acc,
+                    user=own,
+                    semantic_rank=sr,
+                    keyword_rank=kr,
+                ),
+            )
+        )
+    out.sort(key=lambda p: -p[1].score)
+    return out
+
+
+def user_scope(namespace: Sequence[str], label: str) -> str | None:
+    """The user id of a namespace: the label after the first `label` ("users"), if any."""
+    for i, part in enumerate(namespace[:-1]):
+        if part == label:
+            return namespace[i + 1]
+    return None
