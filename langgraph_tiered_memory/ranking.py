@@ -43,7 +43,7 @@ __all__ = [
     "RETRIEVAL_MODES",
     "ScoreBreakdown",
     "Scoring",
-    "keyword_query",
+    "keyword_terms",
     "fuse",
     "recency",
     "rank_memories",
@@ -73,22 +73,16 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def keyword_query(text: str) -> str | None:
-    """The FTS5 expression for a search query: its content words, OR-ed.
+def keyword_terms(text: str) -> list[str]:
+    """The keyword-search terms of a query: its distinct content words, lower-cased.
 
-    Each word is quoted, so FTS5 operators in user text are taken literally; the
-    index's tokenizer (Unicode folding, Porter stemming) applies to every word.
-
-    Returns:
-        The expression, or None when the query has no content word.
+    Stopwords are dropped (all of them when the query has nothing else). The index's
+    tokenizer (Unicode folding, Porter stemming) applies to each term; they are
+    quoted, so FTS5 operators in user text are taken literally.
     """
     words = [w.lower() for w in _WORD.findall(text)]
     terms = list(dict.fromkeys(w for w in words if w not in _STOPWORDS))
-    if not terms:
-        terms = list(dict.fromkeys(words))
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms)
+    return terms or list(dict.fromkeys(words))
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,9 @@ def make_store(
         kwargs.setdefault("redis_url", redis_url)
         kwargs.setdefault("chroma_path", str(tmp_path / "chroma"))
         kwargs.setdefault("key_prefix", key_prefix)
+        # The contract tests check LangGraph's semantics (score = cosine similarity);
+        # memory-ranking tests pass scoring=None (the default, "memory") explicitly.
+        kwargs.setdefault("scoring", {"mode": "similarity"})
         if tier is not None:
             kwargs.setdefault("tiers", {"default": tier})
         store = TieredMemoryStore(**kwargs)

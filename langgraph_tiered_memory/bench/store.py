@@ -84,11 +84,12 @@ __all__ = [
     "run_store_benchmark",
 ]
 
-STORE_CHOICES: tuple[str, ...] = ("long", "short", "inmemory", "redisstore")
+STORE_CHOICES: tuple[str, ...] = ("long", "hybrid", "short", "inmemory", "redisstore")
 """Names accepted in `StoreBenchConfig.stores`, in the default order."""
 
 STORE_LABELS: dict[str, str] = {
-    "long": "tiered, long tier (Chroma)",
+    "long": "tiered, long tier (Chroma), semantic",
+    "hybrid": "tiered, long tier, memory ranking, hybrid",
     "short": "tiered, short tier (Redis)",
     "inmemory": "InMemoryStore",
     "redisstore": "RedisStore (upstream)",
@@ -346,6 +347,10 @@ class LookupEmbeddings(Embeddings):
                 out.append(self._vectors[row].tolist())
             elif text in self._extra:
                 out.append(self._extra[text].tolist())
+            elif "\n" in text and all(p in self._rows for p in text.split("\n")):
+                # A contextual key (previous memory + own text): the mean direction.
+                parts = self._vectors[[self._rows[p] for p in text.split("\n")]]
+                out.append(_unit_rows(parts.mean(axis=0, keepdims=True))[0].tolist())
             else:
                 raise StoreBenchmarkError(
                     f"No precomputed embedding for {text!r}: the store embedded a text"
@@ -402,7 +407,9 @@ def item_text(i: int) -> str:
     Returns:
         The item text.
     """
-    return f"memory {i} of the store benchmark"
+    rng = np.random.default_rng([7, i])
+    words = " ".join(f"w{int(z)}" for z in rng.zipf(1.3, 3) % 20_000)
+    return f"memory {i} of the store benchmark about {words}"
 
 
 @dataclass
@@ -445,7 +452,8 @@ class _Dataset:
         noise = rng.standard_normal((cfg.searches, cfg.dims)) * (cfg.noise / math.sqrt(cfg.dims))
         queries = _unit_rows(self.vectors[bases].astype(np.float64) + noise)
         texts = [
-            f"query {j} at size {size}: what do I remember about memory {int(b)}?"
+            f"query {j} at size {size}: what do I remember about"
+            f" {' '.join(item_text(int(b)).split()[-3:-1])}?"
             for j, b in enumerate(bases)
         ]
         self.embeddings.add(texts, queries)
@@ -489,16 +497,24 @@ def _open_store(
 
         yield InMemoryStore(index=index)  # type: ignore[arg-type]
         return
-    if name in ("long", "short"):
-        from langgraph_tiered_memory import TieredMemoryStore, TierPolicy
+    if name in ("long", "hybrid", "short"):
+        from langgraph_tiered_memory import ScoringConfig, TieredMemoryStore, TierPolicy
 
         policy: TierPolicy = {"default": "short"} if name == "short" else {"default": "long"}
+        # "long" measures dense search alone (compared with RedisStore); "hybrid" the
+        # default memory ranking: dense + keyword retrieval, fusion, memory factors.
+        scoring: ScoringConfig = (
+            {"mode": "memory", "retrieval": "hybrid"}
+            if name == "hybrid"
+            else {"mode": "similarity"}
+        )
         store = TieredMemoryStore(
             redis_url=redis_url if name == "short" else None,
-            chroma_path=chroma_path if name == "long" else None,
+            chroma_path=chroma_path if name != "short" else None,
             index=index,  # type: ignore[arg-type]
             tiers=policy,
             key_prefix=f"{prefix}_{name}",
+            scoring=scoring,
         )
         try:
             store.setup()

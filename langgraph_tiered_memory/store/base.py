@@ -40,7 +40,7 @@ from langgraph_tiered_memory.ranking import (
     MemoryCandidate,
     ScoreBreakdown,
     Scoring,
-    keyword_query,
+    keyword_terms,
     rank_memories,
     split_search_options,
     user_scope,
@@ -539,9 +539,13 @@ class TieredStoreCore:
                 "Contextual retrieval needs the caller's user id: pass filter={'$user':"
                 " '<user id>'} (or search_memories(..., user_id=...)), or use 'hybrid'."
             )
+        if self.embeddings is None and retrieval in ("hybrid", "semantic"):
+            # Like LangGraph's stores: without an index a query does not rank (ask for
+            # "keyword" or "contextual" retrieval explicitly to search the keyword index).
+            return None
         use_dense = qv is not None and retrieval != "keyword"
-        match = keyword_query(query) if retrieval != "semantic" else None
-        if not use_dense and match is None:
+        match = keyword_terms(query) if retrieval != "semantic" else None
+        if not use_dense and not match:
             return None
         pool = max(cfg.candidates, limit) * (2 if retrieval == "contextual" else 1)
         found = self._long().retrieve(

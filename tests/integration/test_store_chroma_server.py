@@ -91,7 +91,7 @@ def test_store_over_http_client(chroma_server: tuple[str, int], key_prefix: str)
     assert store.get(("users", "u1"), "a") is None
     store.close()
     # A second client (another process, in real deployments) sees the same data.
-    again = _store(host, port, key_prefix)
+    again = _store(host, port, key_prefix, scoring={"mode": "similarity"})
     assert again.get(("users", "u2"), "c", refresh_ttl=False).value["n"] == 3  # type: ignore[union-attr]
     assert again.list_namespaces() == [("users", "u1"), ("users", "u2")]
     again.close()

@@ -21,6 +21,7 @@ def _open(redis_url: str, path: Path, prefix: str, dims: int = DIMS) -> TieredMe
         chroma_path=str(path),
         key_prefix=prefix,
         index={"dims": dims, "embed": HashingEmbeddings(dims), "fields": ["text"]},
+        scoring={"mode": "similarity"},
     )
     store.setup()
     return store

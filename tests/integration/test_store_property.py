@@ -189,6 +189,7 @@ def test_random_sequences_match_inmemory_store(
             chroma_client=chroma_client if tier == "long" else None,
             tiers={"default": tier},  # type: ignore[typeddict-item]
             key_prefix=prefix,
+            scoring={"mode": "similarity"},
             index=index,  # type: ignore[arg-type]
         )
         ours.setup()
@@ -243,6 +244,7 @@ def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client
             redis_client=client,
             chroma_client=chroma_client,
             key_prefix=prefix,
+            scoring={"mode": "similarity"},
             index=index,  # type: ignore[arg-type]
         )
         try:

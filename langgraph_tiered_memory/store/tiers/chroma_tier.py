@@ -462,7 +462,7 @@ class ChromaTier:
         prefix: Namespace,
         *,
         query_vector: Sequence[float] | None,
-        match: str | None,
+        match: Sequence[str] | None,
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
@@ -472,7 +472,7 @@ class ChromaTier:
         Args:
             prefix: Namespace prefix searched.
             query_vector: Query embedding for dense retrieval (None: no dense channel).
-            match: FTS5 expression for keyword retrieval (None: no keyword channel).
+            match: Query terms for keyword retrieval (None or empty: no keyword channel).
             filter: Value filter every candidate must match.
             limit: Candidates per channel.
             now: Current time (epoch seconds).
@@ -493,7 +493,9 @@ class ChromaTier:
             if query_vector is not None and self.dims:
                 semantic.extend(
                     (item, score)
-                    for item, score in self._query(ns, col, query_vector, filter, limit, now)
+                    for item, score in self._query(
+                        ns, col, query_vector, filter, limit, now, pool=True
+                    )
                     if score is not None
                 )
             if match:
@@ -518,7 +520,7 @@ class ChromaTier:
         idx: DocMirror,
         ns: Namespace,
         col: Any,
-        match: str,
+        match: Sequence[str],
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
@@ -591,11 +593,19 @@ class ChromaTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        *,
+        pool: bool = False,
     ) -> list[ScoredItem]:
+        """The `limit` best items of one collection.
+
+        With `pool`, one query of `3 * limit` vectors gives a candidate pool for memory
+        ranking instead (items have several vectors; a filter may leave fewer).
+        """
         qv = [*map(float, query_vector), 0.0]
         # With the SQLite copy, documents come from it and Chroma returns ids only.
         include = ["distances"] if self.mirror is not None else ["metadatas", "distances"]
-        n = limit + 5  # a few spares for filtered-out or stale records; grows below
+        # A few spares for filtered-out or stale records; grows below.
+        n = 3 * limit if pool else limit + 5
         while True:
             res = col.query(query_embeddings=[qv], n_results=n, include=include)
             ids, dists = res["ids"][0], res["distances"][0]
@@ -630,7 +640,7 @@ class ChromaTier:
                     continue
                 scored.append((item, max(valid)))
             scored.sort(key=rank_key)
-            if exhausted:
+            if exhausted or pool:
                 break
             # Stop once `limit` items are found, unless items tied with the last one
             # may lie beyond what was fetched (then a wider query decides the tie).

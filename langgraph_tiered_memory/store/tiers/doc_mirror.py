@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import Stemmer
+
 __all__ = ["DocMirror", "MIRROR_FILE", "MemoryRow", "MemoryStats", "fts_table"]
 
 
@@ -60,6 +62,10 @@ def fts_table(prefix: str, nsid: str) -> str:
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 """FTS5 tokenizer of the keyword index: Unicode words, folded, Porter-stemmed."""
+
+_STEMMER = Stemmer.Stemmer("porter")  # the algorithm of FTS5's porter tokenizer
+
+_PRUNE_FROM = 1000
 
 FTS_WEIGHTS = (1.0, 0.5, 1.0)
 """BM25 weights of the keyword index's columns: the memory's own text, the text of the
@@ -354,23 +360,53 @@ class DocMirror:
             )
 
     def keyword_search(
-        self, prefix: str, nsid: str, match: str, limit: int
+        self, prefix: str, nsid: str, terms: Sequence[str], limit: int
     ) -> list[tuple[str, float]]:
-        """BM25 search of one namespace's keyword index.
+        """BM25 search of one namespace's keyword index for any of `terms`.
+
+        In a namespace of 1,000 memories or more, terms found in at least half of
+        them are dropped first: BM25 gives them no weight (FTS5 clamps their IDF to
+        about 0), yet matching them would score nearly every row.
 
         Args:
             prefix: The store's key prefix.
             nsid: Namespace id.
-            match: An FTS5 query expression.
+            terms: Lower-cased query words (not stemmed).
             limit: Most results to return.
 
         Returns:
             (key, BM25 score) pairs, best first; higher scores are better.
         """
+        if limit <= 0 or not terms:
+            return []
+        stems = _STEMMER.stemWords(list(terms))
         with self._lock:
             fts = self._fts(prefix, nsid, create=False)
-            if fts is None or limit <= 0:
+            if fts is None:
                 return []
+            vocab = f"{fts}_vocab"
+            if vocab not in self._fts_known:
+                self._conn.execute(
+                    f'CREATE VIRTUAL TABLE IF NOT EXISTS "{vocab}" USING fts5vocab("{fts}", row)'
+                )
+                self._fts_known.add(vocab)
+            marks = ",".join("?" * len(stems))
+            df = dict(
+                self._conn.execute(
+                    f'SELECT term, doc FROM "{vocab}" WHERE term IN ({marks})', stems
+                ).fetchall()
+            )
+            total = self._conn.execute(
+                "SELECT max(seq) FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid)
+            ).fetchone()[0]
+            keep = [
+                t
+                for t, st in zip(terms, stems, strict=True)
+                if st in df and (total is None or total < _PRUNE_FROM or df[st] * 2 < total)
+            ]
+            if not keep:
+                return []
+            match = " OR ".join(f'"{t}"' for t in dict.fromkeys(keep))
             weights = ", ".join(map(str, FTS_WEIGHTS))
             rows = self._conn.execute(
                 f'SELECT m.key, -f.score FROM (SELECT rowid, bm25("{fts}", {weights}) AS score'
@@ -378,7 +414,7 @@ class DocMirror:
                 " JOIN mem AS m ON m.rid = f.rowid ORDER BY f.score",
                 (match, limit),
             ).fetchall()
-        return [(k, float(s)) for k, s in rows]
+        return [(k, float(sc)) for k, sc in rows]
 
     def memory_stats(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, MemoryStats]:
         """Ranking fields and access statistics of the given keys that are memories."""
