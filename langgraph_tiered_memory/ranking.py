@@ -298,10 +298,17 @@ def recency(last_touched: float, now: float, half_life_days: float) -> float:
 
 
 def _ranks(values: Sequence[float | None]) -> list[int | None]:
+    """1-based ranks by descending value; equal values (within 1e-6) share a rank."""
     order = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: -values[i])  # type: ignore[operator]
     ranks: list[int | None] = [None] * len(values)
-    for r, i in enumerate(order, start=1):
-        ranks[i] = r
+    prev: float | None = None
+    rank = 0
+    for position, i in enumerate(order, start=1):
+        value = values[i]
+        assert value is not None
+        if prev is None or prev - value > 1e-6:
+            rank, prev = position, value
+        ranks[i] = rank
     return ranks
 
 

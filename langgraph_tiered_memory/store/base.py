@@ -325,13 +325,13 @@ class TieredStoreCore:
             elif isinstance(op, PutOp):
                 ns = validate_namespace(op.namespace)
                 key = validate_key(op.key)
-                encoded = None if op.value is None else encode_value(ns, key, op.value)
                 if (
-                    op.value is not None
+                    isinstance(op.value, Mapping)
                     and self.memory_mode
                     and self._router.tier_for(ns) == "long"
                 ):
-                    memory_fields(dict(op.value), key=key)
+                    memory_fields(dict(op.value), key=key)  # before encoding: clearer errors
+                encoded = None if op.value is None else encode_value(ns, key, op.value)
                 validate_ttl(op.ttl)
                 if op.index not in (None, False) and not (
                     isinstance(op.index, list) and all(isinstance(p, str) for p in op.index)

@@ -1,0 +1,265 @@
+"""Memory records and memory ranking on the long-term tier (real Chroma + SQLite index)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langgraph.store.base import PutOp
+
+from langgraph_tiered_memory import (
+    InvalidFilterError,
+    InvalidItemError,
+    MemoryEntry,
+    TieredMemoryStore,
+)
+from tests.conftest import DIMS
+from tests.fakes import HashingEmbeddings
+
+DAY = 86_400.0
+
+
+class Clock:
+    """A settable clock."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mstore(make_store: Callable[..., TieredMemoryStore], clock: Clock) -> TieredMemoryStore:
+    """A memory-mode long-term store (the default scoring) with a fixed clock."""
+    return make_store(
+        "long",
+        scoring=None,
+        clock=clock,
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+    )
+
+
+def _keys(hits: list[Any]) -> list[str]:
+    return [h.key for h in hits]
+
+
+def test_default_scoring_is_memory_and_stats_start_empty(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    assert mstore.scoring.mode == "memory" and mstore.scoring.retrieval == "hybrid"
+    mstore.put(("m",), "a", {"content": "green tea in the morning", "tag": "x"})
+    entry = mstore.get_memory(("m",), "a")
+    assert isinstance(entry, MemoryEntry)
+    assert entry.content == "green tea in the morning"
+    assert entry.memory_type == "experience" and entry.importance == 0.5
+    assert entry.access_count == 0 and entry.last_accessed is None
+    assert entry.metadata == {"tag": "x"}
+    assert entry.created_at.timestamp() == pytest.approx(clock.now)
+
+
+def test_each_retrieval_counts_an_access_and_put_keeps_the_stats(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    mstore.put(("m",), "a", {"content": "green tea in the morning"})
+    clock.now += 60
+    assert _keys(mstore.search(("m",), query="green tea")) == ["a"]
+    clock.now += 60
+    assert mstore.get(("m",), "a") is not None
+    entry = mstore.get_memory(("m",), "a")
+    assert entry is not None and entry.access_count == 2
+    assert entry.last_accessed is not None and entry.last_accessed.timestamp() == clock.now
+    # A user put rewrites the value but never the statistics.
+    mstore.put(("m",), "a", {"content": "green tea at noon", "importance": 0.9})
+    entry = mstore.get_memory(("m",), "a")
+    assert entry is not None and entry.access_count == 2 and entry.importance == 0.9
+    mstore.delete(("m",), "a")
+    assert mstore.get_memory(("m",), "a") is None
+
+
+def test_concurrent_searches_never_lose_an_increment(mstore: TieredMemoryStore) -> None:
+    mstore.put(("m",), "a", {"content": "green tea"})
+    threads, per_thread = 4, 10
+
+    def run() -> None:
+        for _ in range(per_thread):
+            assert _keys(mstore.search(("m",), query="green tea", limit=1)) == ["a"]
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    entry = mstore.get_memory(("m",), "a")
+    assert entry is not None and entry.access_count == threads * per_thread
+
+
+def test_two_stores_on_one_directory_share_access_counts(
+    make_store: Callable[..., TieredMemoryStore], clock: Clock
+) -> None:
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    one = make_store("long", scoring=None, clock=clock, index=index)
+    two = make_store("long", scoring=None, clock=clock, index=index)
+    one.put(("m",), "a", {"content": "green tea"})
+    for store in (one, two, one):
+        assert _keys(store.search(("m",), query="green tea")) == ["a"]
+    entry = two.get_memory(("m",), "a")
+    assert entry is not None and entry.access_count == 3
+
+
+@pytest.mark.parametrize(
+    "value, field",
+    [
+        ({"content": "x", "importance": 1.5}, "importance"),
+        ({"content": "x", "importance": float("nan")}, "importance"),
+        ({"content": "x", "importance": True}, "importance"),
+        ({"content": "x", "memory_type": "dream"}, "memory_type"),
+        ({"content": "x", "occurred_at": "yesterday-ish"}, "occurred_at"),
+        ({"content": 3}, "content"),
+    ],
+)
+def test_bad_memory_fields_fail_without_writing(
+    mstore: TieredMemoryStore, value: dict[str, Any], field: str
+) -> None:
+    mstore.put(("m",), "keep", {"content": "stays"})
+    with pytest.raises(InvalidItemError, match=field):
+        mstore.batch([PutOp(("m",), "ok", {"content": "fine"}), PutOp(("m",), "bad", value)])
+    assert mstore.get(("m",), "ok") is None and mstore.get(("m",), "bad") is None
+    assert mstore.get(("m",), "keep") is not None
+
+
+def test_importance_orders_items_of_equal_similarity(mstore: TieredMemoryStore) -> None:
+    for key, importance in (("low", 0.1), ("high", 0.9), ("mid", 0.5)):
+        mstore.put(("m",), key, {"content": "green tea", "importance": importance})
+    hits = mstore.search(("m",), query="green tea", limit=3)
+    assert _keys(hits) == ["high", "mid", "low"]
+    assert hits[0].score is not None and hits[0].score > hits[1].score  # type: ignore[operator]
+
+
+def test_recency_orders_items_of_equal_importance(mstore: TieredMemoryStore, clock: Clock) -> None:
+    for key in ("old", "new"):
+        mstore.put(("m",), key, {"content": "green tea"})
+        clock.now += 90 * DAY
+    hits = mstore.search_memories(("m",), "green tea", limit=2)
+    assert [h.entry.id for h in hits] == ["new", "old"]
+    assert hits[0].breakdown.recency > hits[1].breakdown.recency
+    assert hits[0].breakdown.relevance == hits[1].breakdown.relevance
+
+
+def test_access_count_boosts(mstore: TieredMemoryStore, clock: Clock) -> None:
+    for key in ("a", "b"):
+        mstore.put(("m",), key, {"content": "green tea"})
+    for _ in range(5):
+        mstore.get(("m",), "b")  # accessed at the same time as the search below
+    hits = mstore.search_memories(("m",), "green tea", limit=2)
+    assert [h.entry.id for h in hits] == ["b", "a"]
+    assert hits[0].breakdown.access > hits[1].breakdown.access == 0.0
+
+
+def test_min_score_cuts_off(mstore: TieredMemoryStore) -> None:
+    mstore.put(("m",), "tea", {"content": "green tea"})
+    mstore.put(("m",), "car", {"content": "red sports car engine"})
+    everything = mstore.search(("m",), query="green tea", limit=5)
+    assert set(_keys(everything)) == {"tea", "car"}
+    cut = (everything[0].score + everything[1].score) / 2  # type: ignore[operator]
+    assert _keys(mstore.search(("m",), query="green tea", filter={"$min_score": cut})) == ["tea"]
+    hits = mstore.search_memories(("m",), "green tea", min_score=cut)
+    assert [h.entry.id for h in hits] == ["tea"]
+
+
+def test_filters_combine_with_ranking(mstore: TieredMemoryStore) -> None:
+    mstore.put(("m",), "a", {"content": "green tea", "kind": "drink", "importance": 0.2})
+    mstore.put(("m",), "b", {"content": "green tea leaves", "kind": "plant", "importance": 1})
+    mstore.put(("m",), "c", {"content": "green tea", "kind": "drink", "importance": 0.9})
+    hits = mstore.search(("m",), query="green tea", filter={"kind": "drink"}, limit=5)
+    assert _keys(hits) == ["c", "a"]
+
+
+def test_scoping_never_returns_a_prefix_confusable_users_items(mstore: TieredMemoryStore) -> None:
+    mstore.put(("users", "u1"), "mine", {"content": "green tea"})
+    mstore.put(("users", "u10"), "theirs", {"content": "green tea"})
+    mstore.put(("users", "u1", "deep"), "deeper", {"content": "green tea"})
+    for mode in ("semantic", "keyword", "hybrid"):
+        hits = mstore.search(("users", "u1"), query="green tea", filter={"$retrieval": mode})
+        assert {h.namespace[1] for h in hits} == {"u1"}, mode
+        assert set(_keys(hits)) == {"mine", "deeper"}, mode
+
+
+def test_contextual_prefers_own_memories_and_keeps_shared_facts(
+    mstore: TieredMemoryStore,
+) -> None:
+    mstore.put(("mem", "users", "u1"), "mine", {"content": "green tea"})
+    mstore.put(("mem", "users", "u2"), "theirs", {"content": "green tea", "importance": 1.0})
+    mstore.put(("mem", "shared"), "fact", {"content": "green tea", "memory_type": "fact"})
+    mstore.put(("mem", "shared"), "story", {"content": "green tea"})  # an experience
+    hits = mstore.search_memories(("mem",), "green tea", retrieval="contextual", user_id="u1")
+    assert [h.entry.id for h in hits] == ["mine", "fact"]
+    assert hits[0].breakdown.user == 1.0 and hits[1].breakdown.user == 0.0
+    with pytest.raises(InvalidFilterError, match=r"\$user"):
+        mstore.search(("mem",), query="green tea", filter={"$retrieval": "contextual"})
+
+
+def test_keyword_mode_finds_exact_words_dense_misses(mstore: TieredMemoryStore) -> None:
+    mstore.put(("m",), "a", {"content": "The invoice number is XK-4471."})
+    mstore.put(("m",), "b", {"content": "Our invoices are paid monthly."})
+    hits = mstore.search(("m",), query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
+    assert _keys(hits) == ["a"]
+    explained = mstore.search_memories(("m",), "XK-4471", retrieval="keyword", limit=1)
+    assert explained[0].breakdown.keyword is not None and explained[0].breakdown.relevance == 1
+
+
+def test_breakdown_adds_up_to_the_score(mstore: TieredMemoryStore) -> None:
+    mstore.put(("m",), "a", {"content": "green tea", "importance": 0.7})
+    (hit,) = mstore.search_memories(("m",), "green tea", limit=1)
+    b, cfg = hit.breakdown, mstore.scoring
+    total = (
+        cfg.relevance_weight * b.relevance
+        + cfg.importance_weight * b.importance
+        + cfg.recency_weight * b.recency
+        + cfg.access_weight * b.access
+        + cfg.user_weight * b.user
+    )
+    assert hit.score == pytest.approx(total) == pytest.approx(b.score)
+    assert b.importance == 0.7 and 0 < b.relevance <= 1
+
+
+def test_old_memories_do_not_underflow_to_ties(mstore: TieredMemoryStore, clock: Clock) -> None:
+    mstore.put(("m",), "weak", {"content": "tea"})
+    mstore.put(("m",), "strong", {"content": "green tea ceremony"})
+    clock.now += 3_650 * DAY  # ten years later
+    hits = mstore.search(("m",), query="green tea ceremony", limit=2)
+    assert _keys(hits) == ["strong", "weak"]
+    assert hits[0].score > hits[1].score > 0  # type: ignore[operator]
+
+
+def test_search_options_need_memory_scoring(
+    make_store: Callable[..., TieredMemoryStore],
+) -> None:
+    store = make_store("long")  # similarity scoring
+    with pytest.raises(InvalidFilterError, match="memory"):
+        store.search(("m",), query="x", filter={"$retrieval": "keyword"})
+    with pytest.raises(InvalidFilterError, match=r"\$nope"):
+        make_store("long", scoring=None).search(("m",), query="x", filter={"$nope": 1})
+
+
+def test_keyword_index_survives_reopen_and_is_rebuilt_when_missing(
+    make_store: Callable[..., TieredMemoryStore], clock: Clock, tmp_path: Any
+) -> None:
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    path = str(tmp_path / "kw")
+    store = make_store("long", scoring=None, clock=clock, index=index, chroma_path=path)
+    store.put(("m",), "a", {"content": "invoice XK-4471"})
+    store.search(("m",), query="XK-4471")
+    store.close()
+    again = make_store("long", scoring=None, clock=clock, index=index, chroma_path=path)
+    hits = again.search(("m",), query="XK-4471", filter={"$retrieval": "keyword"})
+    assert _keys(hits) == ["a"]
+    entry = again.get_memory(("m",), "a")
+    assert entry is not None and entry.access_count == 2
