@@ -102,7 +102,8 @@ class ScoringConfig(TypedDict, total=False):
     keyword column weighted 0.5). Defaults to True."""
     sentence_keys: int
     """Extra vectors for a memory of several sentences: its first sentences and the rest,
-    at most this many. 0 switches them off. Defaults to 2."""
+    at most this many. Defaults to 0 (off): on LoCoMo they lift multi-hop recall but
+    crowd out open-domain evidence (see the README)."""
     time_keys: bool
     """Keyword-index `occurred_at` in words, with relative dates of the text resolved.
     Defaults to True."""

@@ -95,7 +95,7 @@ class Scoring:
     rrf_k: float = 10.0
     neighbor_weight: float = 0.25
     context_keys: bool = True
-    sentence_keys: int = 2
+    sentence_keys: int = 0
     time_keys: bool = True
     semantic_weight: float = 1.0
     keyword_weight: float = 1.0
