@@ -276,6 +276,14 @@ def bench_retrieval(
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Turns per store.batch call.")] = 64,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="ScoringConfig override KEY=VALUE (JSON value), repeatable, e.g."
+            " --set context_keys=false --set rrf_k=60.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="End the output with one line holding every figure as JSON."),
@@ -292,6 +300,7 @@ def bench_retrieval(
         RetrievalBenchConfig,
         RetrievalBenchmarkError,
         parse_ks,
+        parse_overrides,
         render_retrieval_report,
         run_retrieval_benchmark,
     )
@@ -305,6 +314,10 @@ def bench_retrieval(
         ks = parse_ks(k)
     except RetrievalBenchmarkError as e:
         raise typer.BadParameter(str(e), param_hint="--k") from e
+    try:
+        overrides = parse_overrides(set_ or [])
+    except RetrievalBenchmarkError as e:
+        raise typer.BadParameter(str(e), param_hint="--set") from e
     ids = None
     if conversations is not None:
         ids = [c.strip() for c in conversations.split(",") if c.strip()]
@@ -318,6 +331,7 @@ def bench_retrieval(
         chroma_path=str(chroma_path) if chroma_path is not None else None,
         batch_size=batch_size,
         progress=not as_json,
+        overrides=overrides,
     )
     try:
         report = run_retrieval_benchmark(config, console=console)

@@ -108,7 +108,11 @@ class ScoringConfig(TypedDict, total=False):
     """Keyword-index `occurred_at` in words, with relative dates of the text resolved.
     Defaults to True."""
     semantic_weight: float
-    """Weight of the dense list in the fusion. Defaults to 1."""
+    """Weight of the dense list (memories ranked by their own vectors) in the fusion.
+    Defaults to 1."""
+    context_weight: float
+    """Weight of the second dense list: memories ranked by the best of all their
+    vectors, index keys included (contextual and sentence keys). Defaults to 0.5."""
     keyword_weight: float
     """Weight of the keyword list in the fusion. Defaults to 1."""
     relevance_weight: float
@@ -116,10 +120,14 @@ class ScoringConfig(TypedDict, total=False):
     importance_weight: float
     """Weight of importance (0..1). Defaults to 0.1."""
     recency_weight: float
-    """Weight of recency, `0.5 ** (age / half_life)`, where age runs from the last
-    access (or creation). 0 switches decay off. Defaults to 0.05."""
+    """Weight of recency, `0.5 ** (age / half_life)`, where age runs from
+    `recency_from`. 0 switches decay off. Defaults to 0.02."""
+    recency_from: Literal["occurred_at", "last_access"]
+    """Where recency's age starts: the memory's `occurred_at` (creation when it has
+    none), or its last access (creation when never accessed). Defaults to
+    `"occurred_at"`: access-based recency rewards whatever searches already return."""
     access_weight: float
-    """Weight of `log1p(access_count)`. Defaults to 0.02."""
+    """Weight of `log1p(access_count)`. Defaults to 0.005."""
     user_weight: float
     """Bonus of the caller's own memories in contextual retrieval. Defaults to 0.05."""
     half_life_days: float

@@ -8,20 +8,25 @@ old memory's score cannot underflow to 0 and tie with every other old memory)::
 
     score = relevance_weight  * relevance                  # 0..1, see below
           + importance_weight * importance                 # 0..1, from the value
-          + recency_weight    * 0.5 ** (age / half_life)   # age since last access
+          + recency_weight    * 0.5 ** (age / half_life)   # age of the event
           + access_weight     * log1p(access_count)
           + user_weight       * [memory is in the caller's own user namespace]
 
-`age` is the time since the memory was last returned by a search or get, or since
-it was created when it never was. Relevance stays dominant: with the default
-weights the other factors together move a memory by less than a third of the
-relevance range.
+`age` runs from the memory's `occurred_at` (its creation when it has none); with
+`recency_from="last_access"` it runs from the last search or get that returned it
+instead. Event time is the default because access-based recency feeds back on
+itself: every search refreshes what it returns, and on LoCoMo that cost 2-3 points
+of recall@5. Relevance stays dominant: with the default weights (importance 0.1,
+recency 0.02, access 0.005) the other factors move a memory by a few ranks at most.
 
 Relevance depends on the retrieval mode:
 
 - `"semantic"`: cosine similarity of the query and the memory, clipped to 0..1.
 - `"keyword"`: BM25 score divided by the best BM25 score of the query.
-- `"hybrid"` and `"contextual"`: weighted reciprocal-rank fusion of both lists,
+- `"hybrid"` and `"contextual"`: weighted reciprocal-rank fusion of three lists, the
+  memories ranked by their own (field) vectors (weight 1), by the best of all their
+  vectors including index keys (weight 0.5; two lists only when no memory has keys)
+  and by BM25 (weight 1):
   `f = sum_c w_c / (rrf_k + rank_c)` (rrf_k = 10), then neighbour smoothing in write
   order: `f'(m) = f(m) + neighbor_weight * max(f(previous memory), f(next memory))`
   (memories of one conversation answer each other), divided by the largest
@@ -98,13 +103,15 @@ class Scoring:
     sentence_keys: int = 0
     time_keys: bool = True
     semantic_weight: float = 1.0
+    context_weight: float = 0.5
     keyword_weight: float = 1.0
     relevance_weight: float = 1.0
     importance_weight: float = 0.1
-    recency_weight: float = 0.05
-    access_weight: float = 0.02
+    recency_weight: float = 0.02
+    access_weight: float = 0.005
     user_weight: float = 0.05
     half_life_days: float = 30.0
+    recency_from: Literal["occurred_at", "last_access"] = "occurred_at"
     min_score: float | None = None
     user_label: str = "users"
     shared_types: tuple[str, ...] = ("fact", "skill")
@@ -140,9 +147,16 @@ class Scoring:
                 f"scoring retrieval {retrieval!r} is unknown; use one of {list(RETRIEVAL_MODES)}."
             )
         values: dict[str, Any] = {"mode": mode, "retrieval": retrieval}
+        origin = config.get("recency_from", "occurred_at")
+        if origin not in ("occurred_at", "last_access"):
+            raise ConfigurationError(
+                f"scoring recency_from must be 'occurred_at' or 'last_access', got {origin!r}."
+            )
+        values["recency_from"] = origin
         for name in (
             "rrf_k",
             "semantic_weight",
+            "context_weight",
             "keyword_weight",
             "relevance_weight",
             "importance_weight",
@@ -286,6 +300,10 @@ class MemoryCandidate:
     access_count: int
     own: bool = False
     """In the caller's user namespace (contextual retrieval)."""
+    own_semantic: float | None = None
+    """Best similarity of the memory's own (field) vectors, when dense retrieval saw one."""
+    context_semantic: float | None = None
+    """Best similarity of its key vectors (contextual, sentence keys), when seen."""
     namespace: tuple[str, ...] = ()
     seq: int | None = None
     """Write position in its namespace; memories at seq +- 1 are its neighbours."""
@@ -335,12 +353,22 @@ def fuse(
             out.append((max(0.0, rel), sr, kr))
         return out
     k = scoring.rrf_k
-    ws, wk = scoring.semantic_weight, scoring.keyword_weight
+    ws, wc, wk = scoring.semantic_weight, scoring.context_weight, scoring.keyword_weight
+    if any(c.context_semantic is not None for c in candidates):
+        # Memories with index keys: their own vectors and their key vectors are ranked
+        # as two lists, so other memories' context vectors cannot crowd out a memory
+        # whose own text answers the query.
+        own_ranks = _ranks([c.own_semantic for c in candidates])
+        ctx_ranks = sem_ranks  # best of all vectors: a memory without keys competes too
+    else:
+        own_ranks, ctx_ranks, wc = sem_ranks, [None] * len(candidates), 0.0
     beta = scoring.neighbor_weight
-    top = (ws + wk) / (k + 1) * (1 + beta) or 1.0
+    top = (ws + wc + wk) / (k + 1) * (1 + beta) or 1.0
     fused = [
-        (ws / (k + sr) if sr else 0.0) + (wk / (k + kr) if kr else 0.0)
-        for sr, kr in zip(sem_ranks, kw_ranks, strict=True)
+        (ws / (k + orank) if orank else 0.0)
+        + (wc / (k + crank) if crank else 0.0)
+        + (wk / (k + kr) if kr else 0.0)
+        for orank, crank, kr in zip(own_ranks, ctx_ranks, kw_ranks, strict=True)
     ]
     if beta:
         at = {(c.namespace, c.seq): f for c, f in zip(candidates, fused, strict=True)}

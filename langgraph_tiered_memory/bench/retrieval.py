@@ -504,6 +504,8 @@ class RetrievalBenchConfig:
             namespaces are deleted first and this run's are kept.
         batch_size: Turns per `store.batch` call.
         progress: Show a progress bar while ingesting and searching.
+        overrides: Extra `ScoringConfig` keys (memory scoring only), e.g.
+            ``{"context_keys": False}`` for an ablation.
     """
 
     data: str
@@ -515,6 +517,7 @@ class RetrievalBenchConfig:
     chroma_path: str | None = None
     batch_size: int = 64
     progress: bool = True
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> RetrievalBenchConfig:
         """Check the options and resolve the retrieval mode.
@@ -542,6 +545,10 @@ class RetrievalBenchConfig:
                 f"--scoring similarity ranks by cosine similarity only; --mode {self.mode}"
                 " needs --scoring memory."
             )
+        if self.overrides and self.scoring != "memory":
+            raise RetrievalBenchmarkError(
+                "--set changes memory scoring; drop --scoring similarity."
+            )
         if not self.ks or any(k <= 0 for k in self.ks):
             raise RetrievalBenchmarkError(f"ks must be positive cut-offs, got {self.ks}.")
         self.ks = sorted(set(self.ks))
@@ -563,6 +570,7 @@ class RetrievalBenchConfig:
         config: dict[str, Any] = {"mode": "memory", "retrieval": self.mode}
         if not self.decay:
             config["recency_weight"] = 0.0
+        config.update(self.overrides)
         return config
 
     def search_filter(self) -> dict[str, Any] | None:
@@ -846,3 +854,29 @@ def render_retrieval_report(report: RetrievalBenchReport, console: Console) -> N
         f" search p50 {p50}; {report.skipped_questions} question(s) without evidence skipped;"
         f" total {report.seconds:.1f} s."
     )
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """Parse `--set KEY=VALUE` options into `ScoringConfig` overrides.
+
+    Values are JSON (`0.5`, `false`, `"keyword"`); anything that is not JSON is a string.
+
+    Args:
+        items: The `KEY=VALUE` strings.
+
+    Returns:
+        The overrides.
+
+    Raises:
+        RetrievalBenchmarkError: An item has no `=`.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise RetrievalBenchmarkError(f"--set takes KEY=VALUE, got {item!r}.")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out

@@ -69,6 +69,8 @@ class ItemWrite:
     """Own text of the memory written before it in its namespace (contextual key)."""
     time_text: str | None = None
     """Event time in words (time key)."""
+    key_vectors: int = 0
+    """How many of `vectors` (the last ones) are index keys, not field texts."""
     memory: Any = None
     """The value's validated `MemoryFields` (memory mode on the long tier), or None."""
 

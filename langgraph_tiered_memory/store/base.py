@@ -238,6 +238,7 @@ class TieredStoreCore:
             ctx = context_text(w.context_text, own) if cfg.context_keys else None
             if ctx is not None:
                 extra.append(ctx)
+            w.key_vectors = len(extra)
             for text in extra:
                 if text not in index:
                     index[text] = len(plan.texts)
@@ -577,13 +578,11 @@ class TieredStoreCore:
                     semantic=c.semantic,
                     keyword=c.keyword,
                     importance=stats.importance if stats is not None else 0.5,
-                    last_touched=(
-                        stats.last_accessed
-                        if stats is not None and stats.last_accessed is not None
-                        else (stats.created_at if stats is not None else c.item.created_at)
-                    ),
+                    last_touched=_recency_origin(stats, c.item.created_at, cfg.recency_from),
                     access_count=stats.access_count if stats is not None else 0,
                     own=own,
+                    own_semantic=c.own,
+                    context_semantic=c.context,
                     namespace=c.item.namespace,
                     seq=stats.seq if stats is not None else None,
                 )
@@ -671,6 +670,15 @@ class TieredStoreCore:
             MemoryHit(self._memory_entry(r.item, r.stats), r.score, r.breakdown)  # type: ignore[arg-type]
             for r in page
         ]
+
+
+def _recency_origin(stats: Any, created_at: float, origin: str) -> float:
+    """The time recency decays from: the event time, or the last access."""
+    if stats is None:
+        return created_at
+    if origin == "occurred_at":
+        return float(stats.occurred_at if stats.occurred_at is not None else stats.created_at)
+    return float(stats.last_accessed if stats.last_accessed is not None else stats.created_at)
 
 
 # --------------------------------------------------------------------------- config checks

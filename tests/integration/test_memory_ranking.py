@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -263,3 +264,30 @@ def test_keyword_index_survives_reopen_and_is_rebuilt_when_missing(
     assert _keys(hits) == ["a"]
     entry = again.get_memory(("m",), "a")
     assert entry is not None and entry.access_count == 2
+
+
+def test_recency_runs_from_occurred_at_or_from_last_access(
+    make_store: Callable[..., TieredMemoryStore], clock: Clock
+) -> None:
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    base = {"context_keys": False, "access_weight": 0.0}  # isolate recency
+    by_event = make_store("long", scoring=base, clock=clock, index=index, key_prefix="ev1")
+    by_access = make_store(
+        "long",
+        scoring={**base, "recency_from": "last_access"},
+        clock=clock,
+        index=index,
+        key_prefix="ev2",
+    )
+    clock.now = datetime(2023, 6, 1, tzinfo=timezone.utc).timestamp()
+    for store in (by_event, by_access):
+        store.put(("m",), "trip2019", {"content": "trip to Rome", "occurred_at": "2019-05-01"})
+        store.put(("m",), "trip2023", {"content": "trip to Rome", "occurred_at": "2023-05-01"})
+    clock.now += 20 * DAY
+    for store in (by_event, by_access):
+        store.get(("m",), "trip2019")  # the old trip was just looked at
+    clock.now += 1
+    hits = by_event.search(("m",), query="trip to Rome", limit=2)
+    assert _keys(hits) == ["trip2023", "trip2019"]
+    hits = by_access.search(("m",), query="trip to Rome", limit=2)
+    assert _keys(hits) == ["trip2019", "trip2023"]

@@ -386,3 +386,21 @@ def test_module_example_runs() -> None:
     import textwrap
 
     exec(textwrap.dedent(code), {})
+
+
+def test_set_options_become_scoring_overrides() -> None:
+    from langgraph_tiered_memory.bench.retrieval import (
+        RetrievalBenchConfig,
+        RetrievalBenchmarkError,
+        parse_overrides,
+    )
+
+    overrides = parse_overrides(["context_keys=false", "rrf_k=60", "retrieval=keyword"])
+    assert overrides == {"context_keys": False, "rrf_k": 60, "retrieval": "keyword"}
+    config = RetrievalBenchConfig(data="x", overrides=overrides).validate()
+    assert config.scoring_config()["context_keys"] is False
+    assert config.scoring_config()["rrf_k"] == 60
+    with pytest.raises(RetrievalBenchmarkError, match="KEY=VALUE"):
+        parse_overrides(["rrf_k"])
+    with pytest.raises(RetrievalBenchmarkError, match="similarity"):
+        RetrievalBenchConfig(data="x", scoring="similarity", overrides=overrides).validate()

@@ -61,6 +61,10 @@ class Candidate(NamedTuple):
     keyword: float | None
     """BM25 score, or None when keyword retrieval did not return the item."""
     stats: MemoryStats | None
+    own: float | None = None
+    """Best similarity among the item's own (field) vectors, when dense retrieval saw one."""
+    context: float | None = None
+    """Best similarity among its key vectors (contextual, sentence), when seen."""
 
 
 _PAGE = 500
@@ -355,7 +359,8 @@ class ChromaTier:
     @staticmethod
     def _decode(
         namespace: Namespace, key: str, meta: dict[str, Any]
-    ) -> tuple[StoredItem, int, str]:
+    ) -> tuple[StoredItem, int, str, int]:
+        """Item, number of vectors, write id, number of key vectors (the last ones)."""
         doc = json.loads(meta["_d"])
         item = StoredItem(
             namespace=namespace,
@@ -366,7 +371,7 @@ class ChromaTier:
             ttl=doc.get("t"),
             expires_at=meta.get("_e"),
         )
-        return item, int(doc["n"]), doc["w"]
+        return item, int(doc["n"]), doc["w"], int(doc.get("k", 0))
 
     # ----------------------------------------------------------------- reads
     def get(
@@ -389,7 +394,7 @@ class ChromaTier:
             metas = {rid[2:]: meta for rid, meta in zip(res["ids"], res["metadatas"], strict=True)}
         out: dict[str, StoredItem] = {}
         for key, meta in metas.items():
-            item, _, _ = self._decode(namespace, key, meta)
+            item = self._decode(namespace, key, meta)[0]
             if not item.expired(now):
                 out[key] = item
         return out
@@ -484,29 +489,31 @@ class ChromaTier:
         idx = self.memindex
         if idx is None:
             raise ConfigurationError("Memory retrieval needs scoring={'mode': 'memory'}.")
-        semantic: list[tuple[StoredItem, float]] = []
+        dense: list[tuple[StoredItem, float, float | None, float | None]] = []
         keyword: list[tuple[StoredItem, float]] = []
         for ns in sorted(ns for ns, _ in self._registered(prefix)):
             col = self._collection(ns, create=False)
             if col is None:
                 continue
             if query_vector is not None and self.dims:
-                semantic.extend(
-                    (item, score)
-                    for item, score in self._query(
-                        ns, col, query_vector, filter, limit, now, pool=True
-                    )
-                    if score is not None
-                )
+                dense.extend(self._dense_pool(ns, col, query_vector, filter, limit, now))
             if match:
                 keyword.extend(self._keyword(idx, ns, col, match, filter, limit, now))
-        semantic = sorted(semantic, key=rank_key)[:limit]
-        keyword = sorted(keyword, key=rank_key)[:limit]
         found: dict[tuple[Namespace, str], list[Any]] = {}
-        for item, score in semantic:
-            found[(item.namespace, item.key)] = [item, score, None, None]
-        for item, score in keyword:
-            found.setdefault((item.namespace, item.key), [item, None, None, None])[2] = score
+
+        def top(column: int) -> list[tuple[StoredItem, float, float | None, float | None]]:
+            scored = [d for d in dense if d[column] is not None]
+            scored.sort(key=lambda d: (-d[column], d[0].namespace, d[0].key))  # type: ignore[operator]
+            return scored[:limit]
+
+        for column in (1, 2, 3):  # best of all vectors, own vectors, key vectors
+            for item, best, own, ctx in top(column):
+                found[(item.namespace, item.key)] = [item, best, None, None, own, ctx]
+        for item, score in sorted(keyword, key=rank_key)[:limit]:
+            entry = found.setdefault(
+                (item.namespace, item.key), [item, None, None, None, None, None]
+            )
+            entry[2] = score
         by_ns: dict[Namespace, list[str]] = {}
         for ns, key in found:
             by_ns.setdefault(ns, []).append(key)
@@ -514,6 +521,63 @@ class ChromaTier:
             for key, stats in idx.memory_stats(self.prefix, namespace_id(ns), keys).items():
                 found[(ns, key)][3] = stats
         return [Candidate(*entry) for entry in found.values()]
+
+    def _dense_pool(
+        self,
+        ns: Namespace,
+        col: Any,
+        query_vector: Sequence[float],
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+    ) -> list[tuple[StoredItem, float, float | None, float | None]]:
+        """Dense candidates of one collection: (item, best, own-vector, key-vector score).
+
+        One Chroma query of `4 * limit` vectors: items have several vectors, and the
+        own-vector and key-vector lists should each reach about `limit` items.
+        """
+        qv = [*map(float, query_vector), 0.0]
+        include = ["distances"] if self.mirror is not None else ["metadatas", "distances"]
+        res = col.query(query_embeddings=[qv], n_results=4 * limit, include=include)
+        ids, dists = res["ids"][0], res["distances"][0]
+        metas = res["metadatas"][0] if "metadatas" in include else [None] * len(ids)
+        hits: dict[str, list[tuple[float, int, str | None]]] = {}
+        docs: dict[str, tuple[StoredItem, int, str, int]] = {}
+        for rid, meta, dist in zip(ids, metas, dists, strict=True):
+            score = 1.0 - float(dist)
+            if rid.startswith("p:"):
+                key = rid[2:]
+                if meta is not None:
+                    docs[key] = self._decode(ns, key, meta)
+                hits.setdefault(key, []).append((score, 0, None))
+            else:
+                _, i, write_id, key = rid.split(":", 3)
+                hits.setdefault(key, []).append((score, int(i), write_id))
+        missing = [k for k in hits if k not in docs]
+        if missing:
+            docs.update(self._load_docs(ns, col, missing))
+        out: list[tuple[StoredItem, float, float | None, float | None]] = []
+        for key, found in hits.items():
+            entry = docs.get(key)
+            if entry is None:
+                continue
+            item, nvec, write_id, nkeys = entry
+            valid = [(s, i) for s, i, w in found if w is None or w == write_id]
+            if nvec == 0 or not valid:
+                continue
+            if item.expired(now) or not matches_filter(item.value, filter):
+                continue
+            own = [s for s, i in valid if i < nvec - nkeys]
+            keys = [s for s, i in valid if i >= nvec - nkeys]
+            out.append(
+                (
+                    item,
+                    max(s for s, _ in valid),
+                    max(own) if own else None,
+                    max(keys) if keys else None,
+                )
+            )
+        return out
 
     def _keyword(
         self,
@@ -574,7 +638,7 @@ class ChromaTier:
             for rid, meta in zip(page["ids"], page["metadatas"], strict=True):
                 if not rid.startswith("p:"):
                     continue
-                item, _, _ = self._decode(ns, rid[2:], meta)
+                item = self._decode(ns, rid[2:], meta)[0]
                 if not item.expired(now) and matches_filter(item.value, filter):
                     out.append((item, None))
                     if len(out) >= limit:
@@ -593,26 +657,20 @@ class ChromaTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
-        *,
-        pool: bool = False,
     ) -> list[ScoredItem]:
-        """The `limit` best items of one collection.
-
-        With `pool`, one query of `3 * limit` vectors gives a candidate pool for memory
-        ranking instead (items have several vectors; a filter may leave fewer).
-        """
+        """The `limit` best items of one collection, by their best vector."""
         qv = [*map(float, query_vector), 0.0]
         # With the SQLite copy, documents come from it and Chroma returns ids only.
         include = ["distances"] if self.mirror is not None else ["metadatas", "distances"]
         # A few spares for filtered-out or stale records; grows below.
-        n = 3 * limit if pool else limit + 5
+        n = limit + 5
         while True:
             res = col.query(query_embeddings=[qv], n_results=n, include=include)
             ids, dists = res["ids"][0], res["distances"][0]
             metas = res["metadatas"][0] if "metadatas" in include else [None] * len(ids)
             exhausted = len(ids) < n
             cands: dict[str, list[tuple[float, str | None]]] = {}
-            docs: dict[str, tuple[StoredItem, int, str]] = {}
+            docs: dict[str, tuple[StoredItem, int, str, int]] = {}
             for rid, meta, dist in zip(ids, metas, dists, strict=True):
                 score = 1.0 - float(dist)
                 if rid.startswith("p:"):
@@ -631,7 +689,7 @@ class ChromaTier:
                 entry = docs.get(key)
                 if entry is None:
                     continue  # extra vectors of a deleted item
-                item, nvec, write_id = entry
+                item, nvec, write_id, _ = entry
                 # Extra vectors left by an interrupted update carry another write id.
                 valid = [s for s, w in found if w is None or w == write_id]
                 if nvec == 0 or not valid:
@@ -640,7 +698,7 @@ class ChromaTier:
                     continue
                 scored.append((item, max(valid)))
             scored.sort(key=rank_key)
-            if exhausted or pool:
+            if exhausted:
                 break
             # Stop once `limit` items are found, unless items tied with the last one
             # may lie beyond what was fetched (then a wider query decides the tie).
@@ -653,14 +711,14 @@ class ChromaTier:
         # Every record was seen: unindexed items follow the scored ones.
         filler = [
             (item, None)
-            for item, nvec, _ in docs.values()
+            for item, nvec, _, _ in docs.values()
             if nvec == 0 and not item.expired(now) and matches_filter(item.value, filter)
         ]
         return scored + filler[: limit - len(scored)]
 
     def _load_docs(
         self, ns: Namespace, col: Any, keys: list[str]
-    ) -> dict[str, tuple[StoredItem, int, str]]:
+    ) -> dict[str, tuple[StoredItem, int, str, int]]:
         mirror = self.mirror
         if mirror is not None:
             metas = mirror.get(self.prefix, namespace_id(ns), keys)
@@ -716,7 +774,9 @@ class ChromaTier:
             write_id = uuid.uuid4().hex[:12]
             doc = (
                 f'{{"c":{prev["c"] if prev else now!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
-                f'"n":{len(vectors)},"w":"{write_id}","value":{w.encoded}}}'
+                f'"n":{len(vectors)},"w":"{write_id}",'
+                + (f'"k":{w.key_vectors},' if w.key_vectors else "")
+                + f'"value":{w.encoded}}}'
             )
             meta: dict[str, Any] = {"_d": doc}
             if w.ttl is not None:

@@ -1,0 +1,147 @@
+"""Pure ranking functions: fusion, smoothing, recency, the weighted score."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
+from langgraph_tiered_memory.ranking import (
+    MemoryCandidate,
+    Scoring,
+    fuse,
+    keyword_terms,
+    rank_memories,
+    recency,
+    split_search_options,
+    user_scope,
+)
+
+NOW = 1_700_000_000.0
+DAY = 86_400.0
+
+scores = st.one_of(st.none(), st.floats(min_value=-1, max_value=1, allow_nan=False))
+candidate = st.builds(
+    MemoryCandidate,
+    semantic=scores,
+    keyword=st.one_of(st.none(), st.floats(min_value=0, max_value=50, allow_nan=False)),
+    importance=st.floats(min_value=0, max_value=1),
+    last_touched=st.floats(min_value=0, max_value=NOW),
+    access_count=st.integers(min_value=0, max_value=10_000),
+    own_semantic=scores,
+    context_semantic=scores,
+    namespace=st.sampled_from([("a",), ("b",)]),
+    seq=st.one_of(st.none(), st.integers(min_value=1, max_value=20)),
+)
+
+
+@given(st.lists(candidate, max_size=30), st.sampled_from(["semantic", "keyword", "hybrid"]))
+def test_relevance_stays_in_unit_range(cands: list[MemoryCandidate], mode: str) -> None:
+    for rel, _, _ in fuse(cands, Scoring(), mode):
+        assert 0.0 <= rel <= 1.0 + 1e-9
+
+
+@given(st.lists(candidate, min_size=1, max_size=30))
+def test_scores_are_sorted_finite_and_add_up(cands: list[MemoryCandidate]) -> None:
+    cfg = Scoring()
+    ranked = rank_memories(cands, scoring=cfg, retrieval="hybrid", now=NOW)
+    assert len(ranked) == len(cands)
+    values = [b.score for _, b in ranked]
+    assert values == sorted(values, reverse=True)
+    for _, b in ranked:
+        assert math.isfinite(b.score)
+        assert b.score == pytest.approx(
+            b.relevance
+            + cfg.importance_weight * b.importance
+            + cfg.recency_weight * b.recency
+            + cfg.access_weight * b.access
+        )
+
+
+def _cand(**kw: object) -> MemoryCandidate:
+    base: dict[str, object] = {
+        "semantic": 0.8,
+        "keyword": None,
+        "importance": 0.5,
+        "last_touched": NOW,
+        "access_count": 0,
+    }
+    base.update(kw)
+    return MemoryCandidate(**base)  # type: ignore[arg-type]
+
+
+def test_equal_similarities_share_a_rank_so_other_factors_decide() -> None:
+    cands = [_cand(importance=0.2), _cand(importance=0.9)]
+    ranked = rank_memories(cands, scoring=Scoring(), retrieval="hybrid", now=NOW)
+    assert [i for i, _ in ranked] == [1, 0]
+    assert ranked[0][1].relevance == ranked[1][1].relevance
+
+
+def test_recency_never_underflows_to_a_tie() -> None:
+    old = recency(NOW - 10 * 365 * DAY, NOW, 30.0)
+    older = recency(NOW - 11 * 365 * DAY, NOW, 30.0)
+    assert 0.0 <= older < old < 1e-30
+    assert recency(NOW + DAY, NOW, 30.0) == 1.0
+    cands = [_cand(semantic=0.9, last_touched=0.0), _cand(semantic=0.5, last_touched=0.0)]
+    ranked = rank_memories(cands, scoring=Scoring(), retrieval="semantic", now=NOW)
+    assert [i for i, _ in ranked] == [0, 1] and ranked[0][1].score > ranked[1][1].score
+
+
+def test_neighbour_smoothing_lifts_the_memory_after_a_strong_hit() -> None:
+    ns = ("c",)
+    cands = [
+        _cand(semantic=0.9, keyword=5.0, namespace=ns, seq=1),
+        _cand(semantic=0.5, namespace=ns, seq=2),  # the answer after the question
+        _cand(semantic=0.5, namespace=ns, seq=9),  # as relevant, but alone
+    ]
+    fused = fuse(cands, Scoring(), "hybrid")
+    assert fused[1][0] > fused[2][0]
+    flat = fuse(cands, Scoring(neighbor_weight=0.0), "hybrid")
+    assert flat[1][0] == pytest.approx(flat[2][0])
+
+
+def test_min_score_drops_weak_candidates() -> None:
+    cands = [_cand(semantic=0.9), _cand(semantic=0.1)]
+    ranked = rank_memories(cands, scoring=Scoring(), retrieval="semantic", now=NOW, min_score=0.5)
+    assert [i for i, _ in ranked] == [0]
+
+
+def test_keyword_terms_drop_stopwords_but_never_everything() -> None:
+    assert keyword_terms("What did Caroline research?") == ["caroline", "research"]
+    assert keyword_terms("who are you") == ["who", "are", "you"]
+    assert keyword_terms('"x" OR y*') == ["x", "y"]  # FTS5 syntax is not passed through
+
+
+def test_search_options_are_validated() -> None:
+    opts, rest = split_search_options({"$retrieval": "keyword", "kind": "a"})
+    assert opts == {"$retrieval": "keyword"} and rest == {"kind": "a"}
+    for bad in ({"$retrieval": "fuzzy"}, {"$user": ""}, {"$min_score": float("nan")}, {"$x": 1}):
+        with pytest.raises(InvalidFilterError):
+            split_search_options(bad)
+
+
+def test_scoring_config_is_validated() -> None:
+    assert Scoring.from_config(None).mode == "memory"
+    assert Scoring.from_config({"mode": "similarity"}).mode == "similarity"
+    for bad in (
+        {"mode": "bm25"},
+        {"retrieval": "fuzzy"},
+        {"half_life_days": 0},
+        {"importance_weight": -1},
+        {"rrf_k": float("inf")},
+        {"candidates": 0},
+        {"context_keys": "yes"},
+        {"shared_types": ["dream"]},
+        {"unknown": 1},
+    ):
+        with pytest.raises(ConfigurationError):
+            Scoring.from_config(bad)
+
+
+def test_user_scope_reads_the_label_after_users() -> None:
+    assert user_scope(("mem", "users", "u1", "notes"), "users") == "u1"
+    assert user_scope(("mem", "shared"), "users") is None
+    assert user_scope(("users",), "users") is None
