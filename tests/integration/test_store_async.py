@@ -99,3 +99,23 @@ async def test_sync_api_of_async_store_from_a_worker_thread(
 
     item = await asyncio.to_thread(work)
     assert item is not None and item.value == {"text": "from a thread"}  # type: ignore[attr-defined]
+
+
+async def test_async_memory_api_never_blocks(
+    redis_url: str, key_prefix: str, tmp_path: Path, blockbuster: BlockBuster
+) -> None:
+    async with AsyncTieredMemoryStore.from_conn_string(
+        redis_url,
+        chroma_path=str(tmp_path / "chroma-mem"),
+        key_prefix=key_prefix,
+        tiers={"default": "long"},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+    ) as store:
+        await store.aput(("u",), "tea", {"content": "green tea", "importance": 0.9})
+        await store.aput(("u",), "car", {"content": "red car", "memory_type": "fact"})
+        hits = await store.asearch_memories(("u",), "green tea", limit=1)
+        assert [h.entry.id for h in hits] == ["tea"] and hits[0].breakdown.importance == 0.9
+        found = await store.asearch(("u",), query="car", filter={"$retrieval": "keyword"})
+        assert [h.key for h in found] == ["car"]
+        entry = await store.aget_memory(("u",), "tea")
+        assert entry is not None and entry.access_count == 1

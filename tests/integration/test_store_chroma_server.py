@@ -16,7 +16,7 @@ import httpx
 import pytest
 from chromadb.config import Settings
 
-from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
@@ -95,3 +95,28 @@ def test_store_over_http_client(chroma_server: tuple[str, int], key_prefix: str)
     assert again.get(("users", "u2"), "c", refresh_ttl=False).value["n"] == 3  # type: ignore[union-attr]
     assert again.list_namespaces() == [("users", "u1"), ("users", "u2")]
     again.close()
+
+
+def test_memory_mode_over_http_client_keeps_its_index_in_a_given_file(
+    chroma_server: tuple[str, int], key_prefix: str, tmp_path: Path
+) -> None:
+    host, port = chroma_server
+    with pytest.raises(ConfigurationError, match="memory_index_path"):
+        _store(host, port, key_prefix).put(("m",), "a", {"text": "x"})
+    path = str(tmp_path / "memory-index.sqlite3")
+    store = _store(host, port, key_prefix, memory_index_path=path)
+    store.put(("m",), "a", {"text": "invoice XK-4471"})
+    store.put(("m",), "b", {"text": "green tea"})
+    assert [h.key for h in store.search(("m",), query="XK-4471", limit=1)] == ["a"]
+    store.close()
+    again = _store(host, port, key_prefix, memory_index_path=path)
+    hits = again.search(("m",), query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
+    assert [h.key for h in hits] == ["a"]
+    entry = again.get_memory(("m",), "a")
+    assert entry is not None and entry.access_count == 2
+    again.close()
+    # Without the file, the index is rebuilt from Chroma (statistics start over).
+    fresh = _store(host, port, key_prefix, memory_index_path=str(tmp_path / "new.sqlite3"))
+    hits = fresh.search(("m",), query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
+    assert [h.key for h in hits] == ["a"]
+    fresh.close()
