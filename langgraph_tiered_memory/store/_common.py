@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import orjson
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
 from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
@@ -73,6 +74,21 @@ class ItemWrite:
     """How many of `vectors` (the last ones) are index keys, not field texts."""
     memory: Any = None
     """The value's validated `MemoryFields` (memory mode on the long tier), or None."""
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse stored JSON with orjson; with `json` when it may hold huge integers.
+
+    orjson turns integers beyond 64 bits into floats, so text with 19 or more digits
+    in a row goes to the standard library instead.
+    """
+    probe = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    if _LONG_DIGITS.search(probe):
+        return json.loads(text)
+    return orjson.loads(text)
+
+
+_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 def to_datetime(ts: float) -> datetime:

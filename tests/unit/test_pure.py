@@ -122,3 +122,10 @@ def test_router_default_policy_and_overrides() -> None:
     assert DEFAULT_TIER_POLICY["short"] == [("short_term",)]
     with pytest.raises(ConfigurationError):
         TierRouter({"default": "long", "short": [()]})
+
+
+def test_stored_json_parsing_keeps_huge_integers() -> None:
+    from langgraph_tiered_memory.store._common import loads
+
+    assert loads('{"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
+    assert loads('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}

@@ -42,6 +42,7 @@ from langgraph_tiered_memory.store._common import (
     StoredItem,
     decode_namespace,
     encode_namespace,
+    loads,
     matches_filter,
     namespace_id,
     rank_key,
@@ -361,7 +362,7 @@ class ChromaTier:
         namespace: Namespace, key: str, meta: dict[str, Any]
     ) -> tuple[StoredItem, int, str, int]:
         """Item, number of vectors, write id, number of key vectors (the last ones)."""
-        doc = json.loads(meta["_d"])
+        doc = loads(meta["_d"])
         item = StoredItem(
             namespace=namespace,
             key=key,
@@ -495,10 +496,11 @@ class ChromaTier:
             col = self._collection(ns, create=False)
             if col is None:
                 continue
+            cache: dict[str, tuple[StoredItem, int, str, int]] = {}
             if query_vector is not None and self.dims:
-                dense.extend(self._dense_pool(ns, col, query_vector, filter, limit, now))
+                dense.extend(self._dense_pool(ns, col, query_vector, filter, limit, now, cache))
             if match:
-                keyword.extend(self._keyword(idx, ns, col, match, filter, limit, now))
+                keyword.extend(self._keyword(idx, ns, col, match, filter, limit, now, cache))
         found: dict[tuple[Namespace, str], list[Any]] = {}
 
         def top(column: int) -> list[tuple[StoredItem, float, float | None, float | None]]:
@@ -506,7 +508,7 @@ class ChromaTier:
             scored.sort(key=lambda d: (-d[column], d[0].namespace, d[0].key))  # type: ignore[operator]
             return scored[:limit]
 
-        for column in (1, 2, 3):  # best of all vectors, own vectors, key vectors
+        for column in (1, 2):  # ranked by the best of all vectors, and by own vectors
             for item, best, own, ctx in top(column):
                 found[(item.namespace, item.key)] = [item, best, None, None, own, ctx]
         for item, score in sorted(keyword, key=rank_key)[:limit]:
@@ -530,6 +532,7 @@ class ChromaTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        cache: dict[str, tuple[StoredItem, int, str, int]],
     ) -> list[tuple[StoredItem, float, float | None, float | None]]:
         """Dense candidates of one collection: (item, best, own-vector, key-vector score).
 
@@ -542,7 +545,7 @@ class ChromaTier:
         ids, dists = res["ids"][0], res["distances"][0]
         metas = res["metadatas"][0] if "metadatas" in include else [None] * len(ids)
         hits: dict[str, list[tuple[float, int, str | None]]] = {}
-        docs: dict[str, tuple[StoredItem, int, str, int]] = {}
+        docs = cache
         for rid, meta, dist in zip(ids, metas, dists, strict=True):
             score = 1.0 - float(dist)
             if rid.startswith("p:"):
@@ -588,12 +591,16 @@ class ChromaTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        cache: dict[str, tuple[StoredItem, int, str, int]],
     ) -> list[tuple[StoredItem, float]]:
         nsid = namespace_id(ns)
         n = limit + 5
         while True:
             hits = idx.keyword_search(self.prefix, nsid, match, n)
-            docs = self._load_docs(ns, col, [k for k, _ in hits])
+            missing = [k for k, _ in hits if k not in cache]
+            if missing:
+                cache.update(self._load_docs(ns, col, missing))
+            docs = cache
             out = []
             for key, score in hits:
                 entry = docs.get(key)

@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 
 import Stemmer
 
+from langgraph_tiered_memory.store._common import loads
+
 __all__ = ["DocMirror", "MIRROR_FILE", "MemoryRow", "MemoryStats", "fts_table"]
 
 
@@ -137,7 +139,7 @@ class DocMirror:
                     f"SELECT key, meta FROM docs WHERE prefix=? AND nsid=? AND key IN ({marks})",
                     (prefix, nsid, *chunk),
                 ).fetchall()
-                out.update((k, json.loads(m)) for k, m in rows)
+                out.update((k, loads(m)) for k, m in rows)
         return out
 
     def begin(self, prefix: str, nsid: str, keys: Iterable[str]) -> None:
