@@ -136,3 +136,46 @@ async def test_async_registry_matches_the_sync_one(
     assert await areg.delete_session("t1") is True
     assert await areg.get_session("t1") is None
     assert not client.exists(*areg.session_keys("t1"))
+
+
+def test_modules_check_names_what_is_missing_and_how_to_get_it(redis_url: str) -> None:
+    import socket
+    import subprocess
+
+    from langgraph_tiered_memory.checkpoint.modules import (
+        RedisModulesMissingError,
+        check_modules,
+    )
+    from langgraph_tiered_memory.embedded import find_binaries
+
+    with redis.Redis.from_url(redis_url) as ok:
+        check_modules(ok)  # the test server has both modules
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    plain = subprocess.Popen(
+        [str(find_binaries().server), "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = redis.Redis(port=port)
+        deadline = time.time() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        with pytest.raises(RedisModulesMissingError) as info:
+            check_modules(client)
+        message = str(info.value)
+        for needle in ("RediSearch", "RedisJSON", "Redis 8", "Redis Stack", "embedded"):
+            assert needle in message
+        client.close()
+    finally:
+        plain.terminate()
+        plain.wait(timeout=10)
