@@ -7,6 +7,7 @@ Commands:
 - `tiered-memory bench store`: put throughput, get/search latency and recall of the
   store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`.
 - `tiered-memory bench retrieval`: recall@k of the store's search on LoCoMo
+- `tiered-memory bench checkpoint`: per-super-step latency, session saver vs upstream
   conversations (data read from a path you give).
 
 Example:
@@ -366,6 +367,60 @@ _QUERIES = [
     "where does alice live?",
     "how should I phrase my reply to alice?",
 ]
+
+
+@bench_app.command("checkpoint")
+def bench_checkpoint(
+    runs: Annotated[int, typer.Option(min=1, help="Timed graph runs per saver.")] = 30,
+    steps: Annotated[int, typer.Option(min=1, help="Super-steps per run.")] = 10,
+    messages: Annotated[int, typer.Option(min=1, help="Messages in the starting state.")] = 20,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed runs per saver first.")] = 3,
+    savers: Annotated[
+        str, typer.Option(help="Comma-separated savers: upstream (RedisSaver), adapter.")
+    ] = "upstream,adapter",
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="End the output with one line holding every figure as JSON."),
+    ] = False,
+) -> None:
+    """Per-super-step latency of a small graph with the session saver and with upstream.
+
+    Runs alternate between the savers on one Redis (REDIS_URL, or an embedded server),
+    each run a new thread starting with a state of `messages` messages.
+    """
+    from langgraph_tiered_memory.bench.checkpoint import (
+        CheckpointBenchConfig,
+        run_checkpoint_benchmark,
+    )
+
+    config = CheckpointBenchConfig(
+        runs=runs,
+        steps=steps,
+        messages=messages,
+        warmup=warmup,
+        savers=[x.strip() for x in savers.split(",") if x.strip()],
+        redis_url=os.environ.get("REDIS_URL"),
+    )
+    try:
+        config.validate()
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    report = run_checkpoint_benchmark(config)
+    console = Console()
+    table = Table(title=f"Checkpoint benchmark: {steps} super-steps, {messages}-message state")
+    for col in ("saver", "runs", "step p50 ms", "step p95 ms"):
+        table.add_column(col, justify="right" if col != "saver" else "left")
+    data = report.to_dict()
+    for name in config.savers:
+        row = data[name]
+        table.add_row(
+            name, str(row["runs"]), f"{row['step_p50_ms']:.3f}", f"{row['step_p95_ms']:.3f}"
+        )
+    console.print(table)
+    if data["overhead_percent"] is not None:
+        console.print(f"adapter overhead at p50: {data['overhead_percent']:+.1f}%")
+    if as_json:
+        typer.echo(json.dumps(data, allow_nan=False))
 
 
 def _redis_ttls(url: str, key_prefix: str, keys: list[str]) -> dict[str, int]:
