@@ -21,6 +21,8 @@ from typing import Any
 
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+from langgraph_tiered_memory.checkpoint.registry import DEFAULT_SESSION_TTL
+
 
 class BenchState(MessagesState):
     """The benchmark graph's state: messages and a step counter."""
@@ -37,7 +39,8 @@ __all__ = [
 ]
 
 SAVER_CHOICES: tuple[str, ...] = ("upstream", "adapter")
-"""`upstream`: langgraph-checkpoint-redis `RedisSaver`; `adapter`: `RedisSessionSaver`."""
+"""`upstream`: langgraph-checkpoint-redis `RedisSaver` with the same 7-day TTL (refreshed
+on read); `adapter`: `RedisSessionSaver` with its defaults."""
 
 
 @dataclass
@@ -156,7 +159,10 @@ def _open_saver(name: str, redis_url: str) -> Iterator[Any]:
     if name == "upstream":
         from langgraph.checkpoint.redis import RedisSaver
 
-        with RedisSaver.from_conn_string(redis_url) as saver:
+        # The same 7-day TTL with refresh on read as the adapter's default, so the
+        # comparison measures the session layer, not upstream's TTL handling.
+        ttl = {"default_ttl": DEFAULT_SESSION_TTL / 60, "refresh_on_read": True}
+        with RedisSaver.from_conn_string(redis_url, ttl=ttl) as saver:
             saver.setup()
             yield saver
         return

@@ -41,6 +41,39 @@ DEFAULT_SESSION_TTL = 7 * 24 * 3600.0
 """Seconds a session lives after its last activity (7 days)."""
 _STATUSES = ("active", "archived", "expired")
 
+# KEYS: session hash, summary. ARGV: now, ttl seconds ("" = none), user id ("" = none),
+# message count ("" = unknown). Returns 1 when the session was created.
+_RECORD = """
+local created = redis.call('HSETNX', KEYS[1], 'created_at', ARGV[1])
+if created == 1 then
+    redis.call('HSET', KEYS[1], 'status', 'active', 'message_count', 0)
+end
+redis.call('HSET', KEYS[1], 'last_active', ARGV[1])
+if ARGV[4] ~= '' then
+    redis.call('HSET', KEYS[1], 'message_count', ARGV[4])
+end
+if ARGV[3] ~= '' then
+    redis.call('HSETNX', KEYS[1], 'user_id', ARGV[3])
+end
+if ARGV[2] ~= '' then
+    redis.call('EXPIRE', KEYS[1], ARGV[2])
+    redis.call('EXPIRE', KEYS[2], ARGV[2])
+end
+return created
+"""
+
+
+def _record_args(
+    now: float, ttl: float | None, user_id: str | None, message_count: int | None
+) -> list[str]:
+    return [
+        repr(now),
+        "" if ttl is None else str(int(ttl)),
+        user_id or "",
+        "" if message_count is None else str(int(message_count)),
+    ]
+
+
 # Set the status only on a live session: a plain HSET would recreate an expired hash
 # without its TTL.
 _ARCHIVE = """
@@ -149,6 +182,7 @@ class SessionRegistry:
         self.keys = _Keys(key_prefix)
         self.ttl = _check_ttl(ttl)
         self.clock = clock or time.time
+        self._record: Any = None
 
     def touch(
         self, session_id: str, *, user_id: str | None = None, messages: int = 0
@@ -179,6 +213,39 @@ class SessionRegistry:
         if owner:
             self._index(owner, sid, now)
         return _meta(sid, fields)
+
+    def record(
+        self, session_id: str, *, user_id: str | None = None, message_count: int | None = None
+    ) -> None:
+        """Record activity in one round trip (what the savers call on every checkpoint).
+
+        One server-side script updates the session hash and the TTLs; the user index
+        is written only when the session is created.
+
+        Args:
+            session_id: The thread id.
+            user_id: The session's user (the first one recorded stays the owner).
+            message_count: The session's current number of messages, if known.
+        """
+        sid = _check_id("session_id", session_id)
+        now = self.clock()
+        if self._record is None:
+            self._record = self.client.register_script(_RECORD)
+        created = self._record(
+            keys=[self.keys.session(sid), self.keys.summary(sid)],
+            args=_record_args(now, self.ttl, user_id, message_count),
+        )
+        if created and user_id:
+            self._index(user_id, sid, now)
+
+    def refresh(self, session_id: str) -> None:
+        """Restart the TTL of the session's registry keys (on reads)."""
+        if self.ttl is None:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for key in self.session_keys(session_id):
+            pipe.expire(key, int(self.ttl), xx=True)
+        pipe.execute()
 
     def _index(self, user_id: str, sid: str, now: float) -> None:
         ukey = self.keys.user(user_id)
@@ -278,6 +345,7 @@ class AsyncSessionRegistry:
         self.keys = _Keys(key_prefix)
         self.ttl = _check_ttl(ttl)
         self.clock = clock or time.time
+        self._record: Any = None
 
     async def touch(
         self, session_id: str, *, user_id: str | None = None, messages: int = 0
@@ -313,6 +381,41 @@ class AsyncSessionRegistry:
                 upipe.expire(self.keys.user(owner), int(2 * self.ttl))
             await upipe.execute()
         return _meta(sid, fields)
+
+    async def record(
+        self, session_id: str, *, user_id: str | None = None, message_count: int | None = None
+    ) -> None:
+        """Record activity in one round trip (see `SessionRegistry.record`).
+
+        Args:
+            session_id: The thread id.
+            user_id: The session's user (the first one recorded stays the owner).
+            message_count: The session's current number of messages, if known.
+        """
+        sid = _check_id("session_id", session_id)
+        now = self.clock()
+        if self._record is None:
+            self._record = self.client.register_script(_RECORD)
+        created = await self._record(
+            keys=[self.keys.session(sid), self.keys.summary(sid)],
+            args=_record_args(now, self.ttl, user_id, message_count),
+        )
+        if created and user_id:
+            upipe = self.client.pipeline(transaction=False)
+            upipe.zadd(self.keys.user(user_id), {sid: now})
+            if self.ttl is not None:
+                upipe.zremrangebyscore(self.keys.user(user_id), "-inf", now - 2 * self.ttl)
+                upipe.expire(self.keys.user(user_id), int(2 * self.ttl))
+            await upipe.execute()
+
+    async def refresh(self, session_id: str) -> None:
+        """Restart the TTL of the session's registry keys (on reads)."""
+        if self.ttl is None:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for key in self.session_keys(session_id):
+            pipe.expire(key, int(self.ttl), xx=True)
+        await pipe.execute()
 
     async def get_session(self, session_id: str) -> SessionMeta | None:
         """The session's metadata, or None when it is unknown or has expired."""
@@ -390,15 +493,20 @@ def _select(
     status: str | None,
     limit: int,
 ) -> list[SessionMeta]:
+    """Sessions of the user index, newest activity first.
+
+    The index's score is when the session was indexed; the hash holds its last activity.
+    """
     out: list[SessionMeta] = []
-    for (sid, last), raw in zip(ids, found, strict=True):
+    for (sid, indexed), raw in zip(ids, found, strict=True):
         fields = _decode(raw)
+        if fields and fields.get("user_id") not in (None, "", uid):
+            continue  # indexed under a user who is not its owner
         if fields:
             meta = _meta(sid, fields)
         else:
-            meta = SessionMeta(sid, uid, None, _dt(last), None, "expired")
+            meta = SessionMeta(sid, uid, None, _dt(indexed), None, "expired")
         if status is None or meta.status == status:
             out.append(meta)
-            if len(out) >= limit:
-                break
-    return out
+    out.sort(key=lambda m: m.last_active, reverse=True)
+    return out[:limit]

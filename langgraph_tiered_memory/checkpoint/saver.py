@@ -23,9 +23,18 @@ leave out, as checked by ``langgraph-checkpoint-conformance``:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable, Iterator, Sequence
-from contextlib import aclosing, closing
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import aclosing, asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -37,6 +46,16 @@ from langgraph.checkpoint.redis.key_registry import CheckpointKeyRegistry
 from langgraph.checkpoint.redis.util import safely_decode, to_storage_safe_id
 from redisvl.query import FilterQuery
 from redisvl.query.filter import FilterExpression, Tag
+
+from langgraph_tiered_memory.checkpoint.modules import acheck_modules, check_modules
+from langgraph_tiered_memory.checkpoint.registry import (
+    DEFAULT_SESSION_TTL,
+    AsyncSessionRegistry,
+    SessionMeta,
+    SessionRegistry,
+    SessionStatus,
+)
+from langgraph_tiered_memory.errors import ConfigurationError
 
 __all__ = ["AsyncRedisSessionSaver", "RedisSessionSaver"]
 
@@ -50,6 +69,55 @@ _CHECKPOINT_FIELDS = ["thread_id", "checkpoint_ns", "checkpoint_id"]
 _WRITE_FIELDS = ["thread_id", "checkpoint_ns", "checkpoint_id"]
 # `list` is shadowed inside `RedisSessionSaver`, whose `list` method is the checkpointer API.
 _Fields = list[str]
+_SessionList = list[SessionMeta]
+
+
+# ---------------------------------------------------------------------------
+# Session layer: TTL defaults and the session registry.
+# ---------------------------------------------------------------------------
+
+_DEFAULT = object()
+
+
+def _ttl_seconds_of(ttl: Any) -> float | None:
+    """Normalise the `ttl` option: seconds, a timedelta, an upstream dict, or None."""
+    if ttl is _DEFAULT:
+        return DEFAULT_SESSION_TTL
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        ttl = ttl.total_seconds()
+    elif isinstance(ttl, Mapping):
+        minutes = ttl.get("default_ttl")
+        if minutes is None:
+            return None
+        ttl = float(minutes) * 60
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
+        raise ConfigurationError(
+            f"ttl must be a positive number of seconds, a timedelta, or None (no expiry),"
+            f" got {ttl!r}."
+        )
+    return float(ttl)
+
+
+def _upstream_ttl(seconds: float | None) -> dict[str, Any] | None:
+    if seconds is None:
+        return None
+    return {"default_ttl": seconds / 60.0, "refresh_on_read": True}
+
+
+def _session_facts(
+    config: RunnableConfig, checkpoint: Any, metadata: Any
+) -> tuple[str, str | None, int | None] | None:
+    """(thread id, user id, message count) of a root-namespace checkpoint, else None."""
+    conf = config.get("configurable", {}) or {}
+    thread_id = conf.get("thread_id")
+    if thread_id is None or conf.get("checkpoint_ns", ""):
+        return None
+    user = conf.get("user_id") or (metadata or {}).get("user_id")
+    messages = (checkpoint.get("channel_values") or {}).get("messages")
+    count = len(messages) if isinstance(messages, (list, tuple)) else None
+    return str(thread_id), (str(user) if user else None), count
 
 
 # ---------------------------------------------------------------------------
@@ -286,6 +354,109 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
         ```
     """
 
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        redis_client: Any = None,
+        connection_args: dict[str, Any] | None = None,
+        ttl: Any = _DEFAULT,
+        session_prefix: str = "tm_session",
+        clock: Any = None,
+        **upstream: Any,
+    ) -> None:
+        seconds = _ttl_seconds_of(ttl)
+        super().__init__(
+            redis_url=redis_url,
+            redis_client=redis_client,
+            connection_args=connection_args,
+            ttl=_upstream_ttl(seconds),
+            **upstream,
+        )
+        self.sessions = AsyncSessionRegistry(
+            cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
+        )
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, redis_url: str | None = None, **config: Any
+    ) -> AsyncIterator[AsyncRedisSessionSaver]:
+        """Open a saver on `redis_url`, set it up, and close its client on exit.
+
+        Args:
+            redis_url: Redis URL (a server with RediSearch and RedisJSON).
+            **config: Any constructor option (`ttl`, `session_prefix`, ...).
+        """
+        async with cls(redis_url=redis_url, **config) as saver:
+            await saver.asetup()
+            yield cast(AsyncRedisSessionSaver, saver)
+
+    async def asetup(self) -> None:
+        """Check the server's modules, then create the search indexes (idempotent)."""
+        await acheck_modules(self._redis)
+        await super().asetup()
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Any,
+        stream_mode: str = "values",
+    ) -> RunnableConfig:
+        """Store a checkpoint and record the session's activity in the registry."""
+        stored = await super().aput(config, checkpoint, metadata, new_versions, stream_mode)
+        facts = _session_facts(config, checkpoint, metadata)
+        if facts is not None:
+            await self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
+        return stored
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
+        found = await super().aget_tuple(config)
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if found is not None and thread_id is not None:
+            await self.sessions.refresh(str(thread_id))
+        return found
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and writes, and its registry entry and summary."""
+        await super().adelete_thread(thread_id)
+        await self.sessions.delete_session(str(thread_id))
+
+    async def aget_session(self, session_id: str) -> SessionMeta | None:
+        """The session's `SessionMeta`, or None when unknown or expired."""
+        return await self.sessions.get_session(session_id)
+
+    async def alist_sessions(
+        self, user_id: str, status: SessionStatus | None = None, limit: int = 50
+    ) -> list[SessionMeta]:
+        """A user's sessions, most recently active first.
+
+        Args:
+            user_id: The user.
+            status: Only sessions with this status.
+            limit: Most sessions to return.
+        """
+        return await self.sessions.list_sessions(user_id, status=status, limit=limit)
+
+    async def aarchive_session(self, session_id: str) -> bool:
+        """Mark a session archived; False when it is unknown."""
+        return await self.sessions.archive_session(session_id)
+
+    async def adelete_session(self, session_id: str) -> None:
+        """Delete everything of a session: checkpoints, writes, registry entry, summary."""
+        await self.adelete_thread(session_id)
+
+    async def aget_summary(self, session_id: str) -> str | None:
+        """The session's running summary, or None."""
+        return await self.sessions.get_summary(session_id)
+
+    async def aset_summary(self, session_id: str, summary: str) -> None:
+        """Store the session's running summary (under the session TTL)."""
+        await self.sessions.set_summary(session_id, summary)
+
     async def alist(
         self,
         config: RunnableConfig | None,
@@ -495,6 +666,112 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
             graph = builder.compile(checkpointer=saver)
         ```
     """
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        redis_client: Any = None,
+        connection_args: dict[str, Any] | None = None,
+        ttl: Any = _DEFAULT,
+        session_prefix: str = "tm_session",
+        clock: Any = None,
+        **upstream: Any,
+    ) -> None:
+        seconds = _ttl_seconds_of(ttl)
+        super().__init__(
+            redis_url=redis_url,
+            redis_client=redis_client,
+            connection_args=connection_args,
+            ttl=_upstream_ttl(seconds),
+            **upstream,
+        )
+        self.sessions = SessionRegistry(
+            cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
+        )
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, redis_url: str | None = None, **config: Any
+    ) -> Iterator[RedisSessionSaver]:
+        """Open a saver on `redis_url`, set it up, and close its client on exit.
+
+        Args:
+            redis_url: Redis URL (a server with RediSearch and RedisJSON).
+            **config: Any constructor option (`ttl`, `session_prefix`, ...).
+        """
+        saver = cls(redis_url=redis_url, **config)
+        try:
+            saver.setup()
+            yield saver
+        finally:
+            if saver._owns_its_client:
+                saver._redis.close()
+
+    def setup(self) -> None:
+        """Check the server's modules, then create the search indexes (idempotent)."""
+        check_modules(self._redis)
+        super().setup()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Any,
+    ) -> RunnableConfig:
+        """Store a checkpoint and record the session's activity in the registry."""
+        stored = super().put(config, checkpoint, metadata, new_versions)
+        facts = _session_facts(config, checkpoint, metadata)
+        if facts is not None:
+            self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
+        return stored
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
+        found = super().get_tuple(config)
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if found is not None and thread_id is not None:
+            self.sessions.refresh(str(thread_id))
+        return found
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and writes, and its registry entry and summary."""
+        super().delete_thread(thread_id)
+        self.sessions.delete_session(str(thread_id))
+
+    def get_session(self, session_id: str) -> SessionMeta | None:
+        """The session's `SessionMeta`, or None when unknown or expired."""
+        return self.sessions.get_session(session_id)
+
+    def list_sessions(
+        self, user_id: str, status: SessionStatus | None = None, limit: int = 50
+    ) -> _SessionList:
+        """A user's sessions, most recently active first.
+
+        Args:
+            user_id: The user.
+            status: Only sessions with this status.
+            limit: Most sessions to return.
+        """
+        return self.sessions.list_sessions(user_id, status=status, limit=limit)
+
+    def archive_session(self, session_id: str) -> bool:
+        """Mark a session archived; False when it is unknown."""
+        return self.sessions.archive_session(session_id)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete everything of a session: checkpoints, writes, registry entry, summary."""
+        self.delete_thread(session_id)
+
+    def get_summary(self, session_id: str) -> str | None:
+        """The session's running summary, or None."""
+        return self.sessions.get_summary(session_id)
+
+    def set_summary(self, session_id: str, summary: str) -> None:
+        """Store the session's running summary (under the session TTL)."""
+        self.sessions.set_summary(session_id, summary)
 
     def list(
         self,
