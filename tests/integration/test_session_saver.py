@@ -1,0 +1,96 @@
+"""Session savers in a compiled graph: registry, TTL on every key, delete_session."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from langchain_core.messages import AIMessage
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
+from langgraph_tiered_memory.errors import ConfigurationError
+
+
+def _graph() -> StateGraph:
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"reply {len(state['messages'])}")]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("reply", reply)
+    g.add_edge(START, "reply")
+    return g
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    c = redis.Redis.from_url(redis_url)
+    yield c
+    c.close()
+
+
+def _thread_keys(client: redis.Redis, thread_id: str) -> list[bytes]:
+    return [k for k in client.scan_iter(match=f"*{thread_id}*", count=1000)]
+
+
+def test_graph_runs_record_the_session_and_every_key_has_the_ttl(
+    redis_url: str, client: redis.Redis
+) -> None:
+    thread, prefix = f"t-{uuid.uuid4().hex}", f"sess{uuid.uuid4().hex[:8]}"
+    with RedisSessionSaver.from_conn_string(redis_url, ttl=3600, session_prefix=prefix) as saver:
+        graph = _graph().compile(checkpointer=saver)
+        cfg = {"configurable": {"thread_id": thread, "user_id": "u1"}}
+        graph.invoke({"messages": [("user", "hi")]}, cfg)
+        graph.invoke({"messages": [("user", "again")]}, cfg)
+        saver.set_summary(thread, "User said hi twice.")
+        meta = saver.get_session(thread)
+        assert meta is not None and meta.user_id == "u1" and meta.status == "active"
+        assert meta.message_count == 4
+        assert [s.session_id for s in saver.list_sessions("u1")] == [thread]
+        assert saver.get_summary(thread) == "User said hi twice."
+        keys = _thread_keys(client, thread)
+        assert len(keys) >= 4  # checkpoints, writes, registry, summary
+        for key in keys:
+            assert 0 < client.ttl(key) <= 3600, key
+        assert saver.archive_session(thread) is True
+        assert saver.get_session(thread).status == "archived"  # type: ignore[union-attr]
+        saver.delete_session(thread)
+        assert _thread_keys(client, thread) == []
+        assert saver.get_session(thread) is None and saver.list_sessions("u1") == []
+        assert graph.get_state(cfg).values == {}
+
+
+def test_ttl_none_keeps_sessions_and_bad_ttl_is_refused(
+    redis_url: str, client: redis.Redis
+) -> None:
+    thread = f"t-{uuid.uuid4().hex}"
+    with RedisSessionSaver.from_conn_string(redis_url, ttl=None) as saver:
+        _graph().compile(checkpointer=saver).invoke(
+            {"messages": [("user", "hi")]}, {"configurable": {"thread_id": thread}}
+        )
+        keys = _thread_keys(client, thread)
+        assert keys and all(client.ttl(k) == -1 for k in keys)
+        saver.delete_session(thread)
+        assert _thread_keys(client, thread) == []
+    with pytest.raises(ConfigurationError, match="ttl"):
+        RedisSessionSaver(redis_url, ttl=-1)
+
+
+async def test_async_saver_records_sessions_in_a_graph(redis_url: str, client: redis.Redis) -> None:
+    thread = f"t-{uuid.uuid4().hex}"
+    async with AsyncRedisSessionSaver.from_conn_string(redis_url, ttl=600) as saver:
+        graph = _graph().compile(checkpointer=saver)
+        cfg = {"configurable": {"thread_id": thread, "user_id": "u2"}}
+        await graph.ainvoke({"messages": [("user", "hi")]}, cfg)
+        meta = await saver.aget_session(thread)
+        assert meta is not None and meta.user_id == "u2" and meta.message_count == 2
+        await saver.aset_summary(thread, "short")
+        assert await saver.aget_summary(thread) == "short"
+        assert [s.session_id for s in await saver.alist_sessions("u2")] == [thread]
+        for key in _thread_keys(client, thread):
+            assert 0 < client.ttl(key) <= 600, key
+        await saver.adelete_session(thread)
+        assert _thread_keys(client, thread) == []
