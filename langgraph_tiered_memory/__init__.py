@@ -1,5 +1,7 @@
 """langgraph-tiered-memory: three tiers of memory for LangGraph agents."""
 
+from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
+from langgraph_tiered_memory.checkpoint.registry import SessionMeta
 from langgraph_tiered_memory.config import (
     DEFAULT_CHROMA_HNSW,
     DEFAULT_TIER_POLICY,
@@ -20,6 +22,7 @@ from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemorySt
 from langgraph_tiered_memory.store.base import MemoryHit
 
 __all__ = [
+    "AsyncRedisSessionSaver",
     "AsyncTieredMemoryStore",
     "BackendUnavailableError",
     "ChromaHnswConfig",
@@ -30,8 +33,10 @@ __all__ = [
     "InvalidItemError",
     "MemoryEntry",
     "MemoryHit",
+    "RedisSessionSaver",
     "ScoreBreakdown",
     "ScoringConfig",
+    "SessionMeta",
     "TierPolicy",
     "TieredMemoryError",
     "TieredMemoryStore",

@@ -44,6 +44,7 @@ from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from langgraph.checkpoint.redis.base import REDIS_KEY_SEPARATOR
 from langgraph.checkpoint.redis.key_registry import CheckpointKeyRegistry
 from langgraph.checkpoint.redis.util import safely_decode, to_storage_safe_id
+from redis import exceptions as redis_exceptions
 from redisvl.query import FilterQuery
 from redisvl.query.filter import FilterExpression, Tag
 
@@ -55,7 +56,7 @@ from langgraph_tiered_memory.checkpoint.registry import (
     SessionRegistry,
     SessionStatus,
 )
-from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 
 __all__ = ["AsyncRedisSessionSaver", "RedisSessionSaver"]
 
@@ -98,6 +99,30 @@ def _ttl_seconds_of(ttl: Any) -> float | None:
             f" got {ttl!r}."
         )
     return float(ttl)
+
+
+_UNREACHABLE = (redis_exceptions.ConnectionError, redis_exceptions.TimeoutError)
+
+_CONNECTION_DEFAULTS: dict[str, Any] = {
+    "socket_connect_timeout": 5.0,
+    "socket_timeout": 10.0,
+    "health_check_interval": 30,
+}
+"""Client options of savers created from a URL: a dead or frozen server gives an error
+within seconds instead of a hang."""
+
+
+@contextmanager
+def _reachable(operation: str) -> Iterator[None]:
+    """Turn Redis connection failures into a `BackendUnavailableError` saying what failed."""
+    try:
+        yield
+    except _UNREACHABLE as e:
+        raise BackendUnavailableError(
+            f"Redis is unreachable during {operation} ({type(e).__name__}: {e}). Nothing"
+            " of this step was acknowledged; once Redis is back (with persistence on),"
+            " invoking the graph again resumes the thread from its last checkpoint."
+        ) from e
 
 
 def _upstream_ttl(seconds: float | None) -> dict[str, Any] | None:
@@ -366,6 +391,8 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
         **upstream: Any,
     ) -> None:
         seconds = _ttl_seconds_of(ttl)
+        if redis_client is None:
+            connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
         super().__init__(
             redis_url=redis_url,
             redis_client=redis_client,
@@ -406,18 +433,31 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
         stream_mode: str = "values",
     ) -> RunnableConfig:
         """Store a checkpoint and record the session's activity in the registry."""
-        stored = await super().aput(config, checkpoint, metadata, new_versions, stream_mode)
-        facts = _session_facts(config, checkpoint, metadata)
-        if facts is not None:
-            await self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
+        with _reachable("aput"):
+            stored = await super().aput(config, checkpoint, metadata, new_versions, stream_mode)
+            facts = _session_facts(config, checkpoint, metadata)
+            if facts is not None:
+                await self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
         return stored
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes."""
+        with _reachable("aput_writes"):
+            await super().aput_writes(config, writes, task_id, task_path)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
-        found = await super().aget_tuple(config)
-        thread_id = (config.get("configurable") or {}).get("thread_id")
-        if found is not None and thread_id is not None:
-            await self.sessions.refresh(str(thread_id))
+        with _reachable("aget_tuple"):
+            found = await super().aget_tuple(config)
+            thread_id = (config.get("configurable") or {}).get("thread_id")
+            if found is not None and thread_id is not None:
+                await self.sessions.refresh(str(thread_id))
         return found
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -679,6 +719,8 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
         **upstream: Any,
     ) -> None:
         seconds = _ttl_seconds_of(ttl)
+        if redis_client is None:
+            connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
         super().__init__(
             redis_url=redis_url,
             redis_client=redis_client,
@@ -722,18 +764,31 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
         new_versions: Any,
     ) -> RunnableConfig:
         """Store a checkpoint and record the session's activity in the registry."""
-        stored = super().put(config, checkpoint, metadata, new_versions)
-        facts = _session_facts(config, checkpoint, metadata)
-        if facts is not None:
-            self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
+        with _reachable("put"):
+            stored = super().put(config, checkpoint, metadata, new_versions)
+            facts = _session_facts(config, checkpoint, metadata)
+            if facts is not None:
+                self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
         return stored
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes."""
+        with _reachable("put_writes"):
+            super().put_writes(config, writes, task_id, task_path)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
-        found = super().get_tuple(config)
-        thread_id = (config.get("configurable") or {}).get("thread_id")
-        if found is not None and thread_id is not None:
-            self.sessions.refresh(str(thread_id))
+        with _reachable("get_tuple"):
+            found = super().get_tuple(config)
+            thread_id = (config.get("configurable") or {}).get("thread_id")
+            if found is not None and thread_id is not None:
+                self.sessions.refresh(str(thread_id))
         return found
 
     def delete_thread(self, thread_id: str) -> None:

@@ -94,3 +94,50 @@ async def test_async_saver_records_sessions_in_a_graph(redis_url: str, client: r
             assert 0 < client.ttl(key) <= 600, key
         await saver.adelete_session(thread)
         assert _thread_keys(client, thread) == []
+
+
+def test_redis_outage_fails_fast_and_the_thread_resumes_after_restart(tmp_path: Any) -> None:
+    import os
+    import signal
+    import time
+
+    from langgraph_tiered_memory import BackendUnavailableError
+    from langgraph_tiered_memory.embedded import EmbeddedRedis
+
+    thread = f"t-{uuid.uuid4().hex}"
+    cfg = {"configurable": {"thread_id": thread, "user_id": "u1"}}
+    import socket
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    with EmbeddedRedis(persistence=True, data_dir=tmp_path / "redis", port=port) as server:
+        saver_cm = RedisSessionSaver.from_conn_string(
+            server.url, connection_args={"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+        )
+        with saver_cm as saver:
+            graph = _graph().compile(checkpointer=saver)
+            graph.invoke({"messages": [("user", "first")]}, cfg)
+            # A frozen server: the call times out instead of hanging.
+            assert server.pid is not None
+            os.kill(server.pid, signal.SIGSTOP)
+            try:
+                start = time.monotonic()
+                with pytest.raises(BackendUnavailableError, match="unreachable"):
+                    graph.invoke({"messages": [("user", "lost")]}, cfg)
+                assert time.monotonic() - start < 15
+            finally:
+                os.kill(server.pid, signal.SIGCONT)
+            # A dead server: the error comes at once and says what to do.
+            server.stop()
+            start = time.monotonic()
+            with pytest.raises(BackendUnavailableError, match="resumes the thread"):
+                graph.invoke({"messages": [("user", "lost too")]}, cfg)
+            assert time.monotonic() - start < 15
+            server.start()  # same port and data directory
+            result = graph.invoke({"messages": [("user", "second")]}, cfg)
+            texts = [m.content for m in result["messages"]]
+            assert texts[:2] == ["first", "reply 1"]
+            assert texts[-2:] == ["second", f"reply {len(texts) - 1}"]
+            assert saver.get_session(thread).user_id == "u1"  # type: ignore[union-attr]

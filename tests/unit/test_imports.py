@@ -4,6 +4,7 @@ import langgraph_tiered_memory
 def test_public_names_are_pinned() -> None:
     assert sorted(langgraph_tiered_memory.__all__) == sorted(
         [
+            "AsyncRedisSessionSaver",
             "AsyncTieredMemoryStore",
             "BackendUnavailableError",
             "ChromaHnswConfig",
@@ -14,8 +15,10 @@ def test_public_names_are_pinned() -> None:
             "InvalidItemError",
             "MemoryEntry",
             "MemoryHit",
+            "RedisSessionSaver",
             "ScoreBreakdown",
             "ScoringConfig",
+            "SessionMeta",
             "TierPolicy",
             "TieredMemoryError",
             "TieredMemoryStore",
