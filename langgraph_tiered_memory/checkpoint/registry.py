@@ -238,6 +238,31 @@ class SessionRegistry:
         if created and user_id:
             self._index(user_id, sid, now)
 
+    def record_many(self, records: Mapping[str, tuple[str | None, int | None]]) -> None:
+        """`record` several sessions in one round trip.
+
+        Args:
+            records: Session id -> (user id, message count).
+        """
+        if not records:
+            return
+        if self._record is None:
+            self._record = self.client.register_script(_RECORD)
+        now = self.clock()
+        pipe = self.client.pipeline(transaction=False)
+        items = list(records.items())
+        for sid, (user_id, count) in items:
+            sid = _check_id("session_id", sid)
+            self._record(
+                keys=[self.keys.session(sid), self.keys.summary(sid)],
+                args=_record_args(now, self.ttl, user_id, count),
+                client=pipe,
+            )
+        created = pipe.execute()
+        for (sid, (user_id, _)), new in zip(items, created, strict=True):
+            if new and user_id:
+                self._index(user_id, sid, now)
+
     def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
         if self.ttl is None:

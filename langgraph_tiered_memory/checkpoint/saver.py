@@ -22,6 +22,7 @@ leave out, as checked by ``langgraph-checkpoint-conformance``:
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from collections.abc import (
     AsyncGenerator,
@@ -123,6 +124,80 @@ def _reachable(operation: str) -> Iterator[None]:
             " of this step was acknowledged; once Redis is back (with persistence on),"
             " invoking the graph again resumes the thread from its last checkpoint."
         ) from e
+
+
+class _Recorder:
+    """Batches session records: at most one registry write per `interval` seconds.
+
+    A graph writes a checkpoint per super-step; the registry only needs the latest
+    activity of each session, so records are coalesced (the newest message count
+    wins) and written by a timer `interval` seconds after the first pending one, in
+    one round trip. Reads of the registry, deletes and `close()` write pending records
+    first, so they see every acknowledged checkpoint. Records whose write fails stay
+    pending and are retried; a synchronous flush raises the failure.
+    """
+
+    def __init__(self, registry: SessionRegistry, interval: float = 1.0) -> None:
+        self._registry = registry
+        self._interval = interval
+        self._pending: dict[str, tuple[str | None, int | None]] = {}
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def submit(self, session_id: str, user_id: str | None, message_count: int | None) -> None:
+        with self._lock:
+            previous = self._pending.get(session_id)
+            if previous is not None and user_id is None:
+                user_id = previous[0]
+            self._pending[session_id] = (user_id, message_count)
+            if self._timer is None:
+                self._timer = threading.Timer(self._interval, self._on_timer)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+        self.flush(raise_errors=False)
+
+    def flush(self, *, raise_errors: bool = True) -> None:
+        """Write every pending record now (one pipeline).
+
+        On failure the records stay pending (the next flush retries them); the error
+        is raised unless this is the timer's background flush.
+        """
+        with self._flushing:
+            with self._lock:
+                batch, self._pending = self._pending, {}
+            if not batch:
+                return
+            try:
+                self._registry.record_many(batch)
+            except BaseException as e:
+                with self._lock:
+                    for sid, rec in batch.items():
+                        self._pending.setdefault(sid, rec)
+                    if self._timer is None:  # retry later even if nothing else is written
+                        self._timer = threading.Timer(self._interval, self._on_timer)
+                        self._timer.daemon = True
+                        self._timer.start()
+                if not raise_errors:
+                    return
+                if isinstance(e, _UNREACHABLE):
+                    raise BackendUnavailableError(
+                        f"Redis is unreachable while recording sessions ({e}). The"
+                        " checkpoints are stored; the records stay pending and are written"
+                        " once Redis answers."
+                    ) from e
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self.flush()
 
 
 def _upstream_ttl(seconds: float | None) -> dict[str, Any] | None:
@@ -731,6 +806,7 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
         self.sessions = SessionRegistry(
             cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
         )
+        self._recorder = _Recorder(self.sessions)
 
     @classmethod
     @contextmanager
@@ -748,8 +824,24 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
             saver.setup()
             yield saver
         finally:
-            if saver._owns_its_client:
-                saver._redis.close()
+            try:
+                saver.close()
+            finally:
+                if saver._owns_its_client:
+                    saver._redis.close()
+
+    def close(self) -> None:
+        """Write the pending session records (see `flush_sessions`)."""
+        self._recorder.close()
+
+    def flush_sessions(self) -> None:
+        """Write pending session records now.
+
+        Checkpoints are recorded in the session registry at most once a second (the
+        latest activity of each session, in one round trip), so the registry adds no
+        round trip to a graph's super-steps. This saver's own reads flush first.
+        """
+        self._recorder.flush()
 
     def setup(self) -> None:
         """Check the server's modules, then create the search indexes (idempotent)."""
@@ -768,7 +860,7 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
             stored = super().put(config, checkpoint, metadata, new_versions)
             facts = _session_facts(config, checkpoint, metadata)
             if facts is not None:
-                self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
+                self._recorder.submit(*facts)
         return stored
 
     def put_writes(
@@ -793,11 +885,13 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes, and its registry entry and summary."""
+        self._recorder.flush()
         super().delete_thread(thread_id)
         self.sessions.delete_session(str(thread_id))
 
     def get_session(self, session_id: str) -> SessionMeta | None:
         """The session's `SessionMeta`, or None when unknown or expired."""
+        self._recorder.flush()
         return self.sessions.get_session(session_id)
 
     def list_sessions(
@@ -810,10 +904,12 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
             status: Only sessions with this status.
             limit: Most sessions to return.
         """
+        self._recorder.flush()
         return self.sessions.list_sessions(user_id, status=status, limit=limit)
 
     def archive_session(self, session_id: str) -> bool:
         """Mark a session archived; False when it is unknown."""
+        self._recorder.flush()
         return self.sessions.archive_session(session_id)
 
     def delete_session(self, session_id: str) -> None:

@@ -141,3 +141,24 @@ def test_redis_outage_fails_fast_and_the_thread_resumes_after_restart(tmp_path: 
             assert texts[:2] == ["first", "reply 1"]
             assert texts[-2:] == ["second", f"reply {len(texts) - 1}"]
             assert saver.get_session(thread).user_id == "u1"  # type: ignore[union-attr]
+
+
+def test_session_records_are_batched_and_written_within_a_second(
+    redis_url: str, client: redis.Redis
+) -> None:
+    import time
+
+    thread, prefix = f"t-{uuid.uuid4().hex}", f"sess{uuid.uuid4().hex[:8]}"
+    with RedisSessionSaver.from_conn_string(redis_url, session_prefix=prefix) as saver:
+        graph = _graph().compile(checkpointer=saver)
+        graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": thread}})
+        key = saver.sessions.session_keys(thread)[0]
+        deadline = time.time() + 5
+        while not client.exists(key) and time.time() < deadline:
+            time.sleep(0.05)
+        # Written by the timer, without any read of the registry through the saver.
+        assert client.hget(key, "message_count") == b"2"
+        graph.invoke({"messages": [("user", "more")]}, {"configurable": {"thread_id": thread}})
+    # Closing the saver wrote the pending record.
+    assert client.hget(key, "message_count") == b"4"
+    client.delete(*saver.sessions.session_keys(thread))
