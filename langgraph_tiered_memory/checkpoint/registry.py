@@ -433,6 +433,36 @@ class AsyncSessionRegistry:
                 upipe.expire(self.keys.user(user_id), int(2 * self.ttl))
             await upipe.execute()
 
+    async def record_many(self, records: Mapping[str, tuple[str | None, int | None]]) -> None:
+        """`record` several sessions in one round trip.
+
+        Args:
+            records: Session id -> (user id, message count).
+        """
+        if not records:
+            return
+        if self._record is None:
+            self._record = self.client.register_script(_RECORD)
+        now = self.clock()
+        pipe = self.client.pipeline(transaction=False)
+        items = list(records.items())
+        for sid, (user_id, count) in items:
+            sid = _check_id("session_id", sid)
+            await self._record(
+                keys=[self.keys.session(sid), self.keys.summary(sid)],
+                args=_record_args(now, self.ttl, user_id, count),
+                client=pipe,
+            )
+        created = await pipe.execute()
+        for (sid, (user_id, _)), new in zip(items, created, strict=True):
+            if new and user_id:
+                upipe = self.client.pipeline(transaction=False)
+                upipe.zadd(self.keys.user(user_id), {sid: now})
+                if self.ttl is not None:
+                    upipe.zremrangebyscore(self.keys.user(user_id), "-inf", now - 2 * self.ttl)
+                    upipe.expire(self.keys.user(user_id), int(2 * self.ttl))
+                await upipe.execute()
+
     async def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
         if self.ttl is None:

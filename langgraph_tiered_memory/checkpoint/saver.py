@@ -22,6 +22,7 @@ leave out, as checked by ``langgraph-checkpoint-conformance``:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import (
@@ -198,6 +199,62 @@ class _Recorder:
         if timer is not None:
             timer.cancel()
         self.flush()
+
+
+class _AsyncRecorder:
+    """The asyncio twin of `_Recorder`: records batched by a loop timer."""
+
+    def __init__(self, registry: AsyncSessionRegistry, interval: float = 1.0) -> None:
+        self._registry = registry
+        self._interval = interval
+        self._pending: dict[str, tuple[str | None, int | None]] = {}
+        self._handle: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._flushing = asyncio.Lock()
+
+    def submit(self, session_id: str, user_id: str | None, message_count: int | None) -> None:
+        previous = self._pending.get(session_id)
+        if previous is not None and user_id is None:
+            user_id = previous[0]
+        self._pending[session_id] = (user_id, message_count)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._handle is None:
+            loop = asyncio.get_running_loop()
+            self._handle = loop.call_later(self._interval, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._handle = None
+        self._task = asyncio.get_running_loop().create_task(self.flush(raise_errors=False))
+
+    async def flush(self, *, raise_errors: bool = True) -> None:
+        """Write every pending record now; failed records stay pending and are retried."""
+        async with self._flushing:
+            batch, self._pending = self._pending, {}
+            if not batch:
+                return
+            try:
+                await self._registry.record_many(batch)
+            except BaseException as e:
+                for sid, rec in batch.items():
+                    self._pending.setdefault(sid, rec)
+                self._schedule()
+                if not raise_errors:
+                    return
+                if isinstance(e, _UNREACHABLE):
+                    raise BackendUnavailableError(
+                        f"Redis is unreachable while recording sessions ({e}). The"
+                        " checkpoints are stored; the records stay pending and are written"
+                        " once Redis answers."
+                    ) from e
+                raise
+
+    async def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        await self.flush()
 
 
 def _upstream_ttl(seconds: float | None) -> dict[str, Any] | None:
@@ -478,6 +535,7 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
         self.sessions = AsyncSessionRegistry(
             cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
         )
+        self._recorder = _AsyncRecorder(self.sessions)
 
     @classmethod
     @asynccontextmanager
@@ -493,6 +551,17 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
         async with cls(redis_url=redis_url, **config) as saver:
             await saver.asetup()
             yield cast(AsyncRedisSessionSaver, saver)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        """Write pending session records, then close the client the saver owns."""
+        try:
+            await self._recorder.close()
+        finally:
+            await super().__aexit__(*exc)
+
+    async def aflush_sessions(self) -> None:
+        """Write pending session records now (they are batched, at most once a second)."""
+        await self._recorder.flush()
 
     async def asetup(self) -> None:
         """Check the server's modules, then create the search indexes (idempotent)."""
@@ -512,7 +581,7 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
             stored = await super().aput(config, checkpoint, metadata, new_versions, stream_mode)
             facts = _session_facts(config, checkpoint, metadata)
             if facts is not None:
-                await self.sessions.record(facts[0], user_id=facts[1], message_count=facts[2])
+                self._recorder.submit(*facts)
         return stored
 
     async def aput_writes(
@@ -537,11 +606,13 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes, and its registry entry and summary."""
+        await self._recorder.flush()
         await super().adelete_thread(thread_id)
         await self.sessions.delete_session(str(thread_id))
 
     async def aget_session(self, session_id: str) -> SessionMeta | None:
         """The session's `SessionMeta`, or None when unknown or expired."""
+        await self._recorder.flush()
         return await self.sessions.get_session(session_id)
 
     async def alist_sessions(
@@ -554,10 +625,12 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
             status: Only sessions with this status.
             limit: Most sessions to return.
         """
+        await self._recorder.flush()
         return await self.sessions.list_sessions(user_id, status=status, limit=limit)
 
     async def aarchive_session(self, session_id: str) -> bool:
         """Mark a session archived; False when it is unknown."""
+        await self._recorder.flush()
         return await self.sessions.archive_session(session_id)
 
     async def adelete_session(self, session_id: str) -> None:

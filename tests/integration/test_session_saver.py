@@ -162,3 +162,25 @@ def test_session_records_are_batched_and_written_within_a_second(
     # Closing the saver wrote the pending record.
     assert client.hget(key, "message_count") == b"4"
     client.delete(*saver.sessions.session_keys(thread))
+
+
+async def test_async_session_records_are_batched_and_flushed_on_exit(
+    redis_url: str, client: redis.Redis
+) -> None:
+    import asyncio
+
+    thread, prefix = f"t-{uuid.uuid4().hex}", f"sess{uuid.uuid4().hex[:8]}"
+    cfg = {"configurable": {"thread_id": thread, "user_id": "u9"}}
+    async with AsyncRedisSessionSaver.from_conn_string(redis_url, session_prefix=prefix) as saver:
+        graph = _graph().compile(checkpointer=saver)
+        await graph.ainvoke({"messages": [("user", "hi")]}, cfg)
+        key = saver.sessions.session_keys(thread)[0]
+        for _ in range(100):  # the loop timer writes it within about a second
+            if client.exists(key):
+                break
+            await asyncio.sleep(0.05)
+        assert client.hget(key, "message_count") == b"2"
+        await graph.ainvoke({"messages": [("user", "more")]}, cfg)
+    assert client.hget(key, "message_count") == b"4"  # written when the saver closed
+    assert client.zscore(f"{prefix}:user:u9", thread) is not None
+    client.delete(*saver.sessions.session_keys(thread), f"{prefix}:user:u9")
