@@ -1,5 +1,15 @@
 """LangGraph checkpointers (short-term session memory) backed by Redis."""
 
-from langgraph_tiered_memory.checkpoint.saver import AsyncRedisSessionSaver, RedisSessionSaver
+from langgraph_tiered_memory.checkpoint.saver import (
+    AsyncRedisSessionSaver,
+    AsyncShallowRedisSessionSaver,
+    RedisSessionSaver,
+    ShallowRedisSessionSaver,
+)
 
-__all__ = ["AsyncRedisSessionSaver", "RedisSessionSaver"]
+__all__ = [
+    "AsyncRedisSessionSaver",
+    "AsyncShallowRedisSessionSaver",
+    "RedisSessionSaver",
+    "ShallowRedisSessionSaver",
+]

@@ -37,14 +37,16 @@ from collections.abc import (
 from contextlib import aclosing, asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_id
 from langgraph.checkpoint.redis import RedisSaver
 from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+from langgraph.checkpoint.redis.ashallow import AsyncShallowRedisSaver
 from langgraph.checkpoint.redis.base import REDIS_KEY_SEPARATOR
 from langgraph.checkpoint.redis.key_registry import CheckpointKeyRegistry
+from langgraph.checkpoint.redis.shallow import ShallowRedisSaver
 from langgraph.checkpoint.redis.util import safely_decode, to_storage_safe_id
 from redis import exceptions as redis_exceptions
 from redisvl.query import FilterQuery
@@ -60,7 +62,12 @@ from langgraph_tiered_memory.checkpoint.registry import (
 )
 from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 
-__all__ = ["AsyncRedisSessionSaver", "RedisSessionSaver"]
+__all__ = [
+    "AsyncRedisSessionSaver",
+    "RedisSessionSaver",
+    "AsyncShallowRedisSessionSaver",
+    "ShallowRedisSessionSaver",
+]
 
 # Page size of the RediSearch queries that enumerate a thread's documents.
 _PAGE_SIZE = 1000
@@ -498,18 +505,20 @@ class _SessionSaverLogic:
         return plan
 
 
-class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
-    """Async Redis checkpointer that passes the full LangGraph checkpointer conformance suite.
+# ---------------------------------------------------------------------------
+# The session layer, mixed into the full and the shallow savers.
+# ---------------------------------------------------------------------------
 
-    Drop-in replacement for `langgraph.checkpoint.redis.aio.AsyncRedisSaver`; see the
-    module docstring for what differs.
+if TYPE_CHECKING:
+    _AsyncBase = AsyncRedisSaver
+    _SyncBase = RedisSaver
+else:
+    _AsyncBase = object
+    _SyncBase = object
 
-    Example:
-        ```python
-        async with AsyncRedisSessionSaver.from_conn_string("redis://localhost:6379") as saver:
-            graph = builder.compile(checkpointer=saver)
-        ```
-    """
+
+class _AsyncSessionLayer(_AsyncBase):
+    """TTL defaults, session registry, module check and outage errors (asyncio)."""
 
     def __init__(
         self,
@@ -541,7 +550,7 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
     @asynccontextmanager
     async def from_conn_string(
         cls, redis_url: str | None = None, **config: Any
-    ) -> AsyncIterator[AsyncRedisSessionSaver]:
+    ) -> AsyncIterator[Any]:
         """Open a saver on `redis_url`, set it up, and close its client on exit.
 
         Args:
@@ -550,7 +559,7 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
         """
         async with cls(redis_url=redis_url, **config) as saver:
             await saver.asetup()
-            yield cast(AsyncRedisSessionSaver, saver)
+            yield saver
 
     async def __aexit__(self, *exc: Any) -> None:
         """Write pending session records, then close the client the saver owns."""
@@ -578,7 +587,8 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
     ) -> RunnableConfig:
         """Store a checkpoint and record the session's activity in the registry."""
         with _reachable("aput"):
-            stored = await super().aput(config, checkpoint, metadata, new_versions, stream_mode)
+            extra = {} if stream_mode == "values" else {"stream_mode": stream_mode}
+            stored = await super().aput(config, checkpoint, metadata, new_versions, **extra)
             facts = _session_facts(config, checkpoint, metadata)
             if facts is not None:
                 self._recorder.submit(*facts)
@@ -644,6 +654,164 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
     async def aset_summary(self, session_id: str, summary: str) -> None:
         """Store the session's running summary (under the session TTL)."""
         await self.sessions.set_summary(session_id, summary)
+
+
+class _SyncSessionLayer(_SyncBase):
+    """TTL defaults, session registry, module check and outage errors (sync)."""
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        redis_client: Any = None,
+        connection_args: dict[str, Any] | None = None,
+        ttl: Any = _DEFAULT,
+        session_prefix: str = "tm_session",
+        clock: Any = None,
+        **upstream: Any,
+    ) -> None:
+        seconds = _ttl_seconds_of(ttl)
+        if redis_client is None:
+            connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
+        super().__init__(
+            redis_url=redis_url,
+            redis_client=redis_client,
+            connection_args=connection_args,
+            ttl=_upstream_ttl(seconds),
+            **upstream,
+        )
+        self.sessions = SessionRegistry(
+            cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
+        )
+        self._recorder = _Recorder(self.sessions)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, redis_url: str | None = None, **config: Any) -> Iterator[Any]:
+        """Open a saver on `redis_url`, set it up, and close its client on exit.
+
+        Args:
+            redis_url: Redis URL (a server with RediSearch and RedisJSON).
+            **config: Any constructor option (`ttl`, `session_prefix`, ...).
+        """
+        saver = cls(redis_url=redis_url, **config)
+        try:
+            saver.setup()
+            yield saver
+        finally:
+            try:
+                saver.close()
+            finally:
+                if saver._owns_its_client:
+                    saver._redis.close()
+
+    def close(self) -> None:
+        """Write the pending session records (see `flush_sessions`)."""
+        self._recorder.close()
+
+    def flush_sessions(self) -> None:
+        """Write pending session records now.
+
+        Checkpoints are recorded in the session registry at most once a second (the
+        latest activity of each session, in one round trip), so the registry adds no
+        round trip to a graph's super-steps. This saver's own reads flush first.
+        """
+        self._recorder.flush()
+
+    def setup(self) -> None:
+        """Check the server's modules, then create the search indexes (idempotent)."""
+        check_modules(self._redis)
+        super().setup()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Any,
+    ) -> RunnableConfig:
+        """Store a checkpoint and record the session's activity in the registry."""
+        with _reachable("put"):
+            stored = super().put(config, checkpoint, metadata, new_versions)
+            facts = _session_facts(config, checkpoint, metadata)
+            if facts is not None:
+                self._recorder.submit(*facts)
+        return stored
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes."""
+        with _reachable("put_writes"):
+            super().put_writes(config, writes, task_id, task_path)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
+        with _reachable("get_tuple"):
+            found = super().get_tuple(config)
+            thread_id = (config.get("configurable") or {}).get("thread_id")
+            if found is not None and thread_id is not None:
+                self.sessions.refresh(str(thread_id))
+        return found
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and writes, and its registry entry and summary."""
+        self._recorder.flush()
+        super().delete_thread(thread_id)
+        self.sessions.delete_session(str(thread_id))
+
+    def get_session(self, session_id: str) -> SessionMeta | None:
+        """The session's `SessionMeta`, or None when unknown or expired."""
+        self._recorder.flush()
+        return self.sessions.get_session(session_id)
+
+    def list_sessions(
+        self, user_id: str, status: SessionStatus | None = None, limit: int = 50
+    ) -> _SessionList:
+        """A user's sessions, most recently active first.
+
+        Args:
+            user_id: The user.
+            status: Only sessions with this status.
+            limit: Most sessions to return.
+        """
+        self._recorder.flush()
+        return self.sessions.list_sessions(user_id, status=status, limit=limit)
+
+    def archive_session(self, session_id: str) -> bool:
+        """Mark a session archived; False when it is unknown."""
+        self._recorder.flush()
+        return self.sessions.archive_session(session_id)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete everything of a session: checkpoints, writes, registry entry, summary."""
+        self.delete_thread(session_id)
+
+    def get_summary(self, session_id: str) -> str | None:
+        """The session's running summary, or None."""
+        return self.sessions.get_summary(session_id)
+
+    def set_summary(self, session_id: str, summary: str) -> None:
+        """Store the session's running summary (under the session TTL)."""
+        self.sessions.set_summary(session_id, summary)
+
+
+class AsyncRedisSessionSaver(_AsyncSessionLayer, _SessionSaverLogic, AsyncRedisSaver):
+    """Async Redis checkpointer that passes the full LangGraph checkpointer conformance suite.
+
+    Drop-in replacement for `langgraph.checkpoint.redis.aio.AsyncRedisSaver`; see the
+    module docstring for what differs.
+
+    Example:
+        ```python
+        async with AsyncRedisSessionSaver.from_conn_string("redis://localhost:6379") as saver:
+            graph = builder.compile(checkpointer=saver)
+        ```
+    """
 
     async def alist(
         self,
@@ -841,7 +1009,7 @@ class AsyncRedisSessionSaver(_SessionSaverLogic, AsyncRedisSaver):
             await self._redis.expire(pointer, ttl)
 
 
-class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
+class RedisSessionSaver(_SyncSessionLayer, _SessionSaverLogic, RedisSaver):
     """Sync Redis checkpointer with the same semantics as `AsyncRedisSessionSaver`.
 
     Drop-in replacement for `langgraph.checkpoint.redis.RedisSaver`; call `setup()`
@@ -854,148 +1022,6 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
             graph = builder.compile(checkpointer=saver)
         ```
     """
-
-    def __init__(
-        self,
-        redis_url: str | None = None,
-        *,
-        redis_client: Any = None,
-        connection_args: dict[str, Any] | None = None,
-        ttl: Any = _DEFAULT,
-        session_prefix: str = "tm_session",
-        clock: Any = None,
-        **upstream: Any,
-    ) -> None:
-        seconds = _ttl_seconds_of(ttl)
-        if redis_client is None:
-            connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
-        super().__init__(
-            redis_url=redis_url,
-            redis_client=redis_client,
-            connection_args=connection_args,
-            ttl=_upstream_ttl(seconds),
-            **upstream,
-        )
-        self.sessions = SessionRegistry(
-            cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
-        )
-        self._recorder = _Recorder(self.sessions)
-
-    @classmethod
-    @contextmanager
-    def from_conn_string(
-        cls, redis_url: str | None = None, **config: Any
-    ) -> Iterator[RedisSessionSaver]:
-        """Open a saver on `redis_url`, set it up, and close its client on exit.
-
-        Args:
-            redis_url: Redis URL (a server with RediSearch and RedisJSON).
-            **config: Any constructor option (`ttl`, `session_prefix`, ...).
-        """
-        saver = cls(redis_url=redis_url, **config)
-        try:
-            saver.setup()
-            yield saver
-        finally:
-            try:
-                saver.close()
-            finally:
-                if saver._owns_its_client:
-                    saver._redis.close()
-
-    def close(self) -> None:
-        """Write the pending session records (see `flush_sessions`)."""
-        self._recorder.close()
-
-    def flush_sessions(self) -> None:
-        """Write pending session records now.
-
-        Checkpoints are recorded in the session registry at most once a second (the
-        latest activity of each session, in one round trip), so the registry adds no
-        round trip to a graph's super-steps. This saver's own reads flush first.
-        """
-        self._recorder.flush()
-
-    def setup(self) -> None:
-        """Check the server's modules, then create the search indexes (idempotent)."""
-        check_modules(self._redis)
-        super().setup()
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Any,
-        metadata: Any,
-        new_versions: Any,
-    ) -> RunnableConfig:
-        """Store a checkpoint and record the session's activity in the registry."""
-        with _reachable("put"):
-            stored = super().put(config, checkpoint, metadata, new_versions)
-            facts = _session_facts(config, checkpoint, metadata)
-            if facts is not None:
-                self._recorder.submit(*facts)
-        return stored
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Store a task's pending writes."""
-        with _reachable("put_writes"):
-            super().put_writes(config, writes, task_id, task_path)
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
-        with _reachable("get_tuple"):
-            found = super().get_tuple(config)
-            thread_id = (config.get("configurable") or {}).get("thread_id")
-            if found is not None and thread_id is not None:
-                self.sessions.refresh(str(thread_id))
-        return found
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's checkpoints and writes, and its registry entry and summary."""
-        self._recorder.flush()
-        super().delete_thread(thread_id)
-        self.sessions.delete_session(str(thread_id))
-
-    def get_session(self, session_id: str) -> SessionMeta | None:
-        """The session's `SessionMeta`, or None when unknown or expired."""
-        self._recorder.flush()
-        return self.sessions.get_session(session_id)
-
-    def list_sessions(
-        self, user_id: str, status: SessionStatus | None = None, limit: int = 50
-    ) -> _SessionList:
-        """A user's sessions, most recently active first.
-
-        Args:
-            user_id: The user.
-            status: Only sessions with this status.
-            limit: Most sessions to return.
-        """
-        self._recorder.flush()
-        return self.sessions.list_sessions(user_id, status=status, limit=limit)
-
-    def archive_session(self, session_id: str) -> bool:
-        """Mark a session archived; False when it is unknown."""
-        self._recorder.flush()
-        return self.sessions.archive_session(session_id)
-
-    def delete_session(self, session_id: str) -> None:
-        """Delete everything of a session: checkpoints, writes, registry entry, summary."""
-        self.delete_thread(session_id)
-
-    def get_summary(self, session_id: str) -> str | None:
-        """The session's running summary, or None."""
-        return self.sessions.get_summary(session_id)
-
-    def set_summary(self, session_id: str, summary: str) -> None:
-        """Store the session's running summary (under the session TTL)."""
-        self.sessions.set_summary(session_id, summary)
 
     def list(
         self,
@@ -1191,3 +1217,21 @@ class RedisSessionSaver(_SessionSaverLogic, RedisSaver):
         ttl = self._ttl_seconds()
         if ttl is not None:
             self._redis.expire(pointer, ttl)
+
+
+class AsyncShallowRedisSessionSaver(_AsyncSessionLayer, AsyncShallowRedisSaver):  # type: ignore[misc]
+    """`AsyncRedisSessionSaver`'s session layer on upstream's shallow saver.
+
+    Keeps only the latest checkpoint of each thread (upstream `AsyncShallowRedisSaver`),
+    with the same TTL, session registry, module check and outage errors. Listing and
+    pruning are upstream's; the conformance fixes apply to the full savers.
+    """
+
+
+class ShallowRedisSessionSaver(_SyncSessionLayer, ShallowRedisSaver):  # type: ignore[misc]
+    """`RedisSessionSaver`'s session layer on upstream's shallow saver.
+
+    Keeps only the latest checkpoint of each thread (upstream `ShallowRedisSaver`), with
+    the same TTL, session registry, module check and outage errors. Listing and pruning
+    are upstream's; the conformance fixes apply to the full savers.
+    """

@@ -184,3 +184,36 @@ async def test_async_session_records_are_batched_and_flushed_on_exit(
     assert client.hget(key, "message_count") == b"4"  # written when the saver closed
     assert client.zscore(f"{prefix}:user:u9", thread) is not None
     client.delete(*saver.sessions.session_keys(thread), f"{prefix}:user:u9")
+
+
+def test_shallow_session_saver_keeps_the_latest_checkpoint_and_the_registry(
+    redis_url: str, client: redis.Redis
+) -> None:
+    from langgraph_tiered_memory.checkpoint import ShallowRedisSessionSaver
+
+    thread = f"t-{uuid.uuid4().hex}"
+    cfg = {"configurable": {"thread_id": thread, "user_id": "u3"}}
+    with ShallowRedisSessionSaver.from_conn_string(redis_url, ttl=900) as saver:
+        graph = _graph().compile(checkpointer=saver)
+        graph.invoke({"messages": [("user", "one")]}, cfg)
+        graph.invoke({"messages": [("user", "two")]}, cfg)
+        assert len(list(saver.list({"configurable": {"thread_id": thread}}))) == 1
+        meta = saver.get_session(thread)
+        assert meta is not None and meta.user_id == "u3" and meta.message_count == 4
+        for key in _thread_keys(client, thread):
+            assert 0 < client.ttl(key) <= 900, key
+        saver.delete_session(thread)
+        assert _thread_keys(client, thread) == []
+
+
+async def test_async_shallow_session_saver_records_sessions(redis_url: str) -> None:
+    from langgraph_tiered_memory.checkpoint import AsyncShallowRedisSessionSaver
+
+    thread = f"t-{uuid.uuid4().hex}"
+    cfg = {"configurable": {"thread_id": thread, "user_id": "u4"}}
+    async with AsyncShallowRedisSessionSaver.from_conn_string(redis_url) as saver:
+        await _graph().compile(checkpointer=saver).ainvoke({"messages": [("user", "x")]}, cfg)
+        meta = await saver.aget_session(thread)
+        assert meta is not None and meta.message_count == 2
+        await saver.adelete_session(thread)
+        assert await saver.aget_session(thread) is None
