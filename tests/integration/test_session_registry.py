@@ -176,6 +176,22 @@ def test_modules_check_names_what_is_missing_and_how_to_get_it(redis_url: str) -
         for needle in ("RediSearch", "RedisJSON", "Redis 8", "Redis Stack", "embedded"):
             assert needle in message
         client.close()
+        # The savers check in setup(), before upstream's first FT/JSON command fails.
+        from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
+
+        with pytest.raises(RedisModulesMissingError, match="RediSearch"):
+            with RedisSessionSaver.from_conn_string(f"redis://127.0.0.1:{port}"):
+                pass
+
+        async def open_async() -> None:
+            url = f"redis://127.0.0.1:{port}"
+            async with AsyncRedisSessionSaver.from_conn_string(url):
+                pass
+
+        import asyncio
+
+        with pytest.raises(RedisModulesMissingError, match="RedisJSON"):
+            asyncio.run(open_async())
     finally:
         plain.terminate()
         plain.wait(timeout=10)

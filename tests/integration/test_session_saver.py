@@ -217,3 +217,32 @@ async def test_async_shallow_session_saver_records_sessions(redis_url: str) -> N
         assert meta is not None and meta.message_count == 2
         await saver.adelete_session(thread)
         assert await saver.aget_session(thread) is None
+
+
+async def test_async_saver_outage_fails_fast_and_resumes(tmp_path: Any) -> None:
+    import socket
+    import time
+
+    from langgraph_tiered_memory import BackendUnavailableError
+    from langgraph_tiered_memory.embedded import EmbeddedRedis
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    thread = f"t-{uuid.uuid4().hex}"
+    cfg = {"configurable": {"thread_id": thread, "user_id": "u1"}}
+    with EmbeddedRedis(persistence=True, data_dir=tmp_path / "aredis", port=port) as server:
+        async with AsyncRedisSessionSaver.from_conn_string(server.url) as saver:
+            graph = _graph().compile(checkpointer=saver)
+            await graph.ainvoke({"messages": [("user", "first")]}, cfg)
+            await saver.aflush_sessions()
+            server.stop()
+            start = time.monotonic()
+            with pytest.raises(BackendUnavailableError, match="unreachable"):
+                await graph.ainvoke({"messages": [("user", "lost")]}, cfg)
+            assert time.monotonic() - start < 15
+            server.start()
+            result = await graph.ainvoke({"messages": [("user", "second")]}, cfg)
+            texts = [m.content for m in result["messages"]]
+            assert texts[:2] == ["first", "reply 1"] and texts[-2] == "second"
