@@ -20,6 +20,13 @@ from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import ScoreBreakdown
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.store.base import MemoryHit
+from langgraph_tiered_memory.summarizer import (
+    SummarizationNode,
+    asummarize_messages,
+    create_summarizer_graph,
+    summarize_messages,
+    trim_working_memory,
+)
 
 __all__ = [
     "AsyncRedisSessionSaver",
@@ -37,7 +44,12 @@ __all__ = [
     "ScoreBreakdown",
     "ScoringConfig",
     "SessionMeta",
+    "SummarizationNode",
     "TierPolicy",
     "TieredMemoryError",
     "TieredMemoryStore",
+    "asummarize_messages",
+    "create_summarizer_graph",
+    "summarize_messages",
+    "trim_working_memory",
 ]

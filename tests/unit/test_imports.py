@@ -19,9 +19,14 @@ def test_public_names_are_pinned() -> None:
             "ScoreBreakdown",
             "ScoringConfig",
             "SessionMeta",
+            "SummarizationNode",
             "TierPolicy",
             "TieredMemoryError",
             "TieredMemoryStore",
+            "asummarize_messages",
+            "create_summarizer_graph",
+            "summarize_messages",
+            "trim_working_memory",
         ]
     )
     for name in langgraph_tiered_memory.__all__:

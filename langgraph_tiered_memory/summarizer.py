@@ -1,0 +1,608 @@
+"""Running summary of a conversation: bounded working memory that never splits tool calls.
+
+Three layers:
+
+- `summarize_messages` / `asummarize_messages`: pure functions. Given the messages and
+  the running summary, they decide whether to summarize (message count and/or token
+  budget), choose which messages to fold so that no `AIMessage` with `tool_calls` is
+  separated from its `ToolMessage`s and system messages stay, and extend the running
+  summary with the folded messages (with a chat model, or extractively without one).
+- `SummarizationNode`: a graph node with configurable state keys; it returns
+  `RemoveMessage`s for the folded messages and the new summary, and can write the
+  summary to a session saver (`set_summary`).
+- `create_summarizer_graph`: an uncompiled `StateGraph` usable as a subgraph of any
+  graph with a `messages` channel.
+
+The extractive summary (no model) selects sentences by keyword salience: each
+sentence's content words are weighted by their inverse frequency across the folded
+sentences, first-person statements of facts, preferences and decisions get a boost,
+and the best sentences are kept in their original order within a size budget.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from typing_extensions import NotRequired, TypedDict
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "SummarizationResult",
+    "summarize_messages",
+    "asummarize_messages",
+    "fold_boundary",
+    "extractive_summary",
+    "messages_with_summary",
+    "trim_working_memory",
+    "SummarizationNode",
+    "SummaryState",
+    "create_summarizer_graph",
+]
+
+DEFAULT_SUMMARY_PROMPT = (
+    "You keep the running summary of a conversation. Extend the summary below with the"
+    " new messages. Preserve facts, decisions and the user's preferences; drop small"
+    " talk. Answer with the updated summary only.\n\nCurrent summary:\n{summary}"
+)
+"""Prompt of the model-based summary; `{summary}` is the running summary (or "none")."""
+
+TokenCounter = Callable[[Sequence[BaseMessage]], int]
+
+
+@dataclass
+class SummarizationResult:
+    """What one summarization step decided.
+
+    Attributes:
+        summarized: Whether anything was folded into the summary.
+        summary: The running summary after this step (unchanged when not summarized).
+        kept: The messages that stay in working memory, in order (system messages first).
+        folded: The messages folded into the summary (removed from state).
+        prompt: The messages the model received (empty without a model).
+    """
+
+    summarized: bool
+    summary: str | None
+    kept: list[AnyMessage]
+    folded: list[AnyMessage] = field(default_factory=list)
+    prompt: list[BaseMessage] = field(default_factory=list)
+
+    @property
+    def remove(self) -> list[RemoveMessage]:
+        """`RemoveMessage`s deleting the folded messages from a `messages` channel."""
+        return [RemoveMessage(id=m.id) for m in self.folded if m.id is not None]
+
+
+def _tool_call_ids(message: BaseMessage) -> set[str]:
+    if isinstance(message, AIMessage):
+        return {str(tc["id"]) for tc in message.tool_calls if tc.get("id")}
+    return set()
+
+
+def fold_boundary(messages: Sequence[BaseMessage], keep_last: int) -> int:
+    """Index of the first non-system message to keep, never inside a tool-call group.
+
+    The last `keep_last` non-system messages are kept. The boundary moves earlier while
+    a kept `ToolMessage` answers an `AIMessage` that would be folded, so a tool call and
+    its results always stay together.
+
+    Args:
+        messages: The non-system messages, oldest first.
+        keep_last: How many of the most recent messages to keep at least.
+
+    Returns:
+        The boundary: messages before it are folded, the rest are kept.
+    """
+    boundary = max(0, len(messages) - max(0, keep_last))
+    while 0 < boundary < len(messages):
+        kept_results = {
+            str(m.tool_call_id) for m in messages[boundary:] if isinstance(m, ToolMessage)
+        }
+        folded_calls: set[str] = set()
+        for m in messages[:boundary]:
+            folded_calls |= _tool_call_ids(m)
+        if not kept_results & folded_calls and not isinstance(messages[boundary], ToolMessage):
+            break
+        boundary -= 1
+    return boundary
+
+
+# --------------------------------------------------------------------------- extractive
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_STOP = frozenset(
+    """a an the and or but if then so of to in on at by for with from as is are was were be
+    been being am do does did have has had i you he she it we they me him her us them my your
+    his its our their this that these those what which who whom how when where why not no yes
+    just very really also too can could will would should shall may might must there here
+    about into over than oh ok okay hey hi hello thanks thank well like get got lol""".split()
+)
+# First-person statements of facts, preferences and decisions carry what a summary must keep.
+_CUES = re.compile(
+    r"\b(i am|i'm|my|i have|i've|i live|i work|i like|i love|i prefer|i hate|i don't|"
+    r"i want|i need|we decided|decided|let's|i will|i'll|remember|always|never|allergic|"
+    r"birthday|name is)\b",
+    re.IGNORECASE,
+)
+
+
+def _text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    else:
+        text = " ".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = ", ".join(f"{tc['name']}({tc.get('args', {})})" for tc in message.tool_calls)
+        text = f"{text} [called {calls}]".strip()
+    return text.strip()
+
+
+def _speaker(message: BaseMessage) -> str:
+    if isinstance(message, HumanMessage):
+        return message.name or "User"
+    if isinstance(message, ToolMessage):
+        return f"Tool {message.name or ''}".strip()
+    if isinstance(message, AIMessage):
+        return message.name or "Assistant"
+    return message.type
+
+
+def extractive_summary(
+    messages: Sequence[BaseMessage], previous: str | None = None, *, max_sentences: int = 12
+) -> str:
+    """Extend `previous` with the most salient sentences of `messages` (no model).
+
+    Sentences are scored by the inverse frequency of their content words across all
+    candidate sentences (rare, specific words score high), normalised by sqrt(length),
+    with a boost for first-person statements of facts, preferences and decisions. The
+    previous summary's sentences compete too, so the summary stays bounded.
+
+    Args:
+        messages: Messages to fold in, oldest first.
+        previous: The running summary so far.
+        max_sentences: Most sentences the summary keeps.
+
+    Returns:
+        The new summary, one sentence per line, in chronological order.
+    """
+    candidates: list[str] = []
+    if previous:
+        candidates.extend(line.strip() for line in previous.splitlines() if line.strip())
+    for m in messages:
+        text = _text(m)
+        if not text:
+            continue
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if len(_WORD.findall(sentence)) >= 3:
+                candidates.append(f"{_speaker(m)}: {sentence}")
+    if len(candidates) <= max_sentences:
+        return "\n".join(candidates)
+    words = [
+        [w.lower() for w in _WORD.findall(c.split(": ", 1)[-1]) if w.lower() not in _STOP]
+        for c in candidates
+    ]
+    df = Counter(w for ws in words for w in set(ws))
+    n = len(candidates)
+    scores = []
+    for i, (sentence, ws) in enumerate(zip(candidates, words, strict=True)):
+        salience = sum(math.log((n + 1) / (df[w] + 0.5)) for w in set(ws))
+        score = salience / math.sqrt(len(ws) + 1)
+        if _CUES.search(sentence):
+            score *= 1.5
+        scores.append((score, i))
+    best = sorted(i for _, i in sorted(scores, reverse=True)[:max_sentences])
+    return "\n".join(candidates[i] for i in best)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def _plan(
+    messages: Sequence[AnyMessage],
+    *,
+    max_messages: int | None,
+    max_tokens: int | None,
+    keep_last: int,
+    token_counter: TokenCounter,
+) -> tuple[list[AnyMessage], list[AnyMessage], list[AnyMessage]] | None:
+    """(system messages, folded, kept) when summarization triggers, else None."""
+    if max_messages is None and max_tokens is None:
+        raise ValueError("Give max_messages, max_tokens or both (they trigger summarization).")
+    system: list[AnyMessage] = [m for m in messages if isinstance(m, SystemMessage)]
+    rest: list[AnyMessage] = [m for m in messages if not isinstance(m, SystemMessage)]
+    over_count = max_messages is not None and len(rest) > max_messages
+    over_tokens = max_tokens is not None and token_counter(list(messages)) > max_tokens
+    if not (over_count or over_tokens):
+        return None
+    boundary = fold_boundary(rest, keep_last)
+    if boundary == 0:
+        return None
+    return system, rest[:boundary], rest[boundary:]
+
+
+def _prompt(folded: Sequence[BaseMessage], previous: str | None, prompt: str) -> list[BaseMessage]:
+    transcript = "\n".join(f"{_speaker(m)}: {_text(m)}" for m in folded if _text(m))
+    return [
+        SystemMessage(content=prompt.format(summary=previous or "none")),
+        HumanMessage(content=f"New messages:\n{transcript}"),
+    ]
+
+
+def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
+    if model is None or isinstance(model, BaseChatModel):
+        return model
+    if isinstance(model, str):
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(model)
+    raise TypeError(
+        f"model must be None, a BaseChatModel or an init_chat_model string, got {model!r}."
+    )
+
+
+def summarize_messages(
+    messages: Sequence[AnyMessage],
+    *,
+    running_summary: str | None = None,
+    model: str | BaseChatModel | None = None,
+    max_messages: int | None = 20,
+    max_tokens: int | None = None,
+    keep_last: int = 5,
+    prompt: str = DEFAULT_SUMMARY_PROMPT,
+    token_counter: TokenCounter = count_tokens_approximately,
+    max_summary_sentences: int = 12,
+) -> SummarizationResult:
+    """Fold old messages into the running summary when a trigger fires.
+
+    Args:
+        messages: The conversation, oldest first.
+        running_summary: The summary so far (extended, never rebuilt from scratch).
+        model: Chat model (or `init_chat_model` string) writing the summary; None uses
+            the extractive summary.
+        max_messages: Summarize when there are more non-system messages than this.
+        max_tokens: Summarize when the messages count more tokens than this.
+        keep_last: Most recent messages that stay (more when a tool-call group
+            straddles the boundary).
+        prompt: System prompt of the model, with a `{summary}` placeholder.
+        token_counter: Counts the tokens of a list of messages.
+        max_summary_sentences: Size of the extractive summary.
+
+    Returns:
+        The decision, the new summary and the messages to keep and to remove.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph_tiered_memory import summarize_messages
+
+        chat = [HumanMessage(f"I am message {i}.", id=str(i)) for i in range(25)]
+        result = summarize_messages(chat, max_messages=20, keep_last=5)
+        assert result.summarized and len(result.kept) == 5 and len(result.folded) == 20
+        ```
+    """
+    plan = _plan(
+        messages,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        keep_last=keep_last,
+        token_counter=token_counter,
+    )
+    if plan is None:
+        return SummarizationResult(False, running_summary, list(messages))
+    system, folded, kept = plan
+    chat = _resolve_model(model)
+    if chat is None:
+        summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
+        return SummarizationResult(True, summary, system + kept, folded)
+    request = _prompt(folded, running_summary, prompt)
+    reply = chat.invoke(request)
+    return SummarizationResult(True, _text(reply), system + kept, folded, request)
+
+
+async def asummarize_messages(
+    messages: Sequence[AnyMessage],
+    *,
+    running_summary: str | None = None,
+    model: str | BaseChatModel | None = None,
+    max_messages: int | None = 20,
+    max_tokens: int | None = None,
+    keep_last: int = 5,
+    prompt: str = DEFAULT_SUMMARY_PROMPT,
+    token_counter: TokenCounter = count_tokens_approximately,
+    max_summary_sentences: int = 12,
+) -> SummarizationResult:
+    """Async twin of `summarize_messages` (the model is called with `ainvoke`).
+
+    Args:
+        messages: The conversation, oldest first.
+        running_summary: The summary so far.
+        model: Chat model or `init_chat_model` string; None: extractive summary.
+        max_messages: Message-count trigger.
+        max_tokens: Token-budget trigger.
+        keep_last: Most recent messages that stay.
+        prompt: System prompt of the model, with a `{summary}` placeholder.
+        token_counter: Counts the tokens of a list of messages.
+        max_summary_sentences: Size of the extractive summary.
+    """
+    plan = _plan(
+        messages,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        keep_last=keep_last,
+        token_counter=token_counter,
+    )
+    if plan is None:
+        return SummarizationResult(False, running_summary, list(messages))
+    system, folded, kept = plan
+    chat = _resolve_model(model)
+    if chat is None:
+        summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
+        return SummarizationResult(True, summary, system + kept, folded)
+    request = _prompt(folded, running_summary, prompt)
+    reply = await chat.ainvoke(request)
+    return SummarizationResult(True, _text(reply), system + kept, folded, request)
+
+
+def messages_with_summary(messages: Sequence[AnyMessage], summary: str | None) -> list[BaseMessage]:
+    """The messages a model should see: system messages, the summary, then the rest.
+
+    The summary comes as a system message after the original system messages.
+
+    Args:
+        messages: Working memory.
+        summary: The running summary, or None.
+    """
+    system = [m for m in messages if isinstance(m, SystemMessage)]
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
+    if not summary:
+        return [*system, *rest]
+    note = SystemMessage(content=f"Summary of the earlier conversation:\n{summary}")
+    return [*system, note, *rest]
+
+
+# --------------------------------------------------------------------------- trimming
+
+
+def trim_working_memory(
+    messages: Sequence[AnyMessage],
+    *,
+    max_tokens: int,
+    token_counter: TokenCounter = count_tokens_approximately,
+) -> list[BaseMessage]:
+    """Keep the system messages and the most recent messages within `max_tokens`.
+
+    Unlike summarization this forgets what it drops (nothing is folded into a summary)
+    and changes nothing in state: use it to shape one model call. It wraps
+    `langchain_core.messages.trim_messages` with the strategy "last", keeps system
+    messages, starts the window on a human message, and never leaves a `ToolMessage`
+    without its tool call.
+
+    Args:
+        messages: Working memory, oldest first.
+        max_tokens: Token budget of the result.
+        token_counter: Counts the tokens of a list of messages.
+    """
+    from langchain_core.messages import trim_messages
+
+    trimmed = trim_messages(
+        list(messages),
+        max_tokens=max_tokens,
+        token_counter=token_counter,
+        strategy="last",
+        include_system=True,
+        start_on="human",
+        allow_partial=False,
+    )
+    return list(trimmed)
+
+
+# --------------------------------------------------------------------------- node and graph
+
+
+class SummarizationNode:
+    """Graph node folding old messages into a running summary.
+
+    It reads `messages_key` and `summary_key` from the state and returns
+    `RemoveMessage`s for the folded messages and the new summary. With `sessions` (a
+    `RedisSessionSaver`, or anything with `set_summary(thread_id, summary)`), the
+    summary is also written to the thread's session.
+
+    Args:
+        model: Chat model or `init_chat_model` string; None: extractive summary.
+        messages_key: State key of the messages.
+        summary_key: State key of the running summary.
+        max_messages: Message-count trigger (None: off).
+        max_tokens: Token-budget trigger (None: off).
+        keep_last: Most recent messages that stay.
+        prompt: System prompt of the model, with a `{summary}` placeholder.
+        token_counter: Counts the tokens of a list of messages.
+        max_summary_sentences: Size of the extractive summary.
+        sessions: Where to persist the summary per thread (optional).
+        replace_all: Return `[RemoveMessage(REMOVE_ALL_MESSAGES), *kept]` instead of one
+            `RemoveMessage` per folded message. The summarizer graph uses this so its
+            output, applied by the parent graph's `add_messages`, removes the folded
+            messages there too.
+    """
+
+    def __init__(
+        self,
+        model: str | BaseChatModel | None = None,
+        *,
+        messages_key: str = "messages",
+        summary_key: str = "summary",
+        max_messages: int | None = 20,
+        max_tokens: int | None = None,
+        keep_last: int = 5,
+        prompt: str = DEFAULT_SUMMARY_PROMPT,
+        token_counter: TokenCounter = count_tokens_approximately,
+        max_summary_sentences: int = 12,
+        sessions: Any = None,
+        replace_all: bool = False,
+    ) -> None:
+        if max_messages is None and max_tokens is None:
+            raise ValueError("Give max_messages, max_tokens or both (they trigger summarization).")
+        if keep_last < 0:
+            raise ValueError(f"keep_last must be >= 0, got {keep_last}.")
+        self.model = _resolve_model(model)
+        self.messages_key = messages_key
+        self.summary_key = summary_key
+        self.sessions = sessions
+        self.replace_all = replace_all
+        self._options: dict[str, Any] = {
+            "max_messages": max_messages,
+            "max_tokens": max_tokens,
+            "keep_last": keep_last,
+            "prompt": prompt,
+            "token_counter": token_counter,
+            "max_summary_sentences": max_summary_sentences,
+        }
+
+    def _update(self, result: SummarizationResult) -> dict[str, Any]:
+        if not result.summarized:
+            return {}
+        if self.replace_all:
+            update: list[Any] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.kept]
+            return {self.messages_key: update, self.summary_key: result.summary}
+        return {self.messages_key: result.remove, self.summary_key: result.summary}
+
+    @staticmethod
+    def _thread(config: Any) -> str | None:
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        return None if thread is None else str(thread)
+
+    def __call__(self, state: Any, config: Any = None) -> dict[str, Any]:
+        """Summarize if a trigger fires (sync)."""
+        result = summarize_messages(
+            state[self.messages_key],
+            running_summary=state.get(self.summary_key),
+            model=self.model,
+            **self._options,
+        )
+        thread = self._thread(config)
+        if result.summarized and self.sessions is not None and thread and result.summary:
+            self.sessions.set_summary(thread, result.summary)
+        return self._update(result)
+
+    async def acall(self, state: Any, config: Any = None) -> dict[str, Any]:
+        """Summarize if a trigger fires (async)."""
+        result = await asummarize_messages(
+            state[self.messages_key],
+            running_summary=state.get(self.summary_key),
+            model=self.model,
+            **self._options,
+        )
+        thread = self._thread(config)
+        if result.summarized and self.sessions is not None and thread and result.summary:
+            if hasattr(self.sessions, "aset_summary"):
+                await self.sessions.aset_summary(thread, result.summary)
+            else:
+                self.sessions.set_summary(thread, result.summary)
+        return self._update(result)
+
+    def as_runnable(self) -> Any:
+        """The node as a `RunnableLambda` with sync and async implementations."""
+        from langchain_core.runnables import RunnableLambda
+
+        return RunnableLambda(self.__call__, afunc=self.acall, name="summarize")
+
+
+class SummaryState(MessagesState):
+    """A chat state with a running summary: `messages` (`add_messages`) and `summary`."""
+
+    summary: str
+
+
+def _replace(left: list[Any], right: list[Any]) -> list[Any]:
+    return right
+
+
+class _SummarizerGraphState(TypedDict):
+    # Inside the summarizer graph `messages` holds the update for the parent graph, so
+    # a parent with `add_messages` applies the removals (a subgraph's output is its
+    # final state, which would otherwise only re-add the kept messages).
+    messages: Annotated[list[Any], _replace]
+    summary: NotRequired[str]
+
+
+def create_summarizer_graph(
+    model: str | BaseChatModel | None = None,
+    /,
+    *,
+    max_messages: int | None = 20,
+    max_tokens: int | None = None,
+    keep_last: int = 5,
+    prompt: str = DEFAULT_SUMMARY_PROMPT,
+    token_counter: TokenCounter = count_tokens_approximately,
+    sessions: Any = None,
+) -> StateGraph:
+    """An uncompiled graph that keeps working memory bounded with a running summary.
+
+    Add it, compiled, as a node of any graph whose state has a `messages` channel with
+    `add_messages` and a `summary` key (such as `SummaryState`). Its output `messages`
+    is the update for that channel (`RemoveMessage(REMOVE_ALL_MESSAGES)` followed by
+    the kept messages) when it summarized, and the input unchanged otherwise.
+
+    Args:
+        model: Chat model or `init_chat_model` string; None: extractive summary.
+        max_messages: Message-count trigger (default 20; None: off).
+        max_tokens: Token-budget trigger (None: off).
+        keep_last: Most recent messages that stay (default 5).
+        prompt: System prompt of the model, with a `{summary}` placeholder.
+        token_counter: Counts the tokens of a list of messages.
+        sessions: A session saver (or anything with `set_summary`) to persist the summary.
+
+    Example:
+        ```python
+        from langchain_core.messages import HumanMessage
+        from langgraph_tiered_memory import create_summarizer_graph
+
+        from langgraph.graph import START, StateGraph
+        from langgraph_tiered_memory.summarizer import SummaryState
+
+        summarizer = create_summarizer_graph(max_messages=4, keep_last=2).compile()
+        builder = StateGraph(SummaryState)
+        builder.add_node("summarize", summarizer)
+        builder.add_edge(START, "summarize")
+        chat = [HumanMessage(f"My number {i} is {i * 7}.", id=str(i)) for i in range(6)]
+        out = builder.compile().invoke({"messages": chat})
+        assert [m.id for m in out["messages"]] == ["4", "5"] and "number 0" in out["summary"]
+        ```
+    """
+    node = SummarizationNode(
+        model,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        keep_last=keep_last,
+        prompt=prompt,
+        token_counter=token_counter,
+        sessions=sessions,
+        replace_all=True,
+    )
+    graph = StateGraph(_SummarizerGraphState)
+    graph.add_node("summarize", node.as_runnable())
+    graph.add_edge(START, "summarize")
+    graph.add_edge("summarize", END)
+    return graph
