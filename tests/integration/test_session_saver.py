@@ -246,3 +246,35 @@ async def test_async_saver_outage_fails_fast_and_resumes(tmp_path: Any) -> None:
             result = await graph.ainvoke({"messages": [("user", "second")]}, cfg)
             texts = [m.content for m in result["messages"]]
             assert texts[:2] == ["first", "reply 1"] and texts[-2] == "second"
+
+
+def test_summary_is_written_to_the_session_and_survives_a_new_saver(redis_url: str) -> None:
+    from langgraph_tiered_memory import create_summarizer_graph
+    from langgraph_tiered_memory.summarizer import SummaryState
+
+    thread = f"t-{uuid.uuid4().hex}"
+    cfg = {"configurable": {"thread_id": thread, "user_id": "u5"}}
+
+    def build(saver: RedisSessionSaver) -> Any:
+        def chat(state: SummaryState) -> dict[str, Any]:
+            return {"messages": [AIMessage(content=f"Noted: {state['messages'][-1].content}")]}
+
+        builder = StateGraph(SummaryState)
+        builder.add_node("chat", chat)
+        summarizer = create_summarizer_graph(max_messages=3, keep_last=2, sessions=saver)
+        builder.add_node("summarize", summarizer.compile())
+        builder.add_edge(START, "chat")
+        builder.add_edge("chat", "summarize")
+        return builder.compile(checkpointer=saver)
+
+    with RedisSessionSaver.from_conn_string(redis_url) as saver:
+        graph = build(saver)
+        graph.invoke({"messages": [("user", "I moved to Porto last spring.")]}, cfg)
+        graph.invoke({"messages": [("user", "My cat is called Miso.")]}, cfg)
+        assert "Porto" in (saver.get_summary(thread) or "")
+    # A new saver (another process after a restart) reads the same summary and state.
+    with RedisSessionSaver.from_conn_string(redis_url) as again:
+        assert "Porto" in (again.get_summary(thread) or "")
+        state = build(again).get_state(cfg)
+        assert "Porto" in state.values["summary"] and len(state.values["messages"]) == 2
+        again.delete_session(thread)
