@@ -8,6 +8,7 @@ Commands:
   store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`.
 - `tiered-memory bench retrieval`: recall@k of the store's search on LoCoMo
 - `tiered-memory bench checkpoint`: per-super-step latency, session saver vs upstream
+- `tiered-memory bench summarizer`: context size and fact coverage of the summarizer
   conversations (data read from a path you give).
 
 Example:
@@ -421,6 +422,60 @@ def bench_checkpoint(
         console.print(f"adapter overhead at p50: {data['overhead_percent']:+.1f}%")
     if as_json:
         typer.echo(json.dumps(data, allow_nan=False))
+
+
+@bench_app.command("summarizer")
+def bench_summarizer(
+    data: Annotated[
+        Path,
+        typer.Option(
+            help="LoCoMo-format JSON file (not shipped: the data is CC BY-NC 4.0).",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    conversations: Annotated[
+        str | None, typer.Option(help="Sample ids, comma-separated (default: all).")
+    ] = None,
+    max_messages: Annotated[int, typer.Option(min=1, help="Summarization trigger.")] = 20,
+    keep_last: Annotated[int, typer.Option(min=0, help="Messages kept.")] = 5,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="End the output with one line holding every figure as JSON."),
+    ] = False,
+) -> None:
+    """Context tokens and fact coverage of the no-LLM summarizer over whole conversations.
+
+    Each turn goes through a graph with the summarizer subgraph; the context the model
+    would see (system prompt, summary, kept messages) is compared with the full history.
+    """
+    from langgraph_tiered_memory.bench.summarizer import (
+        SummarizerBenchConfig,
+        run_summarizer_benchmark,
+    )
+
+    ids = [c.strip() for c in conversations.split(",") if c.strip()] if conversations else None
+    config = SummarizerBenchConfig(
+        data=str(data), conversations=ids, max_messages=max_messages, keep_last=keep_last
+    )
+    report = run_summarizer_benchmark(config)
+    result = report.to_dict()
+    console = Console()
+    table = Table(title="Summarizer benchmark (no LLM)")
+    for col in ("conversation", "turns", "context tokens", "full history tokens", "ratio"):
+        table.add_column(col, justify="left" if col == "conversation" else "right")
+    for name, row in result["per_conversation"].items():
+        ctx, hist = row["context_tokens_last"], row["history_tokens_last"]
+        table.add_row(name, str(row["turns"]), str(ctx), str(hist), f"{ctx / hist:.3f}")
+    console.print(table)
+    console.print(
+        f"context ratio at the last turn: {result['context_ratio']:.3f}; evidence turns"
+        f" still in summary or messages: {result['evidence_coverage'] * 100:.1f}%"
+        f" of {result['evidence_turns']}"
+    )
+    if as_json:
+        typer.echo(json.dumps(result, allow_nan=False))
 
 
 def _redis_ttls(url: str, key_prefix: str, keys: list[str]) -> dict[str, int]:

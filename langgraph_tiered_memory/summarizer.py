@@ -556,6 +556,7 @@ def create_summarizer_graph(
     keep_last: int = 5,
     prompt: str = DEFAULT_SUMMARY_PROMPT,
     token_counter: TokenCounter = count_tokens_approximately,
+    max_summary_sentences: int = 12,
     sessions: Any = None,
 ) -> StateGraph:
     """An uncompiled graph that keeps working memory bounded with a running summary.
@@ -572,6 +573,7 @@ def create_summarizer_graph(
         keep_last: Most recent messages that stay (default 5).
         prompt: System prompt of the model, with a `{summary}` placeholder.
         token_counter: Counts the tokens of a list of messages.
+        max_summary_sentences: Size of the extractive summary (no model).
         sessions: A session saver (or anything with `set_summary`) to persist the summary.
 
     Example:
@@ -598,6 +600,7 @@ def create_summarizer_graph(
         keep_last=keep_last,
         prompt=prompt,
         token_counter=token_counter,
+        max_summary_sentences=max_summary_sentences,
         sessions=sessions,
         replace_all=True,
     )

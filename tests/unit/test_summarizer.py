@@ -171,3 +171,41 @@ def test_trimming_keeps_system_and_recent_messages_and_never_orphans_tools() -> 
     assert isinstance(trimmed[1], HumanMessage)
     assert trimmed[-1] is chat[-1] and len(trimmed) < len(chat)
     _check_tool_pairs(trimmed)
+
+
+def test_bench_summarizer_reports_context_ratio_and_coverage(tmp_path: Any) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from langgraph_tiered_memory.cli import app
+
+    turns = []
+    for i in range(60):
+        speaker = "Ana" if i % 2 == 0 else "Ben"
+        turns.append(
+            {"speaker": speaker, "dia_id": f"D1:{i + 1}", "text": f"Ok, turn number {i} here."}
+        )
+    turns[3]["text"] = "My sister Lena is allergic to peanuts."
+    turns[58]["text"] = "We decided to fly to Lisbon in March."
+    sample = {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1": turns,
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+        },
+        "qa": [
+            {"question": "Allergy?", "answer": "peanuts", "evidence": ["D1:4"], "category": 4},
+            {"question": "Where?", "answer": "Lisbon", "evidence": ["D1:59"], "category": 4},
+        ],
+    }
+    path = tmp_path / "conv.json"
+    path.write_text(json.dumps([sample]))
+    result = CliRunner().invoke(app, ["bench", "summarizer", "--data", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert 0 < data["context_ratio"] < 0.6
+    assert data["evidence_turns"] == 2
+    assert data["covered_in_summary"] == 1 and data["covered_in_messages"] == 1
