@@ -209,3 +209,16 @@ def test_bench_summarizer_reports_context_ratio_and_coverage(tmp_path: Any) -> N
     assert 0 < data["context_ratio"] < 0.6
     assert data["evidence_turns"] == 2
     assert data["covered_in_summary"] == 1 and data["covered_in_messages"] == 1
+
+
+async def test_async_twin_gives_the_same_decision_and_calls_the_model_async() -> None:
+    from langgraph_tiered_memory import asummarize_messages
+
+    chat = [HumanMessage(content=f"I own {i} bikes.", id=str(i)) for i in range(9)]
+    model = FakeMessagesListChatModel(responses=[AIMessage(content="Owns bikes.")])
+    sync = summarize_messages(chat, max_messages=6, keep_last=3)
+    result = await asummarize_messages(chat, max_messages=6, keep_last=3, model=model)
+    assert [m.id for m in result.kept] == [m.id for m in sync.kept] == ["6", "7", "8"]
+    assert result.summary == "Owns bikes." and len(result.prompt) == 2
+    none = await asummarize_messages(chat[:3], max_messages=6)
+    assert not none.summarized and none.kept == chat[:3]
