@@ -440,6 +440,13 @@ def bench_summarizer(
     ] = None,
     max_messages: Annotated[int, typer.Option(min=1, help="Summarization trigger.")] = 20,
     keep_last: Annotated[int, typer.Option(min=0, help="Messages kept.")] = 5,
+    store: Annotated[
+        bool,
+        typer.Option(
+            help="Also write each turn to a long-term store (offline MiniLM) and count"
+            " evidence found by one search per question (top 10)."
+        ),
+    ] = False,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="End the output with one line holding every figure as JSON."),
@@ -457,7 +464,11 @@ def bench_summarizer(
 
     ids = [c.strip() for c in conversations.split(",") if c.strip()] if conversations else None
     config = SummarizerBenchConfig(
-        data=str(data), conversations=ids, max_messages=max_messages, keep_last=keep_last
+        data=str(data),
+        conversations=ids,
+        max_messages=max_messages,
+        keep_last=keep_last,
+        store=store,
     )
     report = run_summarizer_benchmark(config)
     result = report.to_dict()
@@ -471,7 +482,7 @@ def bench_summarizer(
     console.print(table)
     console.print(
         f"context ratio at the last turn: {result['context_ratio']:.3f}; evidence turns"
-        f" still in summary or messages: {result['evidence_coverage'] * 100:.1f}%"
+        f" found in summary, messages or store: {result['evidence_coverage'] * 100:.1f}%"
         f" of {result['evidence_turns']}"
     )
     if as_json:

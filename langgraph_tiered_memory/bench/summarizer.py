@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -48,6 +49,10 @@ class SummarizerBenchConfig:
         max_messages: Summarization trigger (messages).
         keep_last: Messages kept after summarizing.
         max_summary_sentences: Size of the extractive summary.
+        store: Also write every turn to a long-term `TieredMemoryStore` (offline MiniLM,
+            temporary Chroma) and count an evidence turn as found when one store
+            search with the question returns it in the top `store_k`.
+        store_k: Results of that search.
     """
 
     data: str
@@ -55,6 +60,8 @@ class SummarizerBenchConfig:
     max_messages: int = 20
     keep_last: int = 5
     max_summary_sentences: int = 12
+    store: bool = False
+    store_k: int = 10
 
 
 @dataclass
@@ -68,6 +75,7 @@ class SummarizerBenchReport:
     evidence_turns: int = 0
     covered_in_summary: int = 0
     covered_in_messages: int = 0
+    covered_in_store: int | None = None
 
     def context_ratio(self) -> float:
         """Context tokens / full-history tokens at the last turn (mean over conversations)."""
@@ -81,7 +89,8 @@ class SummarizerBenchReport:
         """Share of evidence turns found in the summary or the kept messages."""
         if not self.evidence_turns:
             return 0.0
-        return (self.covered_in_summary + self.covered_in_messages) / self.evidence_turns
+        found = self.covered_in_summary + self.covered_in_messages
+        return (found + (self.covered_in_store or 0)) / self.evidence_turns
 
     def to_dict(self) -> dict[str, Any]:
         """Every figure as plain JSON-serialisable data."""
@@ -102,6 +111,7 @@ class SummarizerBenchReport:
             "evidence_turns": self.evidence_turns,
             "covered_in_summary": self.covered_in_summary,
             "covered_in_messages": self.covered_in_messages,
+            "covered_in_store": self.covered_in_store,
             "per_conversation": per_conv,
         }
 
@@ -129,6 +139,31 @@ def run_summarizer_benchmark(config: SummarizerBenchConfig) -> SummarizerBenchRe
     builder.add_node("summarize", summarizer.compile())
     builder.add_edge(START, "summarize")
     graph = builder.compile(checkpointer=InMemorySaver())
+    with ExitStack() as stack:
+        store = None
+        if config.store:
+            import tempfile
+
+            from langgraph_tiered_memory import TieredMemoryStore
+
+            path = stack.enter_context(tempfile.TemporaryDirectory(prefix="tm-bench-sum-"))
+            store = TieredMemoryStore(
+                chroma_path=path,
+                tiers={"default": "long"},
+                index={"dims": 384, "embed": "local", "fields": ["content"]},
+                key_prefix="bench_sum",
+            )
+            stack.callback(store.close)
+            report.covered_in_store = 0
+        _replay(config, graph, store, report)
+    return report
+
+
+def _replay(
+    config: SummarizerBenchConfig, graph: Any, store: Any, report: SummarizerBenchReport
+) -> None:
+    from langgraph.store.base import PutOp
+
     for conv in load_locomo(config.data, config.conversations):
         cfg: RunnableConfig = {"configurable": {"thread_id": conv.sample_id}}
         history_tokens = count_tokens_approximately([_SYSTEM])
@@ -140,6 +175,16 @@ def run_summarizer_benchmark(config: SummarizerBenchConfig) -> SummarizerBenchRe
             text = turn_text(turn.speaker, turn.text, turn.blip_caption)
             texts[turn.dia_id] = text
             message = HumanMessage(content=text, id=turn.dia_id, name=turn.speaker)
+            if store is not None:
+                store.batch(
+                    [
+                        PutOp(
+                            ("locomo", conv.sample_id),
+                            turn.dia_id,
+                            {"content": text, "occurred_at": turn.occurred_at.isoformat()},
+                        )
+                    ]
+                )
             new = [_SYSTEM, message] if first else [message]
             first = False
             update: Any = {"messages": new}
@@ -155,10 +200,18 @@ def run_summarizer_benchmark(config: SummarizerBenchConfig) -> SummarizerBenchRe
         kept_ids = {m.id for m in final["messages"]}
         summary = final.get("summary") or ""
         for question in conv.questions:
-            for dia_id in split_evidence(question.evidence, texts):
+            evidence = split_evidence(question.evidence, texts)
+            found: set[str] = set()
+            if store is not None and evidence:
+                hits = store.search(
+                    ("locomo", conv.sample_id), query=question.question, limit=config.store_k
+                )
+                found = {h.key for h in hits}
+            for dia_id in evidence:
                 report.evidence_turns += 1
                 if dia_id in kept_ids:
                     report.covered_in_messages += 1
                 elif any(s in summary for s in _sentences(texts[dia_id])):
                     report.covered_in_summary += 1
-    return report
+                elif dia_id in found and report.covered_in_store is not None:
+                    report.covered_in_store += 1

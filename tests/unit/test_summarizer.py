@@ -209,6 +209,24 @@ def test_bench_summarizer_reports_context_ratio_and_coverage(tmp_path: Any) -> N
     assert 0 < data["context_ratio"] < 0.6
     assert data["evidence_turns"] == 2
     assert data["covered_in_summary"] == 1 and data["covered_in_messages"] == 1
+    assert data["covered_in_store"] is None
+    # With the long-term store, folded turns can still be found by a search.
+    turns[10]["text"] = "Ben keeps three goats named Pip, Pop and Pam."
+    sample["qa"].append(
+        {
+            "question": "What goats does Ben keep?",
+            "answer": "x",
+            "evidence": ["D1:11"],
+            "category": 4,
+        }
+    )
+    path.write_text(json.dumps([sample]))
+    args = ["bench", "summarizer", "--data", str(path), "--store", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert data["evidence_turns"] == 3 and isinstance(data["covered_in_store"], int)
+    assert data["evidence_coverage"] == 1.0
 
 
 async def test_async_twin_gives_the_same_decision_and_calls_the_model_async() -> None:
