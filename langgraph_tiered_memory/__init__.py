@@ -16,6 +16,13 @@ from langgraph_tiered_memory.errors import (
     InvalidItemError,
     TieredMemoryError,
 )
+from langgraph_tiered_memory.forgetting import (
+    DEFAULT_FORGETTING_POLICY,
+    GARBAGE_COLLECT_POLICY,
+    ForgettingPolicy,
+    calculate_decay,
+    should_forget,
+)
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import ScoreBreakdown
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
@@ -35,7 +42,10 @@ __all__ = [
     "ChromaHnswConfig",
     "ConfigurationError",
     "DEFAULT_CHROMA_HNSW",
+    "DEFAULT_FORGETTING_POLICY",
     "DEFAULT_TIER_POLICY",
+    "ForgettingPolicy",
+    "GARBAGE_COLLECT_POLICY",
     "InvalidFilterError",
     "InvalidItemError",
     "MemoryEntry",
@@ -49,7 +59,9 @@ __all__ = [
     "TieredMemoryError",
     "TieredMemoryStore",
     "asummarize_messages",
+    "calculate_decay",
     "create_summarizer_graph",
+    "should_forget",
     "summarize_messages",
     "trim_working_memory",
 ]

@@ -1,0 +1,183 @@
+"""Forgetting policy: how much a memory has decayed and whether to forget it (pure).
+
+decay = (1 - exp(-ln 2 * days since last access / half-life))
+        * (1 - importance * importance_factor - log1p(access_count) * access_factor)
+
+clamped to [0, 1]; "last access" is the creation time for a memory never accessed.
+A memory is forgotten when any rule of the policy holds (the default policy):
+
+- its decay is above 0.8;
+- it is older than 90 days and was never accessed;
+- it is older than 180 days and its importance is below 0.4;
+- its importance is below 0.2.
+
+`GARBAGE_COLLECT_POLICY` is the simpler preset: older than 30 days, or importance
+below 0.3. A memory whose value has `"pinned": True` is never forgotten.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from typing_extensions import TypedDict
+
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.memory import MemoryEntry
+
+__all__ = [
+    "ForgettingPolicy",
+    "DEFAULT_FORGETTING_POLICY",
+    "GARBAGE_COLLECT_POLICY",
+    "PINNED_FIELD",
+    "calculate_decay",
+    "should_forget",
+]
+
+DAY = 86_400.0
+PINNED_FIELD = "pinned"
+"""Value field that protects a memory from forgetting when it is `True`."""
+
+
+class ForgettingPolicy(TypedDict, total=False):
+    """The decay formula's constants and the forgetting rules; None switches a rule off."""
+
+    half_life_days: float
+    """Half-life of the decay, in days. Default 30."""
+    importance_factor: float
+    """How much importance slows decay. Default 0.2."""
+    access_factor: float
+    """How much each `log1p(access_count)` slows decay. Default 0.05."""
+    decay_threshold: float | None
+    """Forget when decay is above this. Default 0.8."""
+    unaccessed_max_days: float | None
+    """Forget when older than this and never accessed. Default 90."""
+    stale_max_days: float | None
+    """Forget when older than this and less important than `stale_importance`.
+    Default 180."""
+    stale_importance: float
+    """See `stale_max_days`. Default 0.4."""
+    min_importance: float | None
+    """Forget when importance is below this. Default 0.2."""
+    max_age_days: float | None
+    """Forget when older than this, whatever else. Default None (off)."""
+
+
+DEFAULT_FORGETTING_POLICY: ForgettingPolicy = {
+    "half_life_days": 30.0,
+    "importance_factor": 0.2,
+    "access_factor": 0.05,
+    "decay_threshold": 0.8,
+    "unaccessed_max_days": 90.0,
+    "stale_max_days": 180.0,
+    "stale_importance": 0.4,
+    "min_importance": 0.2,
+    "max_age_days": None,
+}
+"""The seed's forgetting rules."""
+
+GARBAGE_COLLECT_POLICY: ForgettingPolicy = {
+    "decay_threshold": None,
+    "unaccessed_max_days": None,
+    "stale_max_days": None,
+    "min_importance": 0.3,
+    "max_age_days": 30.0,
+}
+"""The seed's simpler garbage-collection preset: older than 30 days or importance < 0.3."""
+
+
+def _policy(policy: ForgettingPolicy | None) -> dict[str, Any]:
+    merged: dict[str, Any] = {**DEFAULT_FORGETTING_POLICY, **(policy or {})}
+    unknown = set(merged) - set(DEFAULT_FORGETTING_POLICY)
+    if unknown:
+        raise ConfigurationError(
+            f"Unknown forgetting policy keys {sorted(unknown)}; valid keys are"
+            f" {sorted(DEFAULT_FORGETTING_POLICY)}."
+        )
+    for key, value in merged.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigurationError(f"forgetting policy {key} must be >= 0, got {value!r}.")
+    if merged["half_life_days"] <= 0:
+        raise ConfigurationError("forgetting policy half_life_days must be > 0.")
+    return merged
+
+
+def _days(entry: MemoryEntry, now: float) -> tuple[float, float]:
+    created = entry.created_at.timestamp()
+    touched = entry.last_accessed.timestamp() if entry.last_accessed else created
+    return max(0.0, (now - created) / DAY), max(0.0, (now - touched) / DAY)
+
+
+def calculate_decay(
+    entry: MemoryEntry, *, now: float | None = None, policy: ForgettingPolicy | None = None
+) -> float:
+    """How far a memory has decayed, from 0 (fresh) to 1 (gone).
+
+    Args:
+        entry: The memory (with its access statistics).
+        now: Current time in epoch seconds (defaults to the wall clock).
+        policy: Overrides of `DEFAULT_FORGETTING_POLICY`.
+
+    Example:
+        ```python
+        from datetime import datetime, timezone
+        from langgraph_tiered_memory import MemoryEntry, calculate_decay
+
+        t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        entry = MemoryEntry("m", "likes tea", "preference", 0.0, t0, None, 0)
+        assert abs(calculate_decay(entry, now=t0.timestamp() + 30 * 86400) - 0.5) < 1e-9
+        ```
+    """
+    cfg = _policy(policy)
+    now = time.time() if now is None else now
+    _, idle = _days(entry, now)
+    fade = 1.0 - math.exp(-math.log(2) * idle / cfg["half_life_days"])
+    shield = (
+        1.0
+        - entry.importance * cfg["importance_factor"]
+        - math.log1p(max(0, entry.access_count)) * cfg["access_factor"]
+    )
+    return min(1.0, max(0.0, fade * shield))
+
+
+def should_forget(
+    entry: MemoryEntry, *, now: float | None = None, policy: ForgettingPolicy | None = None
+) -> tuple[bool, str]:
+    """Whether to forget a memory, and why.
+
+    Args:
+        entry: The memory (with its access statistics).
+        now: Current time in epoch seconds (defaults to the wall clock).
+        policy: Overrides of `DEFAULT_FORGETTING_POLICY` (e.g. `GARBAGE_COLLECT_POLICY`).
+
+    Returns:
+        (True, reason) for the first rule that holds, else (False, "").
+    """
+    cfg = _policy(policy)
+    now = time.time() if now is None else now
+    if entry.metadata.get(PINNED_FIELD) is True:
+        return False, ""
+    age, _ = _days(entry, now)
+    decay = calculate_decay(entry, now=now, policy=policy)
+    threshold = cfg["decay_threshold"]
+    if threshold is not None and decay > threshold:
+        return True, f"decay {decay:.2f} > {threshold:g}"
+    limit = cfg["unaccessed_max_days"]
+    if limit is not None and age > limit and entry.access_count == 0:
+        return True, f"never accessed in {age:.0f} days (> {limit:g})"
+    stale = cfg["stale_max_days"]
+    if stale is not None and age > stale and entry.importance < cfg["stale_importance"]:
+        return True, (
+            f"{age:.0f} days old (> {stale:g}) with importance {entry.importance:g}"
+            f" < {cfg['stale_importance']:g}"
+        )
+    floor = cfg["min_importance"]
+    if floor is not None and entry.importance < floor:
+        return True, f"importance {entry.importance:g} < {floor:g}"
+    max_age = cfg["max_age_days"]
+    if max_age is not None and age > max_age:
+        return True, f"{age:.0f} days old (> {max_age:g})"
+    return False, ""

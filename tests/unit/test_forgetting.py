@@ -1,0 +1,100 @@
+"""Forgetting policy: known points of the decay formula and of each rule."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from langgraph_tiered_memory import (
+    GARBAGE_COLLECT_POLICY,
+    ConfigurationError,
+    MemoryEntry,
+    calculate_decay,
+    should_forget,
+)
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+DAY = 86_400.0
+
+
+def entry(
+    importance: float = 0.5,
+    *,
+    age_days: float = 0,
+    idle_days: float | None = None,
+    count: int = 0,
+    pinned: bool = False,
+) -> tuple[MemoryEntry, float]:
+    """A memory created `age_days` ago, last accessed `idle_days` ago; and "now"."""
+    now = T0 + timedelta(days=age_days)
+    last = None if idle_days is None else now - timedelta(days=idle_days)
+    meta = {"pinned": True} if pinned else {}
+    return MemoryEntry("m", "x", "fact", importance, T0, last, count, meta), now.timestamp()
+
+
+def test_decay_known_points() -> None:
+    e, now = entry(0.0, age_days=30)
+    assert calculate_decay(e, now=now) == pytest.approx(0.5)  # one half-life, no shield
+    e, now = entry(1.0, age_days=30)
+    assert calculate_decay(e, now=now) == pytest.approx(0.5 * 0.8)
+    e, now = entry(0.5, age_days=60, idle_days=0, count=3)
+    assert calculate_decay(e, now=now) == pytest.approx(0.0)  # just accessed
+    e, now = entry(0.5, age_days=90, idle_days=60, count=3)
+    expected = 0.75 * (1 - 0.1 - math.log1p(3) * 0.05)
+    assert calculate_decay(e, now=now) == pytest.approx(expected)
+    e, now = entry(0.0, age_days=10_000, count=10**9)
+    assert calculate_decay(e, now=now) == 0.0  # the shield clamps at 0
+    e, now = entry(0.5, age_days=30)
+    assert calculate_decay(e, now=now, policy={"half_life_days": 60}) == pytest.approx(
+        (1 - 2**-0.5) * 0.9
+    )
+
+
+@given(
+    st.floats(0, 1),
+    st.floats(0, 5000),
+    st.integers(0, 10**6),
+)
+def test_decay_stays_in_unit_range_and_grows_with_idle_time(
+    importance: float, days: float, count: int
+) -> None:
+    e, now = entry(importance, age_days=days, count=count)
+    d = calculate_decay(e, now=now)
+    assert 0.0 <= d <= 1.0
+    assert calculate_decay(e, now=now + 10 * DAY) >= d
+
+
+def test_each_rule_of_the_default_policy() -> None:
+    e, now = entry(0.0, age_days=150, idle_days=150, count=1)
+    assert should_forget(e, now=now)[0] and "decay" in should_forget(e, now=now)[1]
+    e, now = entry(0.5, age_days=91, count=0)
+    forget, reason = should_forget(e, now=now, policy={"decay_threshold": None})
+    assert forget and "never accessed" in reason
+    e, now = entry(0.3, age_days=181, idle_days=1, count=2)
+    forget, reason = should_forget(e, now=now)
+    assert forget and "importance 0.3 < 0.4" in reason
+    e, now = entry(0.1, age_days=1, idle_days=0, count=5)
+    assert should_forget(e, now=now) == (True, "importance 0.1 < 0.2")
+    e, now = entry(0.5, age_days=20, idle_days=1, count=2)
+    assert should_forget(e, now=now) == (False, "")
+
+
+def test_garbage_collect_preset_and_pinned_memories() -> None:
+    e, now = entry(0.9, age_days=31, idle_days=0, count=50)
+    assert should_forget(e, now=now)[0] is False
+    assert should_forget(e, now=now, policy=GARBAGE_COLLECT_POLICY)[0] is True
+    e, now = entry(0.25, age_days=1, idle_days=0, count=1)
+    assert should_forget(e, now=now, policy=GARBAGE_COLLECT_POLICY) == (
+        True,
+        "importance 0.25 < 0.3",
+    )
+    e, now = entry(0.0, age_days=5000, pinned=True)
+    assert should_forget(e, now=now) == (False, "")
+    with pytest.raises(ConfigurationError, match="half_life"):
+        calculate_decay(e, now=now, policy={"half_life_days": 0})
+    with pytest.raises(ConfigurationError, match="Unknown"):
+        should_forget(e, now=now, policy={"nope": 1})  # type: ignore[typeddict-unknown-key]
