@@ -14,7 +14,12 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
-from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
+from langgraph_tiered_memory.store.base import (
+    DEFAULT_KEY_PREFIX,
+    MemoryHit,
+    TieredStoreCore,
+    _reinforced,
+)
 
 __all__ = ["AsyncTieredMemoryStore"]
 
@@ -164,3 +169,23 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
                 min_score=min_score,
             )
         )
+
+    async def aupdate_importance(
+        self, namespace: tuple[str, ...], key: str, delta: float
+    ) -> float | None:
+        """Add `delta` to a memory's importance, clamped to [0, 1] (see the sync store).
+
+        Args:
+            namespace: The memory's namespace (long-term tier).
+            key: The memory's key.
+            delta: Change of importance.
+
+        Returns:
+            The new importance, or None when the memory does not exist.
+        """
+        entry = await self.aget_memory(namespace, key)
+        if entry is None:
+            return None
+        value, importance = await asyncio.to_thread(_reinforced, self, namespace, key, delta)
+        await self.aput(namespace, key, value)
+        return importance

@@ -9,6 +9,7 @@ fails the whole batch before anything is written.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import threading
@@ -670,6 +671,23 @@ class TieredStoreCore:
             MemoryHit(self._memory_entry(r.item, r.stats), r.score, r.breakdown)  # type: ignore[arg-type]
             for r in page
         ]
+
+
+def _reinforced(
+    core: TieredStoreCore, namespace: tuple[str, ...], key: str, delta: float
+) -> tuple[dict[str, Any], float]:
+    """The memory's value with `importance` moved by `delta` (clamped), and the new value."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta):
+        raise ValueError(f"delta must be a finite number, got {delta!r}.")
+    namespace = tuple(namespace)
+    core._check_memory_namespace(namespace)
+    item = core._long().get(namespace, [key], now=core.clock()).get(key)
+    if item is None:
+        raise KeyError(f"No memory {key!r} in {namespace}.")
+    value = dict(item.value)
+    current = memory_fields(value, key=key).importance
+    value["importance"] = min(1.0, max(0.0, current + float(delta)))
+    return value, float(value["importance"])
 
 
 def _recency_origin(stats: Any, created_at: float, origin: str) -> float:

@@ -11,7 +11,12 @@ from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
-from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
+from langgraph_tiered_memory.store.base import (
+    DEFAULT_KEY_PREFIX,
+    MemoryHit,
+    TieredStoreCore,
+    _reinforced,
+)
 
 __all__ = ["TieredMemoryStore"]
 
@@ -187,3 +192,23 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             user_id=user_id,
             min_score=min_score,
         )
+
+    def update_importance(self, namespace: tuple[str, ...], key: str, delta: float) -> float | None:
+        """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
+
+        The value is written back with `put` (statistics are kept).
+
+        Args:
+            namespace: The memory's namespace (long-term tier).
+            key: The memory's key.
+            delta: Change of importance, e.g. 0.1 when an agent used the memory.
+
+        Returns:
+            The new importance, or None when the memory does not exist.
+        """
+        entry = self.get_memory(namespace, key)
+        if entry is None:
+            return None
+        value, importance = _reinforced(self, namespace, key, delta)
+        self.put(namespace, key, value)
+        return importance

@@ -291,3 +291,17 @@ def test_recency_runs_from_occurred_at_or_from_last_access(
     assert _keys(hits) == ["trip2023", "trip2019"]
     hits = by_access.search(("m",), query="trip to Rome", limit=2)
     assert _keys(hits) == ["trip2019", "trip2023"]
+
+
+def test_reinforcement_clamps_importance_and_keeps_the_stats(mstore: TieredMemoryStore) -> None:
+    mstore.put(("m",), "a", {"content": "green tea", "importance": 0.7, "tag": "x"})
+    mstore.search(("m",), query="green tea")
+    assert mstore.update_importance(("m",), "a", 0.2) == pytest.approx(0.9)
+    assert mstore.update_importance(("m",), "a", 0.5) == 1.0
+    assert mstore.update_importance(("m",), "a", -2) == 0.0
+    entry = mstore.get_memory(("m",), "a")
+    assert entry is not None and entry.importance == 0.0 and entry.access_count == 1
+    assert entry.metadata == {"tag": "x"}
+    assert mstore.update_importance(("m",), "missing", 0.1) is None
+    with pytest.raises(ValueError, match="delta"):
+        mstore.update_importance(("m",), "a", float("nan"))
