@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
+from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
 from langgraph_tiered_memory.store.base import (
@@ -212,3 +213,36 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         value, importance = _reinforced(self, namespace, key, delta)
         self.put(namespace, key, value)
         return importance
+
+    def garbage_collect(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        dry_run: bool = True,
+        policy: ForgettingPolicy | None = None,
+        page_size: int = 1000,
+        progress: Callable[[int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Forget long-term memories the forgetting policy flags.
+
+        Memories are streamed in pages from the memory index, so memory use stays
+        bounded. A memory whose value has `"pinned": True` is never forgotten.
+
+        Args:
+            namespace_prefix: Only namespaces under this prefix (default: all).
+            dry_run: Report only, delete nothing (the default).
+            policy: Overrides of `DEFAULT_FORGETTING_POLICY`, e.g. `GARBAGE_COLLECT_POLICY`.
+            page_size: Memories read per page.
+            progress: Called with the number of memories scanned after each page.
+
+        Returns:
+            `{"forgotten_count": N, "details": [{"id", "namespace", "content_preview",
+            "reason"}, ...], "scanned": M, "dry_run": bool}`.
+        """
+        return self._garbage_collect(
+            tuple(namespace_prefix),
+            dry_run=dry_run,
+            policy=policy,
+            page_size=page_size,
+            progress=progress,
+        )

@@ -305,3 +305,29 @@ def test_reinforcement_clamps_importance_and_keeps_the_stats(mstore: TieredMemor
     assert mstore.update_importance(("m",), "missing", 0.1) is None
     with pytest.raises(ValueError, match="delta"):
         mstore.update_importance(("m",), "a", float("nan"))
+
+
+def test_garbage_collection_dry_run_then_real_run(mstore: TieredMemoryStore, clock: Clock) -> None:
+    from langgraph_tiered_memory import GARBAGE_COLLECT_POLICY
+
+    mstore.put(("g", "a"), "trivial", {"content": "invoice XK-1 is trivial", "importance": 0.1})
+    mstore.put(("g", "a"), "old", {"content": "invoice XK-2 from long ago"})
+    mstore.put(("g", "b"), "pinned", {"content": "invoice XK-3", "importance": 0.0, "pinned": True})
+    clock.now += 100 * DAY
+    mstore.put(("g", "b"), "fresh", {"content": "invoice XK-4 is fresh", "importance": 0.9})
+    seen: list[int] = []
+    report = mstore.garbage_collect(("g",), progress=seen.append, page_size=2)
+    assert report["dry_run"] is True and report["scanned"] == 4 and sum(seen) == 4
+    assert {d["id"] for d in report["details"]} == {"trivial", "old"}
+    assert report["forgotten_count"] == 2
+    reasons = {d["id"]: d["reason"] for d in report["details"]}
+    assert "importance 0.1" in reasons["trivial"] or "decay" in reasons["trivial"]
+    assert mstore.get_memory(("g", "a"), "old") is not None  # dry run deleted nothing
+    real = mstore.garbage_collect(("g",), dry_run=False)
+    assert real["forgotten_count"] == 2 and real["details"] == report["details"]
+    assert mstore.get(("g", "a"), "old") is None and mstore.get_memory(("g", "a"), "old") is None
+    hits = mstore.search(("g",), query="XK-2", filter={"$retrieval": "keyword"})
+    assert "old" not in [h.key for h in hits]  # gone from the keyword index too
+    assert mstore.get(("g", "b"), "pinned") is not None
+    preset = mstore.garbage_collect(("g",), policy=GARBAGE_COLLECT_POLICY)
+    assert {d["id"] for d in preset["details"]} == set()  # fresh is young and important

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -626,6 +626,22 @@ class ChromaTier:
         if idx is None:
             return None
         return idx.previous_text(self.prefix, namespace_id(namespace), key)
+
+    def iter_memory_stats(
+        self, namespace: Namespace, page_size: int = 1000
+    ) -> Iterator[list[tuple[str, MemoryStats]]]:
+        """Pages of (key, stats) of a namespace's memories, from the memory index."""
+        idx = self.memindex
+        if idx is None:
+            return
+        nsid = namespace_id(namespace)
+        after = 0
+        while True:
+            page = idx.memory_page(self.prefix, nsid, after, page_size)
+            if not page:
+                return
+            yield [(key, stats) for _, key, stats in page]
+            after = page[-1][0]
 
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Count an access of each item (one atomic SQLite update)."""

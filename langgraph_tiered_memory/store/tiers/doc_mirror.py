@@ -433,6 +433,26 @@ class DocMirror:
                     out[row[0]] = MemoryStats(*row[1:])
         return out
 
+    def memory_page(
+        self, prefix: str, nsid: str, after: int, limit: int
+    ) -> list[tuple[int, str, MemoryStats]]:
+        """One page of a namespace's memories in write order: (rid, key, stats).
+
+        Args:
+            prefix: The store's key prefix.
+            nsid: Namespace id.
+            after: Return rows with rid above this (0 for the first page).
+            limit: Page size.
+        """
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT rid, key, seq, mtype, importance, occurred, created, access_count,"
+                " last_accessed FROM mem WHERE prefix=? AND nsid=? AND rid > ?"
+                " ORDER BY rid LIMIT ?",
+                (prefix, nsid, after, limit),
+            ).fetchall()
+        return [(r[0], r[1], MemoryStats(*r[2:])) for r in rows]
+
     def touch(self, prefix: str, hits: Sequence[tuple[str, str]], now: float) -> None:
         """Count one access of each (namespace id, key) at time `now`, atomically.
 
