@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
@@ -487,6 +487,86 @@ def bench_summarizer(
     )
     if as_json:
         typer.echo(json.dumps(result, allow_nan=False))
+
+
+def _no_embedding(texts: list[str]) -> list[list[float]]:
+    raise RuntimeError("tiered-memory gc never embeds text; this is a bug, please report it.")
+
+
+@app.command()
+def gc(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report only; delete nothing.")
+    ] = False,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            help="Only namespaces under this prefix, labels joined by '/' (e.g. users/u1)."
+        ),
+    ] = None,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="default (decay and age rules) or gc (older than 30 days or unimportant)."
+        ),
+    ] = "default",
+    chroma_path: Annotated[
+        str | None,
+        typer.Option(
+            help="Chroma directory (default: TIERED_MEMORY_CHROMA_PATH or ./.tiered-memory/chroma)."
+        ),
+    ] = None,
+    key_prefix: Annotated[str, typer.Option(help="The store's key_prefix.")] = "tm",
+    dims: Annotated[
+        int, typer.Option(min=1, help="Embedding size the store was created with.")
+    ] = 384,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Forget long-term memories the forgetting policy flags (see ForgettingPolicy)."""
+    from rich.progress import Progress
+
+    from langgraph_tiered_memory import (
+        DEFAULT_FORGETTING_POLICY,
+        GARBAGE_COLLECT_POLICY,
+        TieredMemoryStore,
+    )
+
+    presets = {"default": DEFAULT_FORGETTING_POLICY, "gc": GARBAGE_COLLECT_POLICY}
+    if policy not in presets:
+        raise typer.BadParameter(f"policy must be one of {sorted(presets)}, got {policy!r}.")
+    prefix = tuple(p for p in (namespace or "").split("/") if p)
+    store = TieredMemoryStore(
+        chroma_path=chroma_path,
+        tiers={"default": "long"},
+        index=cast(Any, {"dims": dims, "embed": _no_embedding}),
+        key_prefix=key_prefix,
+    )
+    console = Console(stderr=as_json)
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("scanning memories", total=None)
+            report = store.garbage_collect(
+                prefix,
+                dry_run=dry_run,
+                policy=presets[policy],
+                progress=lambda n: bar.advance(task, n),
+            )
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps(report, allow_nan=False))
+        return
+    verb = "would forget" if dry_run else "forgot"
+    table = Table(
+        "namespace",
+        "id",
+        "content",
+        "reason",
+        title=f"gc {verb} {report['forgotten_count']} of {report['scanned']} memories",
+    )
+    for d in report["details"][:50]:
+        table.add_row("/".join(d["namespace"]), d["id"], d["content_preview"], d["reason"])
+    console.print(table)
 
 
 def _redis_ttls(url: str, key_prefix: str, keys: list[str]) -> dict[str, int]:

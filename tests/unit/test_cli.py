@@ -175,3 +175,44 @@ def test_bench_store_reports_a_failing_store_and_exits_non_zero(
     rows = {row["store"]: row for row in _last_json_line(result.stdout)["results"]}
     assert rows["short"]["status"].startswith("error: BackendUnavailableError")
     assert rows["inmemory"]["status"] == "ok"
+
+
+def test_gc_command_dry_run_then_delete(tmp_path: Any) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from langgraph_tiered_memory import TieredMemoryStore
+    from langgraph_tiered_memory.cli import app
+    from tests.fakes import HashingEmbeddings
+
+    path = str(tmp_path / "chroma")
+    store = TieredMemoryStore(
+        chroma_path=path,
+        tiers={"default": "long"},
+        index={"dims": 16, "embed": HashingEmbeddings(16), "fields": ["content"]},
+        key_prefix="gcx",
+    )
+    store.put(("users", "u1"), "junk", {"content": "meh", "importance": 0.05})
+    store.put(("users", "u1"), "keep", {"content": "my name is Ana", "importance": 0.9})
+    store.close()
+    base = ["gc", "--chroma-path", path, "--key-prefix", "gcx", "--dims", "16", "--json"]
+    runner = CliRunner()
+    dry = runner.invoke(app, [*base, "--dry-run", "--namespace", "users/u1"])
+    assert dry.exit_code == 0, dry.output
+    report = json.loads(dry.stdout.strip().splitlines()[-1])
+    assert report["dry_run"] is True and [d["id"] for d in report["details"]] == ["junk"]
+    real = runner.invoke(app, base)
+    assert real.exit_code == 0, real.output
+    assert json.loads(real.stdout.strip().splitlines()[-1])["forgotten_count"] == 1
+    again = TieredMemoryStore(
+        chroma_path=path,
+        tiers={"default": "long"},
+        index={"dims": 16, "embed": HashingEmbeddings(16), "fields": ["content"]},
+        key_prefix="gcx",
+    )
+    assert again.get_memory(("users", "u1"), "junk") is None
+    assert again.get_memory(("users", "u1"), "keep") is not None
+    again.close()
+    bad = runner.invoke(app, [*base, "--policy", "nope"])
+    assert bad.exit_code != 0 and "policy" in bad.output
