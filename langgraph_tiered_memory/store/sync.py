@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Op, PutOp, Result, TTLConfig
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.forgetting import ForgettingPolicy
@@ -246,3 +246,108 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             page_size=page_size,
             progress=progress,
         )
+
+    def consolidate(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        threshold: float = 0.9,
+        model: Any = None,
+        originals: str = "delete",
+        dry_run: bool = False,
+        limit: int = 10_000,
+    ) -> list[dict[str, Any]]:
+        """Merge near-duplicate memories of one namespace (see `consolidation`).
+
+        Args:
+            namespace: The namespace (long-term tier).
+            threshold: Cosine similarity that makes two memories near-duplicates.
+            model: Chat model (or `init_chat_model` string) merging the contents; None
+                joins their distinct sentences.
+            originals: `"delete"` the sources after the merged memory is stored, or
+                `"downweight"` them (importance halved, `consolidated_into` set).
+            dry_run: Only report the groups.
+            limit: Most memories of the namespace considered.
+
+        Returns:
+            One record per group: `{"key", "sources", "content", "importance"}`.
+        """
+        from langgraph_tiered_memory.consolidation import (
+            CONSOLIDATION_PROMPT,
+            group_near_duplicates,
+            merge_contents,
+        )
+
+        if originals not in ("delete", "downweight"):
+            raise ValueError(f"originals must be 'delete' or 'downweight', got {originals!r}.")
+        namespace = tuple(namespace)
+        self._check_memory_namespace(namespace)
+        tier: Any = self._long()
+        keys = [k for page in tier.iter_memory_stats(namespace) for k, _ in page][:limit]
+        vectors = tier.primary_vectors(namespace, keys)
+        present = [k for k in keys if k in vectors]
+        groups = group_near_duplicates(present, [vectors[k] for k in present], threshold)
+        chat = None
+        if model is not None:
+            from langgraph_tiered_memory.summarizer import _resolve_model
+
+            chat = _resolve_model(model)
+        records = []
+        now = self.clock()
+        for group in groups:
+            items = tier.get(namespace, group, now=now)
+            group = [k for k in group if k in items]
+            values = [items[k].value for k in group]
+            if len(values) < 2:
+                continue
+            contents = [str(v.get("content") or "") for v in values]
+            if chat is None:
+                content = merge_contents(contents)
+            else:
+                from langchain_core.messages import HumanMessage, SystemMessage
+
+                reply = chat.invoke(
+                    [
+                        SystemMessage(content=CONSOLIDATION_PROMPT),
+                        HumanMessage(content="\n".join(f"- {c}" for c in contents)),
+                    ]
+                )
+                content = str(reply.content)
+            importance = max(float(v.get("importance", 0.5)) for v in values)
+            merged_key = "consolidated-" + group[0]
+            record = {
+                "key": merged_key,
+                "sources": list(group),
+                "content": content,
+                "importance": importance,
+            }
+            records.append(record)
+            if dry_run:
+                continue
+            base = values[0]
+            merged = {
+                **{k: v for k, v in base.items() if k not in ("content", "importance")},
+                "content": content,
+                "importance": importance,
+                "consolidated_from": list(group),
+                "source_count": len(group),
+            }
+            self.put(namespace, merged_key, merged)  # stored first: a crash loses nothing
+            if originals == "delete":
+                self.batch([PutOp(namespace, k, None) for k in group])
+            else:
+                self.batch(
+                    [
+                        PutOp(
+                            namespace,
+                            k,
+                            {
+                                **v,
+                                "importance": float(v.get("importance", 0.5)) / 2,
+                                "consolidated_into": merged_key,
+                            },
+                        )
+                        for k, v in zip(group, values, strict=True)
+                    ]
+                )
+        return records

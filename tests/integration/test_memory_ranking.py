@@ -331,3 +331,41 @@ def test_garbage_collection_dry_run_then_real_run(mstore: TieredMemoryStore, clo
     assert mstore.get(("g", "b"), "pinned") is not None
     preset = mstore.garbage_collect(("g",), policy=GARBAGE_COLLECT_POLICY)
     assert {d["id"] for d in preset["details"]} == set()  # fresh is young and important
+
+
+def test_consolidation_merges_near_duplicates_and_keeps_provenance(
+    mstore: TieredMemoryStore,
+) -> None:
+    mstore.put(("c",), "a", {"content": "Ana lives in Porto. She has a cat.", "importance": 0.4})
+    mstore.put(("c",), "b", {"content": "Ana lives in Porto.", "importance": 0.8})
+    mstore.put(("c",), "x", {"content": "The invoice XK-9 was paid on Monday."})
+    plan = mstore.consolidate(("c",), threshold=0.85, dry_run=True)
+    assert [sorted(r["sources"]) for r in plan] == [["a", "b"]]
+    assert mstore.get_memory(("c",), "a") is not None  # dry run writes nothing
+    (record,) = mstore.consolidate(("c",), threshold=0.85)
+    merged = mstore.get_memory(("c",), record["key"])
+    assert merged is not None and merged.importance == 0.8
+    assert merged.content == "Ana lives in Porto. She has a cat."
+    assert sorted(merged.metadata["consolidated_from"]) == ["a", "b"]
+    assert merged.metadata["source_count"] == 2
+    assert mstore.get_memory(("c",), "a") is None and mstore.get_memory(("c",), "b") is None
+    assert mstore.get_memory(("c",), "x") is not None
+
+
+def test_consolidation_can_downweight_originals_and_use_a_model(
+    mstore: TieredMemoryStore,
+) -> None:
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    mstore.put(("d",), "a", {"content": "Ben likes green tea.", "importance": 0.6})
+    mstore.put(("d",), "b", {"content": "Ben likes green tea a lot.", "importance": 0.2})
+    model = FakeMessagesListChatModel(responses=[AIMessage(content="Ben loves green tea.")])
+    (record,) = mstore.consolidate(("d",), threshold=0.7, model=model, originals="downweight")
+    assert record["content"] == "Ben loves green tea."
+    assert mstore.get_memory(("d",), record["key"]).importance == 0.6  # type: ignore[union-attr]
+    kept = mstore.get_memory(("d",), "a")
+    assert kept is not None and kept.importance == 0.3
+    assert kept.metadata["consolidated_into"] == record["key"]
+    with pytest.raises(ValueError, match="originals"):
+        mstore.consolidate(("d",), originals="archive")

@@ -643,6 +643,19 @@ class ChromaTier:
             yield [(key, stats) for _, key, stats in page]
             after = page[-1][0]
 
+    def primary_vectors(self, namespace: Namespace, keys: Sequence[str]) -> dict[str, list[float]]:
+        """Each key's primary (own-text) vector, without the tier's extra dimension."""
+        col = self._collection(namespace, create=False)
+        if col is None or not keys:
+            return {}
+        got = col.get(ids=[f"p:{k}" for k in keys], include=["embeddings"])
+        out: dict[str, list[float]] = {}
+        for rid, vec in zip(got["ids"], got["embeddings"], strict=True):
+            values = [float(x) for x in vec]
+            if values[-1] == 0.0:  # indexed items end with 0; unindexed ones with 1
+                out[rid[2:]] = values[:-1]
+        return out
+
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Count an access of each item (one atomic SQLite update)."""
         idx = self.memindex
