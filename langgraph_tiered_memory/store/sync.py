@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, IndexConfig, Op, PutOp, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
+from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
@@ -20,6 +21,20 @@ from langgraph_tiered_memory.store.base import (
 )
 
 __all__ = ["TieredMemoryStore"]
+
+
+def _worth_keeping(item: Item) -> bool:
+    importance = item.value.get("importance", 0)
+    mentions = item.value.get("mentions", 0)
+    return (isinstance(importance, (int, float)) and importance >= 0.7) or (
+        isinstance(mentions, int) and mentions >= 2
+    )
+
+
+def _long_term_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    if namespace and namespace[0] == "short_term":
+        return ("memories", *namespace[1:])
+    return ("memories", *namespace)
 
 
 class TieredMemoryStore(TieredStoreCore, BaseStore):
@@ -351,3 +366,55 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
                     ]
                 )
         return records
+
+    def promote(
+        self,
+        namespace_prefix: tuple[str, ...],
+        *,
+        predicate: Callable[[Item], bool] | None = None,
+        target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
+        delete: bool = False,
+        page_size: int = 500,
+    ) -> list[tuple[tuple[str, ...], str]]:
+        """Copy short-term items that deserve it to long-term memory before they expire.
+
+        Args:
+            namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`).
+            predicate: Which items to promote. Default: `importance >= 0.7` or
+                `mentions >= 2` in the value.
+            target: Long-term namespace of a short-term one. Default: the first label
+                `"short_term"` becomes `"memories"`.
+            delete: Delete the short-term item once its copy is stored.
+            page_size: Items read per page.
+
+        Returns:
+            The (long-term namespace, key) of each promoted item.
+        """
+        check = predicate or _worth_keeping
+        move = target or _long_term_namespace
+        promoted: list[tuple[tuple[str, ...], str]] = []
+        for ns in self.list_namespaces(prefix=tuple(namespace_prefix), limit=100_000):
+            if self.tier_for(ns) != "short":
+                continue
+            offset = 0
+            while True:
+                page = self.search(ns, limit=page_size, offset=offset, refresh_ttl=False)
+                removed = 0
+                for item in page:
+                    if not check(item):
+                        continue
+                    dest = tuple(move(tuple(item.namespace)))
+                    if self.tier_for(dest) != "long":
+                        raise ConfigurationError(
+                            f"Promotion target {dest} is routed to the short-term tier;"
+                            " pass target= a function returning a long-term namespace."
+                        )
+                    self.put(dest, item.key, dict(item.value))  # stored first
+                    promoted.append((dest, item.key))
+                    if delete:
+                        self.delete(tuple(item.namespace), item.key)
+                        removed += 1
+                if len(page) < page_size:
+                    break
+                offset += len(page) - removed  # deleted items no longer take a place
+        return promoted

@@ -11,6 +11,7 @@ import pytest
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import (
+    ConfigurationError,
     InvalidFilterError,
     InvalidItemError,
     MemoryEntry,
@@ -369,3 +370,30 @@ def test_consolidation_can_downweight_originals_and_use_a_model(
     assert kept.metadata["consolidated_into"] == record["key"]
     with pytest.raises(ValueError, match="originals"):
         mstore.consolidate(("d",), originals="archive")
+
+
+def test_promotion_copies_worthy_short_term_items_to_long_term(
+    make_store: Callable[..., TieredMemoryStore], clock: Clock
+) -> None:
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    store = make_store(scoring=None, clock=clock, index=index)  # default routing
+    store.put(("short_term", "s1"), "pref", {"content": "likes jazz", "importance": 0.9}, ttl=5)
+    store.put(("short_term", "s1"), "again", {"content": "lives in Porto", "mentions": 2}, ttl=5)
+    store.put(("short_term", "s1"), "noise", {"content": "ok thanks"}, ttl=5)
+    promoted = store.promote(("short_term",), page_size=2)
+    assert sorted(k for _, k in promoted) == ["again", "pref"]
+    assert {ns for ns, _ in promoted} == {("memories", "s1")}
+    entry = store.get_memory(("memories", "s1"), "pref")
+    assert entry is not None and entry.content == "likes jazz"
+    assert store.get(("short_term", "s1"), "pref") is not None  # copied, not moved
+    moved = store.promote(
+        ("short_term",),
+        predicate=lambda item: item.key == "noise",
+        target=lambda ns: ("archive", *ns[1:]),
+        delete=True,
+        page_size=1,
+    )
+    assert moved == [(("archive", "s1"), "noise")]
+    assert store.get(("short_term", "s1"), "noise") is None
+    with pytest.raises(ConfigurationError, match="short-term"):
+        store.promote(("short_term",), target=lambda ns: ns)
