@@ -263,6 +263,41 @@ def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
     )
 
 
+def _step(
+    messages: Sequence[AnyMessage],
+    running_summary: str | None,
+    model: str | BaseChatModel | None,
+    max_messages: int | None,
+    max_tokens: int | None,
+    keep_last: int,
+    prompt: str,
+    token_counter: TokenCounter,
+    max_summary_sentences: int,
+) -> SummarizationResult | tuple[BaseChatModel, SummarizationResult]:
+    """Everything but the model call: a final result, or the model and a pending result."""
+    plan = _plan(
+        messages,
+        max_messages=max_messages,
+        max_tokens=max_tokens,
+        keep_last=keep_last,
+        token_counter=token_counter,
+    )
+    if plan is None:
+        return SummarizationResult(False, running_summary, list(messages))
+    system, folded, kept = plan
+    chat = _resolve_model(model)
+    if chat is None:
+        summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
+        return SummarizationResult(True, summary, system + kept, folded)
+    request = _prompt(folded, running_summary, prompt)
+    return chat, SummarizationResult(True, running_summary, system + kept, folded, request)
+
+
+def _with_reply(result: SummarizationResult, reply: BaseMessage) -> SummarizationResult:
+    result.summary = _text(reply)
+    return result
+
+
 def summarize_messages(
     messages: Sequence[AnyMessage],
     *,
@@ -303,23 +338,21 @@ def summarize_messages(
         assert result.summarized and len(result.kept) == 5 and len(result.folded) == 20
         ```
     """
-    plan = _plan(
+    step = _step(
         messages,
-        max_messages=max_messages,
-        max_tokens=max_tokens,
-        keep_last=keep_last,
-        token_counter=token_counter,
+        running_summary,
+        model,
+        max_messages,
+        max_tokens,
+        keep_last,
+        prompt,
+        token_counter,
+        max_summary_sentences,
     )
-    if plan is None:
-        return SummarizationResult(False, running_summary, list(messages))
-    system, folded, kept = plan
-    chat = _resolve_model(model)
-    if chat is None:
-        summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
-        return SummarizationResult(True, summary, system + kept, folded)
-    request = _prompt(folded, running_summary, prompt)
-    reply = chat.invoke(request)
-    return SummarizationResult(True, _text(reply), system + kept, folded, request)
+    if isinstance(step, SummarizationResult):
+        return step
+    chat, result = step
+    return _with_reply(result, chat.invoke(result.prompt))
 
 
 async def asummarize_messages(
@@ -347,23 +380,21 @@ async def asummarize_messages(
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary.
     """
-    plan = _plan(
+    step = _step(
         messages,
-        max_messages=max_messages,
-        max_tokens=max_tokens,
-        keep_last=keep_last,
-        token_counter=token_counter,
+        running_summary,
+        model,
+        max_messages,
+        max_tokens,
+        keep_last,
+        prompt,
+        token_counter,
+        max_summary_sentences,
     )
-    if plan is None:
-        return SummarizationResult(False, running_summary, list(messages))
-    system, folded, kept = plan
-    chat = _resolve_model(model)
-    if chat is None:
-        summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
-        return SummarizationResult(True, summary, system + kept, folded)
-    request = _prompt(folded, running_summary, prompt)
-    reply = await chat.ainvoke(request)
-    return SummarizationResult(True, _text(reply), system + kept, folded, request)
+    if isinstance(step, SummarizationResult):
+        return step
+    chat, result = step
+    return _with_reply(result, await chat.ainvoke(result.prompt))
 
 
 def messages_with_summary(messages: Sequence[AnyMessage], summary: str | None) -> list[BaseMessage]:

@@ -227,16 +227,7 @@ class SessionRegistry:
             user_id: The session's user (the first one recorded stays the owner).
             message_count: The session's current number of messages, if known.
         """
-        sid = _check_id("session_id", session_id)
-        now = self.clock()
-        if self._record is None:
-            self._record = self.client.register_script(_RECORD)
-        created = self._record(
-            keys=[self.keys.session(sid), self.keys.summary(sid)],
-            args=_record_args(now, self.ttl, user_id, message_count),
-        )
-        if created and user_id:
-            self._index(user_id, sid, now)
+        self.record_many({session_id: (user_id, message_count)})
 
     def record_many(self, records: Mapping[str, tuple[str | None, int | None]]) -> None:
         """`record` several sessions in one round trip.
@@ -273,13 +264,8 @@ class SessionRegistry:
         pipe.execute()
 
     def _index(self, user_id: str, sid: str, now: float) -> None:
-        ukey = self.keys.user(user_id)
         pipe = self.client.pipeline(transaction=False)
-        pipe.zadd(ukey, {sid: now})
-        if self.ttl is not None:
-            # Ids of sessions idle for longer than twice the TTL are dropped for good.
-            pipe.zremrangebyscore(ukey, "-inf", now - 2 * self.ttl)
-            pipe.expire(ukey, int(2 * self.ttl))
+        _queue_index(pipe, self.keys.user(user_id), sid, now, self.ttl)
         pipe.execute()
 
     def get_session(self, session_id: str) -> SessionMeta | None:
@@ -399,13 +385,13 @@ class AsyncSessionRegistry:
         fields = _decode((await pipe.execute())[-1])
         owner = fields.get("user_id")
         if owner:
-            upipe = self.client.pipeline(transaction=False)
-            upipe.zadd(self.keys.user(owner), {sid: now})
-            if self.ttl is not None:
-                upipe.zremrangebyscore(self.keys.user(owner), "-inf", now - 2 * self.ttl)
-                upipe.expire(self.keys.user(owner), int(2 * self.ttl))
-            await upipe.execute()
+            await self._index(owner, sid, now)
         return _meta(sid, fields)
+
+    async def _index(self, user_id: str, sid: str, now: float) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        _queue_index(pipe, self.keys.user(user_id), sid, now, self.ttl)
+        await pipe.execute()
 
     async def record(
         self, session_id: str, *, user_id: str | None = None, message_count: int | None = None
@@ -417,21 +403,7 @@ class AsyncSessionRegistry:
             user_id: The session's user (the first one recorded stays the owner).
             message_count: The session's current number of messages, if known.
         """
-        sid = _check_id("session_id", session_id)
-        now = self.clock()
-        if self._record is None:
-            self._record = self.client.register_script(_RECORD)
-        created = await self._record(
-            keys=[self.keys.session(sid), self.keys.summary(sid)],
-            args=_record_args(now, self.ttl, user_id, message_count),
-        )
-        if created and user_id:
-            upipe = self.client.pipeline(transaction=False)
-            upipe.zadd(self.keys.user(user_id), {sid: now})
-            if self.ttl is not None:
-                upipe.zremrangebyscore(self.keys.user(user_id), "-inf", now - 2 * self.ttl)
-                upipe.expire(self.keys.user(user_id), int(2 * self.ttl))
-            await upipe.execute()
+        await self.record_many({session_id: (user_id, message_count)})
 
     async def record_many(self, records: Mapping[str, tuple[str | None, int | None]]) -> None:
         """`record` several sessions in one round trip.
@@ -456,12 +428,7 @@ class AsyncSessionRegistry:
         created = await pipe.execute()
         for (sid, (user_id, _)), new in zip(items, created, strict=True):
             if new and user_id:
-                upipe = self.client.pipeline(transaction=False)
-                upipe.zadd(self.keys.user(user_id), {sid: now})
-                if self.ttl is not None:
-                    upipe.zremrangebyscore(self.keys.user(user_id), "-inf", now - 2 * self.ttl)
-                    upipe.expire(self.keys.user(user_id), int(2 * self.ttl))
-                await upipe.execute()
+                await self._index(user_id, sid, now)
 
     async def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
@@ -531,6 +498,15 @@ class AsyncSessionRegistry:
         payload = json.dumps({"summary": summary, "updated_at": self.clock()})
         ex = int(self.ttl) if self.ttl is not None else None
         await self.client.set(self.keys.summary(sid), payload, ex=ex)
+
+
+def _queue_index(pipe: Any, user_key: str, sid: str, now: float, ttl: float | None) -> None:
+    """Queue the user-index update of a session on `pipe`."""
+    pipe.zadd(user_key, {sid: now})
+    if ttl is not None:
+        # Ids of sessions idle for longer than twice the TTL are dropped for good.
+        pipe.zremrangebyscore(user_key, "-inf", now - 2 * ttl)
+        pipe.expire(user_key, int(2 * ttl))
 
 
 def _ids(entries: Any) -> list[tuple[str, float]]:

@@ -301,7 +301,7 @@ class TieredStoreCore:
         gets: list[tuple[int, GetOp]] = []
         searches: list[tuple[int, SearchOp, dict[str, Any], dict[str, Any] | None]] = []
         lists: list[tuple[int, ListNamespacesOp]] = []
-        puts: dict[tuple[tuple[str, ...], str], tuple[PutOp, str | None]] = {}
+        puts: dict[tuple[tuple[str, ...], str], tuple[PutOp, str | None, Any]] = {}
         size = 0
         for i, op in enumerate(ops):
             size += 1
@@ -327,12 +327,13 @@ class TieredStoreCore:
             elif isinstance(op, PutOp):
                 ns = validate_namespace(op.namespace)
                 key = validate_key(op.key)
+                fields = None
                 if (
                     isinstance(op.value, Mapping)
                     and self.memory_mode
                     and self._router.tier_for(ns) == "long"
                 ):
-                    memory_fields(dict(op.value), key=key)  # before encoding: clearer errors
+                    fields = memory_fields(dict(op.value), key=key)  # before encoding
                 encoded = None if op.value is None else encode_value(ns, key, op.value)
                 validate_ttl(op.ttl)
                 if op.index not in (None, False) and not (
@@ -343,7 +344,7 @@ class TieredStoreCore:
                         f" got {op.index!r}."
                     )
                 puts.pop((ns, key), None)  # keep the position of the last write
-                puts[(ns, key)] = (op, encoded)
+                puts[(ns, key)] = (op, encoded, fields)
             else:
                 raise ValueError(
                     f"Unknown operation type {type(op).__name__}; expected GetOp, PutOp,"
@@ -352,7 +353,7 @@ class TieredStoreCore:
         writes: list[ItemWrite] = []
         texts: dict[str, int] = {}
         slots: list[list[int]] = []
-        for (ns, key), (op, encoded) in puts.items():
+        for (ns, key), (op, encoded, fields) in puts.items():
             write = ItemWrite(
                 namespace=ns,
                 key=key,
@@ -360,8 +361,8 @@ class TieredStoreCore:
                 encoded=encoded,
                 ttl=op.ttl,
             )
-            if op.value is not None and self.memory_mode and self._router.tier_for(ns) == "long":
-                write.memory = memory_fields(dict(op.value), key=key)
+            if fields is not None and op.value is not None:
+                write.memory = fields
                 write.keyword_text = (
                     "" if op.index is False else self._keyword_text(op.value, op.index)
                 )
