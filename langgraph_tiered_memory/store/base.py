@@ -136,7 +136,7 @@ class TieredStoreCore:
         self.key_prefix = check_key_prefix(key_prefix)
         self.ttl_config = _check_ttl_config(ttl)
         self.scoring: Scoring = Scoring.from_config(scoring)
-        self.clock: Callable[[], float] = clock or time.time
+        self.clock: Callable[[], float] = time.time if clock is None else _checked_clock(clock)
         self.allow_non_finite_filters = bool(allow_non_finite_filters)
         self.index_config, self.embeddings, self._fields = _check_index(index)
         self._tiers: dict[TierName, Tier] = build_tiers(
@@ -634,81 +634,6 @@ class TieredStoreCore:
         stats = tier.memory_stats(namespace, [key]).get(key)
         return self._memory_entry(item, stats)
 
-    def _garbage_collect(
-        self,
-        namespace_prefix: tuple[str, ...],
-        *,
-        dry_run: bool,
-        policy: Any,
-        page_size: int,
-        progress: Callable[[int], None] | None,
-    ) -> dict[str, Any]:
-        """Apply the forgetting policy to every long-term memory under a prefix.
-
-        Streams each namespace's memory index in pages (statistics only); only the
-        memories the policy flags have their values read (for pinning and the report)
-        and, unless `dry_run`, are deleted from every index in one batch per page.
-        """
-        from langgraph.store.base import PutOp
-
-        from langgraph_tiered_memory.forgetting import should_forget
-
-        if not self.memory_mode:
-            raise ConfigurationError(
-                "Garbage collection needs scoring={'mode': 'memory'} (the default); this"
-                " store was created with scoring mode 'similarity'."
-            )
-        tier = self._long()
-        now = self.clock()
-        details: list[dict[str, Any]] = []
-        scanned = 0
-        for ns in tier.namespaces(tuple(namespace_prefix), now=now):
-            if self._router.tier_for(ns) != "long":
-                continue
-            for page in tier.iter_memory_stats(ns, page_size):
-                scanned += len(page)
-                flagged: list[tuple[str, str]] = []
-                for key, stats in page:
-                    light = MemoryEntry.from_value(
-                        key=key,
-                        namespace=ns,
-                        value={"importance": stats.importance},
-                        created_at=stats.created_at,
-                        updated_at=stats.created_at,
-                        last_accessed=stats.last_accessed,
-                        access_count=stats.access_count,
-                    )
-                    forget, reason = should_forget(light, now=now, policy=policy)
-                    if forget:
-                        flagged.append((key, reason))
-                if flagged:
-                    items = tier.get(ns, [k for k, _ in flagged], now=now)
-                    doomed = []
-                    for key, reason in flagged:
-                        item = items.get(key)
-                        if item is None or item.value.get("pinned") is True:
-                            continue
-                        content = str(item.value.get("content") or "")
-                        details.append(
-                            {
-                                "id": key,
-                                "namespace": list(ns),
-                                "content_preview": content[:80],
-                                "reason": reason,
-                            }
-                        )
-                        doomed.append(key)
-                    if doomed and not dry_run:
-                        self._run_batch([PutOp(ns, k, None) for k in doomed])
-                if progress is not None:
-                    progress(len(page))
-        return {
-            "forgotten_count": len(details),
-            "details": details,
-            "scanned": scanned,
-            "dry_run": dry_run,
-        }
-
     def _search_memories(
         self,
         prefix: tuple[str, ...],
@@ -764,6 +689,30 @@ def _reinforced(
     current = memory_fields(value, key=key).importance
     value["importance"] = min(1.0, max(0.0, current + float(delta)))
     return value, float(value["importance"])
+
+
+def _checked_clock(clock: Callable[[], float]) -> Callable[[], float]:
+    """`clock` returning a plain finite float (numpy or Decimal times are stored as JSON)."""
+    if not callable(clock):
+        raise ConfigurationError(
+            f"clock must be a function returning epoch seconds, got {clock!r}."
+        )
+
+    def now() -> float:
+        value = clock()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            try:
+                value = float(value)
+            except (TypeError, ValueError) as e:
+                raise ConfigurationError(
+                    f"clock() must return epoch seconds as a number, got {value!r}."
+                ) from e
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigurationError(f"clock() must return a finite number, got {value!r}.")
+        return value
+
+    return now
 
 
 def _recency_origin(stats: Any, created_at: float, origin: str) -> float:

@@ -397,3 +397,18 @@ def test_promotion_copies_worthy_short_term_items_to_long_term(
     assert store.get(("short_term", "s1"), "noise") is None
     with pytest.raises(ConfigurationError, match="short-term"):
         store.promote(("short_term",), target=lambda ns: ns)
+
+
+def test_clock_may_return_numpy_numbers_but_not_text(
+    make_store: Callable[..., TieredMemoryStore],
+) -> None:
+    import numpy as np
+
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    store = make_store("long", scoring=None, index=index, clock=lambda: np.float64(1.7e9))
+    store.put(("m",), "a", {"content": "green tea"})
+    assert store.get(("m",), "a").created_at.timestamp() == 1.7e9  # type: ignore[union-attr]
+    assert store.get_memory(("m",), "a") is not None
+    bad = make_store("long", scoring=None, index=index, clock=lambda: "noon")
+    with pytest.raises(ConfigurationError, match="epoch seconds"):
+        bad.put(("m",), "a", {"content": "green tea"})

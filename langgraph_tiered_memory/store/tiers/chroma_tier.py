@@ -326,7 +326,12 @@ class ChromaTier:
             mirror.register(self.prefix, meta["ns"], ttl=ttl)
 
     def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
-        if not col.get(limit=1, include=[])["ids"]:
+        mirror = self.mirror
+        if mirror is not None:  # the mirror holds every item: no Chroma read needed
+            empty = not mirror.has_docs(self.prefix, namespace_id(namespace))
+        else:
+            empty = not col.get(limit=1, include=[])["ids"]
+        if empty:
             self._unregister(namespace)
 
     def _unregister(self, namespace: Namespace) -> None:

@@ -142,6 +142,14 @@ class DocMirror:
                 out.update((k, loads(m)) for k, m in rows)
         return out
 
+    def has_docs(self, prefix: str, nsid: str) -> bool:
+        """Whether the namespace still holds any item."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT 1 FROM docs WHERE prefix=? AND nsid=? LIMIT 1", (prefix, nsid)
+            ).fetchone()
+        return row is not None
+
     def begin(self, prefix: str, nsid: str, keys: Iterable[str]) -> None:
         """Record (and commit) that these keys are about to change in Chroma."""
         with self._lock:
