@@ -23,6 +23,7 @@ from langgraph_tiered_memory.forgetting import (
     calculate_decay,
     should_forget,
 )
+from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import ScoreBreakdown
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
@@ -60,6 +61,7 @@ __all__ = [
     "TieredMemoryStore",
     "asummarize_messages",
     "calculate_decay",
+    "create_forgetting_graph",
     "create_summarizer_graph",
     "should_forget",
     "summarize_messages",

@@ -510,6 +510,27 @@ def gc(
             help="default (decay and age rules) or gc (older than 30 days or unimportant)."
         ),
     ] = "default",
+    consolidate: Annotated[
+        bool,
+        typer.Option(
+            "--consolidate",
+            help="Merge near-duplicate memories before forgetting (needs --embed).",
+        ),
+    ] = False,
+    theme: Annotated[
+        list[str] | None,
+        typer.Option(help="A theme whose memories are merged (repeatable; needs --embed)."),
+    ] = None,
+    embed: Annotated[
+        str | None,
+        typer.Option(
+            help="Embeddings of the store, to embed merged memories: 'local' or 'provider:model'."
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Chat model that merges memories ('provider:model'); default: none."),
+    ] = None,
     chroma_path: Annotated[
         str | None,
         typer.Option(
@@ -522,35 +543,48 @@ def gc(
     ] = 384,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Forget long-term memories the forgetting policy flags (see ForgettingPolicy)."""
+    """Run the forgetting graph: forget the memories the policy flags, optionally merging."""
     from rich.progress import Progress
 
     from langgraph_tiered_memory import (
         DEFAULT_FORGETTING_POLICY,
         GARBAGE_COLLECT_POLICY,
         TieredMemoryStore,
+        create_forgetting_graph,
     )
 
     presets = {"default": DEFAULT_FORGETTING_POLICY, "gc": GARBAGE_COLLECT_POLICY}
     if policy not in presets:
         raise typer.BadParameter(f"policy must be one of {sorted(presets)}, got {policy!r}.")
+    themes = list(theme or [])
+    merging = consolidate or bool(themes)
+    if merging and embed is None:
+        raise typer.BadParameter(
+            "--consolidate and --theme write merged memories, which are embedded: pass"
+            " --embed with the store's embeddings (e.g. --embed local)."
+        )
     prefix = tuple(p for p in (namespace or "").split("/") if p)
     store = TieredMemoryStore(
         chroma_path=chroma_path,
         tiers={"default": "long"},
-        index=cast(Any, {"dims": dims, "embed": _no_embedding}),
+        index=cast(Any, {"dims": dims, "embed": embed or _no_embedding, "fields": ["content"]}),
         key_prefix=key_prefix,
     )
     console = Console(stderr=as_json)
     try:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("scanning memories", total=None)
-            report = store.garbage_collect(
-                prefix,
-                dry_run=dry_run,
+            graph = create_forgetting_graph(
+                model,
+                store=store,
+                namespace=prefix,
                 policy=presets[policy],
+                dry_run=dry_run,
+                consolidate=consolidate,  # themes are merged whenever given
+                themes=themes,
                 progress=lambda n: bar.advance(task, n),
             )
+            report = graph.compile().invoke({})["report"]
     finally:
         store.close()
     if as_json:
@@ -567,6 +601,11 @@ def gc(
     for d in report["details"][:50]:
         table.add_row("/".join(d["namespace"]), d["id"], d["content_preview"], d["reason"])
     console.print(table)
+    for merged in report["consolidated"]:
+        console.print(
+            f"merged {len(merged['sources'])} memories of {'/'.join(merged['namespace'])}"
+            f" into {merged['key']}: {merged['content'][:80]}"
+        )
 
 
 def _redis_ttls(url: str, key_prefix: str, keys: list[str]) -> dict[str, int]:

@@ -1,13 +1,16 @@
-"""Consolidation: merge near-duplicate memories into one, keeping provenance.
+"""Consolidation: merge related memories into one, keeping provenance.
 
 Near-duplicates are found by embedding similarity: memories whose own-text vectors
 have a cosine similarity of at least `threshold` with a seed memory form a group
-(greedy, each memory in at most one group). A group of two or more becomes one
-consolidated memory: without a model its content is the group's distinct sentences
-(the longest memory first); with a model, the model merges them with
-`CONSOLIDATION_PROMPT`. Its importance is the group's highest, and `consolidated_from`
-/ `source_count` record the sources. The consolidated memory is written first; only
-then are the originals deleted (or down-weighted), so a crash in between loses nothing.
+(greedy, each memory in at most one group). A theme (a query) forms one group instead:
+the memories whose own-text vectors are at least `min_similarity` cosine to the query.
+
+A group of two or more becomes one consolidated memory. Without a model its content is
+the group's distinct sentences (the longest memory first); with a model, the model
+merges them with `CONSOLIDATION_PROMPT`. Its importance is the group's highest, and
+`consolidated_from` / `source_count` record the sources. The consolidated memory is
+written first; only then are the originals deleted (or down-weighted), so a crash in
+between loses nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["CONSOLIDATION_PROMPT", "group_near_duplicates", "merge_contents"]
+__all__ = ["CONSOLIDATION_PROMPT", "group_near_duplicates", "merge_contents", "theme_group"]
 
 CONSOLIDATION_PROMPT = (
     "Merge these related memories into one. Keep every core fact, remove redundancy,"
@@ -27,35 +30,73 @@ CONSOLIDATION_PROMPT = (
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
+def _unit(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
+
+
 def group_near_duplicates(
-    keys: Sequence[str], vectors: Sequence[Sequence[float]], threshold: float
+    keys: Sequence[str], vectors: Sequence[Sequence[float]], threshold: float, block: int = 256
 ) -> list[list[str]]:
     """Groups of two or more keys whose vectors are within `threshold` cosine of a seed.
+
+    Similarities are computed `block` rows at a time, so memory stays at
+    `block * len(keys)` floats however many memories there are.
 
     Args:
         keys: Memory keys.
         vectors: Their embeddings (same order).
         threshold: Minimum cosine similarity to the group's seed.
+        block: Rows of the similarity matrix held at once.
 
     Returns:
         The groups, each seed first, in input order.
     """
     if not keys:
         return []
-    matrix = np.asarray(vectors, dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit = matrix / np.maximum(norms, 1e-12)
-    sims = unit @ unit.T
-    taken: set[int] = set()
+    unit = _unit(vectors)
+    taken = np.zeros(len(keys), dtype=bool)
     groups: list[list[str]] = []
-    for i in range(len(keys)):
-        if i in taken:
-            continue
-        members = [j for j in range(len(keys)) if j not in taken and sims[i, j] >= threshold]
-        if len(members) >= 2:
-            taken.update(members)
-            groups.append([keys[j] for j in sorted(members, key=lambda j: (j != i, j))])
+    for start in range(0, len(keys), block):
+        sims = unit[start : start + block] @ unit.T
+        for row in range(sims.shape[0]):
+            i = start + row
+            if taken[i]:
+                continue
+            hits = np.flatnonzero((sims[row] >= threshold) & ~taken)
+            if len(hits) >= 2:
+                taken[hits] = True
+                groups.append([keys[i], *(keys[int(j)] for j in hits if j != i)])
     return groups
+
+
+def theme_group(
+    keys: Sequence[str],
+    vectors: Sequence[Sequence[float]],
+    query_vector: Sequence[float],
+    min_similarity: float,
+    max_sources: int,
+) -> list[str]:
+    """The keys whose vectors are at least `min_similarity` cosine to a theme's vector.
+
+    Args:
+        keys: Memory keys.
+        vectors: Their embeddings (same order).
+        query_vector: The theme's embedding.
+        min_similarity: Minimum cosine similarity to the theme.
+        max_sources: Most keys returned.
+
+    Returns:
+        At most `max_sources` keys, most similar first (ties in input order).
+    """
+    if not keys:
+        return []
+    sims = _unit(vectors) @ _unit([query_vector])[0]
+    order = np.argsort(-sims, kind="stable")
+    return [keys[j] for j in order[:max_sources] if sims[j] >= min_similarity]
 
 
 def merge_contents(contents: Sequence[str]) -> str:

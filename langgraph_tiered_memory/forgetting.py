@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_FORGETTING_POLICY",
     "GARBAGE_COLLECT_POLICY",
     "PINNED_FIELD",
+    "ForgettingRules",
     "calculate_decay",
     "should_forget",
 ]
@@ -105,10 +106,86 @@ def _policy(policy: ForgettingPolicy | None) -> dict[str, Any]:
     return merged
 
 
-def _days(entry: MemoryEntry, now: float) -> tuple[float, float]:
-    created = entry.created_at.timestamp()
-    touched = entry.last_accessed.timestamp() if entry.last_accessed else created
-    return max(0.0, (now - created) / DAY), max(0.0, (now - touched) / DAY)
+class ForgettingRules:
+    """A validated `ForgettingPolicy`, applied to raw statistics (used by every pass).
+
+    Args:
+        policy: Overrides of `DEFAULT_FORGETTING_POLICY`.
+
+    Raises:
+        ConfigurationError: for an unknown key or a negative constant.
+    """
+
+    def __init__(self, policy: ForgettingPolicy | None = None) -> None:
+        cfg = _policy(policy)
+        self.half_life = float(cfg["half_life_days"])
+        self.importance_factor = float(cfg["importance_factor"])
+        self.access_factor = float(cfg["access_factor"])
+        self.decay_threshold: float | None = cfg["decay_threshold"]
+        self.unaccessed_max_days: float | None = cfg["unaccessed_max_days"]
+        self.stale_max_days: float | None = cfg["stale_max_days"]
+        self.stale_importance = float(cfg["stale_importance"])
+        self.min_importance: float | None = cfg["min_importance"]
+        self.max_age_days: float | None = cfg["max_age_days"]
+
+    def decay(self, importance: float, access_count: int, idle_days: float) -> float:
+        """The decay of a memory idle for `idle_days` (see the module docstring)."""
+        fade = 1.0 - math.exp(-_LN2 * max(0.0, idle_days) / self.half_life)
+        shield = (
+            1.0
+            - importance * self.importance_factor
+            - math.log1p(max(0, access_count)) * self.access_factor
+        )
+        return min(1.0, max(0.0, fade * shield))
+
+    def reason(
+        self,
+        *,
+        importance: float,
+        access_count: int,
+        created_at: float,
+        last_accessed: float | None,
+        now: float,
+    ) -> str:
+        """Why a memory with these statistics is forgotten, or "" when it is kept.
+
+        Pinning is not checked here (it lives in the value).
+        """
+        age = max(0.0, (now - created_at) / DAY)
+        idle = max(0.0, (now - (created_at if last_accessed is None else last_accessed)) / DAY)
+        threshold = self.decay_threshold
+        if threshold is not None:
+            decay = self.decay(importance, access_count, idle)
+            if decay > threshold:
+                return f"decay {decay:.2f} > {threshold:g}"
+        limit = self.unaccessed_max_days
+        if limit is not None and age > limit and access_count == 0:
+            return f"never accessed in {age:.0f} days (> {limit:g})"
+        stale = self.stale_max_days
+        if stale is not None and age > stale and importance < self.stale_importance:
+            return (
+                f"{age:.0f} days old (> {stale:g}) with importance {importance:g}"
+                f" < {self.stale_importance:g}"
+            )
+        floor = self.min_importance
+        if floor is not None and importance < floor:
+            return f"importance {importance:g} < {floor:g}"
+        max_age = self.max_age_days
+        if max_age is not None and age > max_age:
+            return f"{age:.0f} days old (> {max_age:g})"
+        return ""
+
+
+_LN2 = math.log(2)
+
+
+def _stats(entry: MemoryEntry) -> dict[str, Any]:
+    return {
+        "importance": entry.importance,
+        "access_count": entry.access_count,
+        "created_at": entry.created_at.timestamp(),
+        "last_accessed": entry.last_accessed.timestamp() if entry.last_accessed else None,
+    }
 
 
 def calculate_decay(
@@ -131,16 +208,11 @@ def calculate_decay(
         assert abs(calculate_decay(entry, now=t0.timestamp() + 30 * 86400) - 0.5) < 1e-9
         ```
     """
-    cfg = _policy(policy)
+    rules = ForgettingRules(policy)
     now = time.time() if now is None else now
-    _, idle = _days(entry, now)
-    fade = 1.0 - math.exp(-math.log(2) * idle / cfg["half_life_days"])
-    shield = (
-        1.0
-        - entry.importance * cfg["importance_factor"]
-        - math.log1p(max(0, entry.access_count)) * cfg["access_factor"]
-    )
-    return min(1.0, max(0.0, fade * shield))
+    stats = _stats(entry)
+    touched = stats["last_accessed"] if stats["last_accessed"] is not None else stats["created_at"]
+    return rules.decay(entry.importance, entry.access_count, (now - touched) / DAY)
 
 
 def should_forget(
@@ -156,28 +228,9 @@ def should_forget(
     Returns:
         (True, reason) for the first rule that holds, else (False, "").
     """
-    cfg = _policy(policy)
+    rules = ForgettingRules(policy)
     now = time.time() if now is None else now
     if entry.metadata.get(PINNED_FIELD) is True:
         return False, ""
-    age, _ = _days(entry, now)
-    decay = calculate_decay(entry, now=now, policy=policy)
-    threshold = cfg["decay_threshold"]
-    if threshold is not None and decay > threshold:
-        return True, f"decay {decay:.2f} > {threshold:g}"
-    limit = cfg["unaccessed_max_days"]
-    if limit is not None and age > limit and entry.access_count == 0:
-        return True, f"never accessed in {age:.0f} days (> {limit:g})"
-    stale = cfg["stale_max_days"]
-    if stale is not None and age > stale and entry.importance < cfg["stale_importance"]:
-        return True, (
-            f"{age:.0f} days old (> {stale:g}) with importance {entry.importance:g}"
-            f" < {cfg['stale_importance']:g}"
-        )
-    floor = cfg["min_importance"]
-    if floor is not None and entry.importance < floor:
-        return True, f"importance {entry.importance:g} < {floor:g}"
-    max_age = cfg["max_age_days"]
-    if max_age is not None and age > max_age:
-        return True, f"{age:.0f} days old (> {max_age:g})"
-    return False, ""
+    reason = rules.reason(now=now, **_stats(entry))
+    return bool(reason), reason

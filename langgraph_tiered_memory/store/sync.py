@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import asyncio
+import functools
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
-from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
-from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store.base import (
     DEFAULT_KEY_PREFIX,
     MemoryHit,
@@ -21,20 +23,6 @@ from langgraph_tiered_memory.store.base import (
 )
 
 __all__ = ["TieredMemoryStore"]
-
-
-def _worth_keeping(item: Item) -> bool:
-    importance = item.value.get("importance", 0)
-    mentions = item.value.get("mentions", 0)
-    return (isinstance(importance, (int, float)) and importance >= 0.7) or (
-        isinstance(mentions, int) and mentions >= 2
-    )
-
-
-def _long_term_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
-    if namespace and namespace[0] == "short_term":
-        return ("memories", *namespace[1:])
-    return ("memories", *namespace)
 
 
 class TieredMemoryStore(TieredStoreCore, BaseStore):
@@ -237,11 +225,14 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         policy: ForgettingPolicy | None = None,
         page_size: int = 1000,
         progress: Callable[[int], None] | None = None,
+        now: float | None = None,
     ) -> dict[str, Any]:
         """Forget long-term memories the forgetting policy flags.
 
-        Memories are streamed in pages from the memory index, so memory use stays
-        bounded. A memory whose value has `"pinned": True` is never forgotten.
+        Memories are streamed in pages from the memory index (statistics only), so
+        memory use stays bounded; values are read only for flagged memories. A memory
+        whose value has `"pinned": True` is never forgotten. Deletes go through the
+        normal batch path: vectors, keyword rows and statistics all go.
 
         Args:
             namespace_prefix: Only namespaces under this prefix (default: all).
@@ -249,123 +240,145 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             policy: Overrides of `DEFAULT_FORGETTING_POLICY`, e.g. `GARBAGE_COLLECT_POLICY`.
             page_size: Memories read per page.
             progress: Called with the number of memories scanned after each page.
+            now: The time to judge at, in epoch seconds (default: the store's clock).
 
         Returns:
             `{"forgotten_count": N, "details": [{"id", "namespace", "content_preview",
             "reason"}, ...], "scanned": M, "dry_run": bool}`.
         """
-        return self._garbage_collect(
+        return maintenance.garbage_collect(
+            self,
             tuple(namespace_prefix),
             dry_run=dry_run,
             policy=policy,
             page_size=page_size,
             progress=progress,
+            now=now,
         )
+
+    async def agarbage_collect(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        dry_run: bool = True,
+        policy: ForgettingPolicy | None = None,
+        page_size: int = 1000,
+        progress: Callable[[int], None] | None = None,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Async `garbage_collect` (the pass runs in a worker thread)."""
+        return await asyncio.to_thread(
+            self.garbage_collect,
+            namespace_prefix,
+            dry_run=dry_run,
+            policy=policy,
+            page_size=page_size,
+            progress=progress,
+            now=now,
+        )
+
+    def forget(
+        self,
+        namespace: tuple[str, ...],
+        keys: Collection[str],
+        *,
+        policy: ForgettingPolicy | None = None,
+        now: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Delete those of `keys` that the forgetting policy still flags.
+
+        Each memory is judged again on its current statistics and value, so one used
+        or pinned since a dry run is kept. Missing keys are ignored.
+
+        Args:
+            namespace: The memories' namespace (long-term tier).
+            keys: Candidate keys, e.g. the ids of a `garbage_collect` dry run.
+            policy: Overrides of `DEFAULT_FORGETTING_POLICY`.
+            now: The time to judge at, in epoch seconds (default: the store's clock).
+
+        Returns:
+            The report rows (`id`, `namespace`, `content_preview`, `reason`) of the
+            deleted memories.
+        """
+        return maintenance.forget(self, tuple(namespace), keys, policy=policy, now=now)
+
+    async def aforget(
+        self,
+        namespace: tuple[str, ...],
+        keys: Collection[str],
+        *,
+        policy: ForgettingPolicy | None = None,
+        now: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Async `forget` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.forget, namespace, keys, policy=policy, now=now)
 
     def consolidate(
         self,
         namespace: tuple[str, ...],
         *,
+        query: str | None = None,
         threshold: float = 0.9,
+        min_similarity: float = 0.5,
+        max_sources: int = 20,
         model: Any = None,
-        originals: str = "delete",
+        originals: Literal["delete", "downweight"] = "delete",
         dry_run: bool = False,
         limit: int = 10_000,
+        exclude: Collection[str] = (),
+        now: float | None = None,
     ) -> list[dict[str, Any]]:
-        """Merge near-duplicate memories of one namespace (see `consolidation`).
+        """Merge related memories of one namespace into consolidated memories.
+
+        Without `query`, every cluster of near-duplicates (own-text cosine similarity
+        of at least `threshold` to the cluster's first memory) becomes one memory.
+        With `query`, the memories about that theme (cosine similarity of at least
+        `min_similarity` to the query, at most `max_sources`) become one memory.
+
+        The merged memory keeps the first source's fields, takes the sources' highest
+        importance and records `consolidated_from` (source keys) and `source_count`.
+        It is stored before the originals are deleted or down-weighted, so a crash in
+        between loses nothing; its key is derived from the sources, so a rerun
+        overwrites rather than duplicates it.
 
         Args:
-            namespace: The namespace (long-term tier).
+            namespace: The namespace (long-term tier; the store needs an index).
+            query: A theme to consolidate, such as `"food preferences"`.
             threshold: Cosine similarity that makes two memories near-duplicates.
-            model: Chat model (or `init_chat_model` string) merging the contents; None
-                joins their distinct sentences.
+            min_similarity: Cosine similarity to `query` that puts a memory in the theme.
+            max_sources: Most memories merged for a theme.
+            model: Chat model (or `init_chat_model` string) merging the contents with
+                `consolidation.CONSOLIDATION_PROMPT`; None joins their distinct
+                sentences, the longest memory first.
             originals: `"delete"` the sources after the merged memory is stored, or
                 `"downweight"` them (importance halved, `consolidated_into` set).
-            dry_run: Only report the groups.
-            limit: Most memories of the namespace considered.
+            dry_run: Only report the groups; write nothing.
+            limit: Most memories of the namespace considered (in write order).
+            exclude: Keys left out (e.g. memories about to be forgotten).
+            now: The time of the pass, in epoch seconds (default: the store's clock).
 
         Returns:
-            One record per group: `{"key", "sources", "content", "importance"}`.
+            One record per merged memory: `{"key", "namespace", "sources", "content",
+            "importance"}`.
         """
-        from langgraph_tiered_memory.consolidation import (
-            CONSOLIDATION_PROMPT,
-            group_near_duplicates,
-            merge_contents,
+        return maintenance.consolidate(
+            self,
+            tuple(namespace),
+            query=query,
+            threshold=threshold,
+            min_similarity=min_similarity,
+            max_sources=max_sources,
+            model=model,
+            originals=originals,
+            dry_run=dry_run,
+            limit=limit,
+            exclude=exclude,
+            now=now,
         )
 
-        if originals not in ("delete", "downweight"):
-            raise ValueError(f"originals must be 'delete' or 'downweight', got {originals!r}.")
-        namespace = tuple(namespace)
-        self._check_memory_namespace(namespace)
-        tier: Any = self._long()
-        keys = [k for page in tier.iter_memory_stats(namespace) for k, _ in page][:limit]
-        vectors = tier.primary_vectors(namespace, keys)
-        present = [k for k in keys if k in vectors]
-        groups = group_near_duplicates(present, [vectors[k] for k in present], threshold)
-        chat = None
-        if model is not None:
-            from langgraph_tiered_memory.summarizer import _resolve_model
-
-            chat = _resolve_model(model)
-        records = []
-        now = self.clock()
-        for group in groups:
-            items = tier.get(namespace, group, now=now)
-            group = [k for k in group if k in items]
-            values = [items[k].value for k in group]
-            if len(values) < 2:
-                continue
-            contents = [str(v.get("content") or "") for v in values]
-            if chat is None:
-                content = merge_contents(contents)
-            else:
-                from langchain_core.messages import HumanMessage, SystemMessage
-
-                reply = chat.invoke(
-                    [
-                        SystemMessage(content=CONSOLIDATION_PROMPT),
-                        HumanMessage(content="\n".join(f"- {c}" for c in contents)),
-                    ]
-                )
-                content = str(reply.content)
-            importance = max(float(v.get("importance", 0.5)) for v in values)
-            merged_key = "consolidated-" + group[0]
-            record = {
-                "key": merged_key,
-                "sources": list(group),
-                "content": content,
-                "importance": importance,
-            }
-            records.append(record)
-            if dry_run:
-                continue
-            base = values[0]
-            merged = {
-                **{k: v for k, v in base.items() if k not in ("content", "importance")},
-                "content": content,
-                "importance": importance,
-                "consolidated_from": list(group),
-                "source_count": len(group),
-            }
-            self.put(namespace, merged_key, merged)  # stored first: a crash loses nothing
-            if originals == "delete":
-                self.batch([PutOp(namespace, k, None) for k in group])
-            else:
-                self.batch(
-                    [
-                        PutOp(
-                            namespace,
-                            k,
-                            {
-                                **v,
-                                "importance": float(v.get("importance", 0.5)) / 2,
-                                "consolidated_into": merged_key,
-                            },
-                        )
-                        for k, v in zip(group, values, strict=True)
-                    ]
-                )
-        return records
+    async def aconsolidate(self, namespace: tuple[str, ...], **kwargs: Any) -> list[dict[str, Any]]:
+        """Async `consolidate` (same options; runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.consolidate, namespace, **kwargs))
 
     def promote(
         self,
@@ -377,6 +390,8 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         page_size: int = 500,
     ) -> list[tuple[tuple[str, ...], str]]:
         """Copy short-term items that deserve it to long-term memory before they expire.
+
+        Each copy is stored before the optional delete of the short-term item.
 
         Args:
             namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`).
@@ -390,31 +405,17 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         Returns:
             The (long-term namespace, key) of each promoted item.
         """
-        check = predicate or _worth_keeping
-        move = target or _long_term_namespace
-        promoted: list[tuple[tuple[str, ...], str]] = []
-        for ns in self.list_namespaces(prefix=tuple(namespace_prefix), limit=100_000):
-            if self.tier_for(ns) != "short":
-                continue
-            offset = 0
-            while True:
-                page = self.search(ns, limit=page_size, offset=offset, refresh_ttl=False)
-                removed = 0
-                for item in page:
-                    if not check(item):
-                        continue
-                    dest = tuple(move(tuple(item.namespace)))
-                    if self.tier_for(dest) != "long":
-                        raise ConfigurationError(
-                            f"Promotion target {dest} is routed to the short-term tier;"
-                            " pass target= a function returning a long-term namespace."
-                        )
-                    self.put(dest, item.key, dict(item.value))  # stored first
-                    promoted.append((dest, item.key))
-                    if delete:
-                        self.delete(tuple(item.namespace), item.key)
-                        removed += 1
-                if len(page) < page_size:
-                    break
-                offset += len(page) - removed  # deleted items no longer take a place
-        return promoted
+        return maintenance.promote(
+            self,
+            tuple(namespace_prefix),
+            predicate=predicate,
+            target=target,
+            delete=delete,
+            page_size=page_size,
+        )
+
+    async def apromote(
+        self, namespace_prefix: tuple[str, ...], **kwargs: Any
+    ) -> list[tuple[tuple[str, ...], str]]:
+        """Async `promote` (same options; runs in a worker thread)."""
+        return await asyncio.to_thread(functools.partial(self.promote, namespace_prefix, **kwargs))

@@ -216,3 +216,36 @@ def test_gc_command_dry_run_then_delete(tmp_path: Any) -> None:
     again.close()
     bad = runner.invoke(app, [*base, "--policy", "nope"])
     assert bad.exit_code != 0 and "policy" in bad.output
+
+
+def test_gc_command_consolidates_with_the_stores_embeddings(tmp_path: Any) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from langgraph_tiered_memory import TieredMemoryStore
+    from langgraph_tiered_memory.cli import app
+
+    path = str(tmp_path / "chroma")
+    index: Any = {"dims": 384, "embed": "local", "fields": ["content"]}
+    store = TieredMemoryStore(chroma_path=path, tiers={"default": "long"}, index=index)
+    store.put(("u",), "a", {"content": "Dana plays the cello.", "importance": 0.6})
+    store.put(("u",), "b", {"content": "Dana plays the cello!", "importance": 0.8})
+    store.put(("u",), "c", {"content": "The boiler was serviced in May.", "importance": 0.7})
+    store.close()
+    runner = CliRunner()
+    base = ["gc", "--chroma-path", path, "--json"]
+    refused = runner.invoke(app, [*base, "--consolidate"])
+    assert refused.exit_code != 0 and "--embed" in refused.output
+    done = runner.invoke(app, [*base, "--consolidate", "--embed", "local"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [sorted(m["sources"]) for m in report["consolidated"]] == [["a", "b"]]
+    again = TieredMemoryStore(chroma_path=path, tiers={"default": "long"}, index=index)
+    try:
+        merged = again.get_memory(("u",), report["consolidated"][0]["key"])
+        assert merged is not None and merged.importance == 0.8
+        hits = again.search(("u",), query="who plays the cello?", limit=1)
+        assert [h.key for h in hits] == [merged.id]  # embedded like every other memory
+    finally:
+        again.close()

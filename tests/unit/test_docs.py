@@ -30,6 +30,9 @@ DOC_BLOCKS = [
         langgraph_tiered_memory.TieredMemoryStore,
         langgraph_tiered_memory.AsyncTieredMemoryStore,
         langgraph_tiered_memory.TierPolicy,
+        langgraph_tiered_memory.create_forgetting_graph,
+        langgraph_tiered_memory.create_summarizer_graph,
+        langgraph_tiered_memory.calculate_decay,
         embeddings.LocalMiniLMEmbeddings,
     )
     for block in _blocks(obj.__doc__ or "")

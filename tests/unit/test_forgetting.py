@@ -98,3 +98,65 @@ def test_garbage_collect_preset_and_pinned_memories() -> None:
         calculate_decay(e, now=now, policy={"half_life_days": 0})
     with pytest.raises(ConfigurationError, match="Unknown"):
         should_forget(e, now=now, policy={"nope": 1})  # type: ignore[typeddict-unknown-key]
+
+
+@given(
+    st.lists(
+        st.lists(st.floats(-1, 1, allow_nan=False), min_size=3, max_size=3),
+        min_size=0,
+        max_size=40,
+    ),
+    st.floats(0.0, 0.99),
+    st.integers(1, 7),
+)
+def test_near_duplicate_groups_match_a_plain_greedy_pass(
+    rows: list[list[float]], threshold: float, block: int
+) -> None:
+    import numpy as np
+
+    from langgraph_tiered_memory.consolidation import group_near_duplicates
+
+    keys = [f"k{i}" for i in range(len(rows))]
+    groups = group_near_duplicates(keys, rows, threshold, block=block)
+    m = np.asarray(rows, dtype=np.float32).reshape(len(rows), 3)
+    unit = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    sims = unit @ unit.T
+    taken: set[int] = set()
+    expected = []
+    for i in range(len(keys)):
+        if i in taken:
+            continue
+        members = [j for j in range(len(keys)) if j not in taken and sims[i, j] >= threshold]
+        if len(members) >= 2:
+            taken.update(members)
+            expected.append([keys[i], *(keys[j] for j in members if j != i)])
+    assert groups == expected
+    flat = [k for g in groups for k in g]
+    assert len(flat) == len(set(flat)) and all(len(g) >= 2 for g in groups)
+
+
+def test_theme_group_keeps_the_most_similar_above_the_floor() -> None:
+    from langgraph_tiered_memory.consolidation import theme_group
+
+    keys = ["a", "b", "c", "d"]
+    vectors = [[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.7, 0.7]]
+    assert theme_group(keys, vectors, [1.0, 0.0], 0.5, 10) == ["a", "b", "d"]
+    assert theme_group(keys, vectors, [1.0, 0.0], 0.5, 2) == ["a", "b"]
+    assert theme_group(keys, vectors, [1.0, 0.0], 0.999, 10) == ["a"]
+    assert theme_group([], [], [1.0, 0.0], 0.5, 10) == []
+
+
+def test_rules_object_matches_the_public_functions() -> None:
+    from langgraph_tiered_memory.forgetting import ForgettingRules
+
+    e, now = entry(0.3, age_days=200, idle_days=10, count=3)
+    rules = ForgettingRules()
+    reason = rules.reason(
+        importance=0.3,
+        access_count=3,
+        created_at=e.created_at.timestamp(),
+        last_accessed=e.last_accessed.timestamp(),  # type: ignore[union-attr]
+        now=now,
+    )
+    assert should_forget(e, now=now) == (True, reason) and "200 days old" in reason
+    assert rules.decay(0.3, 3, 10) == pytest.approx(calculate_decay(e, now=now))

@@ -28,6 +28,7 @@ def test_public_names_are_pinned() -> None:
             "TieredMemoryStore",
             "asummarize_messages",
             "calculate_decay",
+            "create_forgetting_graph",
             "create_summarizer_graph",
             "should_forget",
             "summarize_messages",

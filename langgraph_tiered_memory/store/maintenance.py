@@ -1,0 +1,354 @@
+"""Maintenance passes over long-term memories: forgetting, consolidation, promotion.
+
+Each pass is a plain function of a store core, so the sync store calls it directly and
+the async store runs it in a worker thread. Every write goes through the store's normal
+batch path, so vectors, keyword rows, statistics and the document copy stay in step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+from langgraph.store.base import Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.forgetting import PINNED_FIELD, ForgettingPolicy, ForgettingRules
+
+if TYPE_CHECKING:
+    from langgraph_tiered_memory.store.base import TieredStoreCore
+
+__all__ = ["consolidate", "forget", "garbage_collect", "promote"]
+
+PREVIEW_CHARS = 80
+
+
+def _require_memory_mode(core: TieredStoreCore, what: str) -> None:
+    if not core.memory_mode:
+        raise ConfigurationError(
+            f"{what} needs scoring={{'mode': 'memory'}} (the default); this store was"
+            " created with scoring mode 'similarity'."
+        )
+
+
+def _check_page_size(page_size: int) -> None:
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be a positive int, got {page_size!r}.")
+
+
+def _detail(ns: tuple[str, ...], key: str, value: dict[str, Any], reason: str) -> dict[str, Any]:
+    return {
+        "id": key,
+        "namespace": list(ns),
+        "content_preview": str(value.get("content") or "")[:PREVIEW_CHARS],
+        "reason": reason,
+    }
+
+
+def _long_namespaces(core: TieredStoreCore, prefix: tuple[str, ...], now: float) -> Iterator[Any]:
+    for ns in core._long().namespaces(prefix, now=now):
+        if core._router.tier_for(ns) == "long":
+            yield ns
+
+
+def _flagged(
+    core: TieredStoreCore,
+    ns: tuple[str, ...],
+    stats: list[tuple[str, Any]],
+    rules: ForgettingRules,
+    now: float,
+) -> list[dict[str, Any]]:
+    """Report rows of the memories the rules flag (pinned ones are kept)."""
+    reasons = []
+    for key, st in stats:
+        reason = rules.reason(
+            importance=st.importance,
+            access_count=st.access_count,
+            created_at=st.created_at,
+            last_accessed=st.last_accessed,
+            now=now,
+        )
+        if reason:
+            reasons.append((key, reason))
+    if not reasons:
+        return []
+    items = core._long().get(ns, [k for k, _ in reasons], now=now)  # not an access
+    out = []
+    for key, reason in reasons:
+        item = items.get(key)
+        if item is not None and item.value.get(PINNED_FIELD) is not True:
+            out.append(_detail(ns, key, item.value, reason))
+    return out
+
+
+def _delete(core: TieredStoreCore, ns: tuple[str, ...], keys: list[str]) -> None:
+    if keys:
+        core._run_batch([PutOp(ns, k, None) for k in keys])
+
+
+def garbage_collect(
+    core: TieredStoreCore,
+    namespace_prefix: tuple[str, ...],
+    *,
+    dry_run: bool,
+    policy: ForgettingPolicy | None,
+    page_size: int,
+    progress: Callable[[int], None] | None,
+    now: float | None,
+) -> dict[str, Any]:
+    """Apply the forgetting policy to every long-term memory under a prefix.
+
+    Streams each namespace's memory index in pages (statistics only); only flagged
+    memories have their values read (for pinning and the report) and, unless
+    `dry_run`, are deleted from every index in one batch per page.
+    """
+    _require_memory_mode(core, "Garbage collection")
+    _check_page_size(page_size)
+    rules = ForgettingRules(policy)
+    now = core.clock() if now is None else float(now)
+    details: list[dict[str, Any]] = []
+    scanned = 0
+    for ns in _long_namespaces(core, tuple(namespace_prefix), now):
+        for page in core._long().iter_memory_stats(ns, page_size):
+            scanned += len(page)
+            flagged = _flagged(core, ns, page, rules, now)
+            details.extend(flagged)
+            if not dry_run:
+                _delete(core, ns, [d["id"] for d in flagged])
+            if progress is not None:
+                progress(len(page))
+    return {
+        "forgotten_count": len(details),
+        "details": details,
+        "scanned": scanned,
+        "dry_run": dry_run,
+    }
+
+
+def forget(
+    core: TieredStoreCore,
+    namespace: tuple[str, ...],
+    keys: Collection[str],
+    *,
+    policy: ForgettingPolicy | None,
+    now: float | None,
+) -> list[dict[str, Any]]:
+    """Delete those of `keys` that the policy still flags, judged on current statistics."""
+    namespace = tuple(namespace)
+    core._check_memory_namespace(namespace)
+    rules = ForgettingRules(policy)
+    now = core.clock() if now is None else float(now)
+    wanted = list(dict.fromkeys(keys))
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(wanted), 1000):
+        chunk = wanted[start : start + 1000]
+        stats = core._long().memory_stats(namespace, chunk)
+        flagged = _flagged(
+            core, namespace, [(k, stats[k]) for k in chunk if k in stats], rules, now
+        )
+        _delete(core, namespace, [d["id"] for d in flagged])
+        out.extend(flagged)
+    return out
+
+
+def _merged_key(sources: list[str]) -> str:
+    digest = hashlib.blake2b("\x00".join(sorted(sources)).encode(), digest_size=8).hexdigest()
+    return f"consolidated-{digest}"
+
+
+def consolidate(
+    core: TieredStoreCore,
+    namespace: tuple[str, ...],
+    *,
+    query: str | None,
+    threshold: float,
+    min_similarity: float,
+    max_sources: int,
+    model: Any,
+    originals: str,
+    dry_run: bool,
+    limit: int,
+    exclude: Collection[str],
+    now: float | None,
+) -> list[dict[str, Any]]:
+    """Merge related memories of one namespace; see `TieredMemoryStore.consolidate`."""
+    from langgraph_tiered_memory.consolidation import (
+        CONSOLIDATION_PROMPT,
+        group_near_duplicates,
+        merge_contents,
+        theme_group,
+    )
+
+    if originals not in ("delete", "downweight"):
+        raise ValueError(f"originals must be 'delete' or 'downweight', got {originals!r}.")
+    for name, val in (("threshold", threshold), ("min_similarity", min_similarity)):
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not -1 <= val <= 1:
+            raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {val!r}.")
+    if query is not None and (not isinstance(query, str) or not query.strip()):
+        raise ValueError("query must be a non-empty theme such as 'food preferences', or None.")
+    namespace = tuple(namespace)
+    core._check_memory_namespace(namespace)
+    if core.embeddings is None:
+        raise ConfigurationError(
+            "Consolidation compares embeddings: create the store with index={'dims': ...,"
+            " 'embed': ...}."
+        )
+    now = core.clock() if now is None else float(now)
+    tier: Any = core._long()
+    skip = set(exclude)
+    keys = [k for page in tier.iter_memory_stats(namespace) for k, _ in page if k not in skip]
+    keys = keys[:limit]
+    vectors = tier.primary_vectors(namespace, keys)
+    present = [k for k in keys if k in vectors]
+    if query is None:
+        groups = group_near_duplicates(present, [vectors[k] for k in present], threshold)
+    else:
+        qv = core.embeddings.embed_query(query)
+        core._check_vectors([qv], "consolidation themes")
+        group = theme_group(present, [vectors[k] for k in present], qv, min_similarity, max_sources)
+        groups = [group] if len(group) >= 2 else []
+    chat = None
+    if model is not None and groups:
+        from langgraph_tiered_memory.summarizer import _resolve_model
+
+        chat = _resolve_model(model)
+    records = []
+    for group in groups:
+        items = tier.get(namespace, group, now=now)  # not an access
+        group = [k for k in group if k in items]
+        values = [items[k].value for k in group]
+        if len(values) < 2:
+            continue
+        contents = [str(v.get("content") or "") for v in values]
+        if chat is None:
+            content = merge_contents(contents)
+        else:
+            from langchain_core.messages import HumanMessage, SystemMessage
+
+            reply = chat.invoke(
+                [
+                    SystemMessage(content=CONSOLIDATION_PROMPT),
+                    HumanMessage(content="\n".join(f"- {c}" for c in contents)),
+                ]
+            )
+            content = reply.text if hasattr(reply, "text") else str(reply.content)
+            content = str(content).strip()
+            if not content:
+                raise ValueError(
+                    "The consolidation model returned an empty merge; nothing was changed."
+                    " Check the model, or pass model=None to merge without one."
+                )
+        importance = max(float(v.get("importance", 0.5)) for v in values)
+        merged_key = _merged_key(group)
+        record = {
+            "key": merged_key,
+            "namespace": list(namespace),
+            "sources": list(group),
+            "content": content,
+            "importance": importance,
+        }
+        records.append(record)
+        if dry_run:
+            continue
+        base = values[0]
+        merged = {
+            **{k: v for k, v in base.items() if k not in ("content", "importance")},
+            "content": content,
+            "importance": importance,
+            "consolidated_from": list(group),
+            "source_count": len(group),
+        }
+        merged.pop("consolidated_into", None)
+        core._run_batch([PutOp(namespace, merged_key, merged)])  # stored first
+        if originals == "delete":
+            _delete(core, namespace, group)
+        else:
+            core._run_batch(
+                [
+                    PutOp(
+                        namespace,
+                        k,
+                        {
+                            **v,
+                            "importance": float(v.get("importance", 0.5)) / 2,
+                            "consolidated_into": merged_key,
+                        },
+                    )
+                    for k, v in zip(group, values, strict=True)
+                ]
+            )
+    return records
+
+
+def worth_keeping(item: Item) -> bool:
+    """The default promotion predicate: `importance >= 0.7` or `mentions >= 2`."""
+    importance = item.value.get("importance", 0)
+    mentions = item.value.get("mentions", 0)
+    return (
+        not isinstance(importance, bool)
+        and isinstance(importance, (int, float))
+        and importance >= 0.7
+    ) or (not isinstance(mentions, bool) and isinstance(mentions, int) and mentions >= 2)
+
+
+def long_term_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """The default promotion target: first label `"short_term"` becomes `"memories"`."""
+    if namespace and namespace[0] == "short_term":
+        return ("memories", *namespace[1:])
+    return ("memories", *namespace)
+
+
+def promote(
+    core: TieredStoreCore,
+    namespace_prefix: tuple[str, ...],
+    *,
+    predicate: Callable[[Item], bool] | None,
+    target: Callable[[tuple[str, ...]], tuple[str, ...]] | None,
+    delete: bool,
+    page_size: int,
+) -> list[tuple[tuple[str, ...], str]]:
+    """Copy short-term items the predicate accepts to long-term memory (copy stored first)."""
+    _check_page_size(page_size)
+    check = predicate or worth_keeping
+    move = target or long_term_namespace
+    promoted: list[tuple[tuple[str, ...], str]] = []
+    namespaces: Any
+    (namespaces,) = core._run_batch(
+        [
+            ListNamespacesOp(
+                match_conditions=(MatchCondition("prefix", tuple(namespace_prefix)),),
+                max_depth=None,
+                limit=1_000_000,
+                offset=0,
+            )
+        ]
+    )
+    for ns in namespaces or []:
+        if core.tier_for(ns) != "short":
+            continue
+        offset = 0
+        while True:
+            (found,) = core._run_batch(
+                [SearchOp(ns, None, page_size, offset, None, refresh_ttl=False)]
+            )
+            page: list[Item] = list(cast(list[Item], found or []))
+            removed = 0
+            for item in page:
+                if not check(item):
+                    continue
+                dest = tuple(move(tuple(item.namespace)))
+                if core.tier_for(dest) != "long":
+                    raise ConfigurationError(
+                        f"Promotion target {dest} is routed to the short-term tier;"
+                        " pass target= a function returning a long-term namespace."
+                    )
+                core._run_batch([PutOp(dest, item.key, dict(item.value))])  # stored first
+                promoted.append((dest, item.key))
+                if delete:
+                    core._run_batch([PutOp(tuple(item.namespace), item.key, None)])
+                    removed += 1
+            if len(page) < page_size:
+                break
+            offset += len(page) - removed  # deleted items no longer take a place
+    return promoted

@@ -1,0 +1,201 @@
+"""The forgetting graph and the store passes under it, on a real Chroma + SQLite index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from blockbuster import BlockBuster, blockbuster_ctx
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_tiered_memory import (
+    AsyncTieredMemoryStore,
+    ConfigurationError,
+    TieredMemoryStore,
+    create_forgetting_graph,
+)
+from tests.conftest import DIMS
+from tests.fakes import HashingEmbeddings
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400.0
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    """A settable clock."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mstore(make_store: Callable[..., TieredMemoryStore], clock: Clock) -> TieredMemoryStore:
+    return make_store(
+        "long",
+        scoring=None,
+        clock=clock,
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+    )
+
+
+def _fill(store: TieredMemoryStore, clock: Clock) -> None:
+    """Two users' memories: some forgettable, one pinned, two near-duplicates."""
+    store.put(("users", "u1"), "typo", {"content": "said teh instead of the", "importance": 0.1})
+    store.put(("users", "u1"), "old", {"content": "parked on level 3 in March"})
+    store.put(("users", "u2"), "pin", {"content": "passport number", "importance": 0, "pinned": 1})
+    store.put(("users", "u2"), "pin2", {"content": "visa number", "importance": 0, "pinned": True})
+    clock.now += 100 * DAY
+    store.put(("users", "u1"), "tea", {"content": "Ana likes green tea.", "importance": 0.6})
+    store.put(("users", "u1"), "tea2", {"content": "Ana likes green tea.", "importance": 0.9})
+    store.put(("users", "u2"), "car", {"content": "Ben drives a red car.", "importance": 0.8})
+
+
+def test_dry_run_reports_and_changes_nothing(mstore: TieredMemoryStore, clock: Clock) -> None:
+    _fill(mstore, clock)
+    graph = create_forgetting_graph(clock=lambda: clock.now + DAY)
+    out = graph.compile(store=mstore).invoke({"dry_run": True})
+    assert set(out) == {"report"}  # the report is the output
+    report = out["report"]
+    assert report["dry_run"] is True and report["scanned"] == 7
+    assert {d["id"] for d in report["details"]} == {"typo", "old", "pin"}  # "pin" is not True
+    assert report["forgotten_count"] == 3 and report["consolidated"] == []
+    assert report["now"] == clock.now + DAY
+    for key in ("typo", "old", "tea", "tea2"):
+        assert mstore.get_memory(("users", "u1"), key) is not None
+
+
+def test_real_run_consolidates_then_forgets(mstore: TieredMemoryStore, clock: Clock) -> None:
+    _fill(mstore, clock)
+    graph = create_forgetting_graph(namespace=("users",), clock=lambda: clock.now + DAY)
+    report = graph.compile(store=mstore).invoke({})["report"]
+    assert report["dry_run"] is False
+    assert {d["id"] for d in report["details"]} == {"typo", "old", "pin"}
+    (merged,) = report["consolidated"]
+    assert sorted(merged["sources"]) == ["tea", "tea2"] and merged["importance"] == 0.9
+    assert mstore.get(("users", "u1"), "typo") is None
+    assert mstore.get(("users", "u1"), "tea") is None  # merged away
+    entry = mstore.get_memory(("users", "u1"), merged["key"])
+    assert entry is not None and entry.content == "Ana likes green tea."
+    assert sorted(entry.metadata["consolidated_from"]) == ["tea", "tea2"]
+    assert mstore.get(("users", "u2"), "pin2") is not None  # pinned
+    assert mstore.get(("users", "u2"), "car") is not None
+    again = graph.compile(store=mstore).invoke({})["report"]
+    assert again["forgotten_count"] == 0 and again["consolidated"] == []
+
+
+def test_consolidation_leaves_memories_about_to_be_forgotten_alone(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    mstore.put(("u",), "a", {"content": "invoice XK-1 was paid", "importance": 0.1})
+    mstore.put(("u",), "b", {"content": "invoice XK-1 was paid", "importance": 0.1})
+    report = create_forgetting_graph(clock=clock).compile(store=mstore).invoke({})["report"]
+    assert report["consolidated"] == []  # both were forgotten, not merged into a survivor
+    assert {d["id"] for d in report["details"]} == {"a", "b"}
+    assert mstore.search(("u",)) == []
+
+
+def test_delete_judges_again_so_a_memory_used_since_the_scan_stays(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    mstore.put(("u",), "idle", {"content": "the wifi password is on the fridge"})
+    mstore.put(("u",), "used", {"content": "the door code is 4711"})
+    clock.now += 100 * DAY
+    report = mstore.garbage_collect(("u",), dry_run=True)
+    assert {d["id"] for d in report["details"]} == {"idle", "used"}
+    assert mstore.get(("u",), "used") is not None  # used after the scan
+    gone = mstore.forget(("u",), ["idle", "used", "missing"])
+    assert [d["id"] for d in gone] == ["idle"]
+    assert mstore.get(("u",), "used") is not None and mstore.get(("u",), "idle") is None
+
+
+def test_themes_merge_what_is_about_them(mstore: TieredMemoryStore, clock: Clock) -> None:
+    mstore.put(("u",), "t1", {"content": "green tea in the morning", "importance": 0.7})
+    mstore.put(("u",), "t2", {"content": "green tea after lunch", "importance": 0.5})
+    mstore.put(("u",), "x", {"content": "invoice XK-9 was paid on Monday"})
+    plan = mstore.consolidate(("u",), query="green tea", min_similarity=0.6, dry_run=True)
+    assert [sorted(r["sources"]) for r in plan] == [["t1", "t2"]]
+    assert mstore.consolidate(("u",), query="green tea", min_similarity=0.99) == []
+    graph = create_forgetting_graph(consolidate=False, min_similarity=0.6, clock=clock)
+    report = graph.compile(store=mstore).invoke({"themes": ["green tea"]})["report"]
+    (merged,) = report["consolidated"]
+    assert sorted(merged["sources"]) == ["t1", "t2"]
+    content = mstore.get_memory(("u",), merged["key"]).content  # type: ignore[union-attr]
+    assert "morning" in content and "lunch" in content
+    assert mstore.get(("u",), "x") is not None
+    with pytest.raises(ValueError, match="theme"):
+        mstore.consolidate(("u",), query="  ")
+
+
+def test_a_model_merges_and_originals_can_be_downweighted(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    mstore.put(("u",), "a", {"content": "Ben likes jazz.", "importance": 0.8})
+    mstore.put(("u",), "b", {"content": "Ben likes jazz.", "importance": 0.4})
+    model = FakeMessagesListChatModel(responses=[AIMessage(content="Ben loves jazz.")])
+    graph = create_forgetting_graph(model, originals="downweight", clock=clock)
+    (merged,) = graph.compile(store=mstore).invoke({})["report"]["consolidated"]
+    assert merged["content"] == "Ben loves jazz."
+    kept = mstore.get_memory(("u",), "a")
+    assert kept is not None and kept.importance == 0.4
+    assert kept.metadata["consolidated_into"] == merged["key"]
+
+
+def test_the_graph_needs_a_tiered_store(mstore: TieredMemoryStore) -> None:
+    with pytest.raises(ConfigurationError, match="needs a store"):
+        create_forgetting_graph().compile().invoke({})
+    with pytest.raises(ConfigurationError, match="TieredMemoryStore"):
+        create_forgetting_graph().compile(store=InMemoryStore()).invoke({})
+    with pytest.raises(ConfigurationError, match="forgetting policy"):
+        create_forgetting_graph(policy={"half_life": 3})  # type: ignore[typeddict-unknown-key]
+    with pytest.raises(ConfigurationError, match="originals"):
+        create_forgetting_graph(originals="archive")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="page_size"):
+        mstore.garbage_collect(page_size=0)
+
+
+def test_progress_counts_every_scanned_memory(mstore: TieredMemoryStore, clock: Clock) -> None:
+    for i in range(5):
+        mstore.put(("p", str(i % 2)), f"k{i}", {"content": f"note {i}"})
+    seen: list[int] = []
+    graph = create_forgetting_graph(dry_run=True, page_size=2, progress=seen.append)
+    report = graph.compile(store=mstore).invoke({})["report"]
+    assert sum(seen) == report["scanned"] == 5 and max(seen) <= 2
+
+
+async def test_async_store_runs_the_graph_without_blocking(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    clock = Clock()
+    async with AsyncTieredMemoryStore.from_conn_string(
+        redis_url,
+        chroma_path=str(tmp_path / "chroma-async"),
+        key_prefix=key_prefix,
+        tiers={"default": "long"},
+        clock=clock,
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+    ) as store:
+        await store.aput(("u",), "low", {"content": "said hi", "importance": 0.05})
+        await store.aput(("u",), "a", {"content": "Cara swims on Fridays.", "importance": 0.7})
+        await store.aput(("u",), "b", {"content": "Cara swims on Fridays.", "importance": 0.6})
+        graph = create_forgetting_graph(clock=clock).compile(store=store)
+        with blockbuster_ctx() as bb:
+            assert isinstance(bb, BlockBuster)
+            report = (await graph.ainvoke({}))["report"]
+        assert [d["id"] for d in report["details"]] == ["low"]
+        assert [sorted(m["sources"]) for m in report["consolidated"]] == [["a", "b"]]
+        assert await store.aget(("u",), "low") is None
+        with pytest.raises(ConfigurationError, match="ainvoke"):
+            await __import__("asyncio").to_thread(graph.invoke, {})
