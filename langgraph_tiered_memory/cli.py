@@ -489,6 +489,87 @@ def bench_summarizer(
         typer.echo(json.dumps(result, allow_nan=False))
 
 
+@bench_app.command("forgetting")
+def bench_forgetting(
+    sizes: Annotated[
+        str, typer.Option(help="Store sizes of the GC pass, comma-separated.")
+    ] = "10000,100000",
+    users: Annotated[int, typer.Option(min=1, help="User namespaces of the GC pass.")] = 20,
+    days: Annotated[int, typer.Option(min=0, help="Simulated days (0: skip the year).")] = 365,
+    writes_per_day: Annotated[int, typer.Option(min=1, help="Memories written a day.")] = 30,
+    searches_per_day: Annotated[int, typer.Option(min=0, help="Searches a day.")] = 5,
+    page_size: Annotated[int, typer.Option(min=1, help="Memories per scan page.")] = 500,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="End the output with one line holding every figure as JSON."),
+    ] = False,
+) -> None:
+    """One forgetting pass over a large store, and a simulated year of weekly passes.
+
+    The pass is the forgetting graph without a model (scan, decide, consolidate,
+    delete), timed end to end; its working memory is measured in a dry run. The year
+    writes memories daily, searches them, and runs the graph weekly; the store's size
+    must level off.
+    """
+    from rich.progress import Progress
+
+    from langgraph_tiered_memory.bench.forgetting import (
+        GC_TARGET_SECONDS,
+        ForgettingBenchConfig,
+        run_forgetting_benchmark,
+    )
+
+    try:
+        size_list = [int(x) for x in sizes.split(",") if x.strip()]
+        config = ForgettingBenchConfig(
+            sizes=size_list,
+            users=users,
+            days=days,
+            writes_per_day=writes_per_day,
+            searches_per_day=searches_per_day,
+            page_size=page_size,
+            redis_url=os.environ.get("REDIS_URL"),
+        ).validate()
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    console = Console(stderr=as_json)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("forgetting benchmark", total=None)
+        report = run_forgetting_benchmark(
+            config, progress=lambda msg: bar.update(task, description=msg)
+        )
+    result = report.to_dict()
+    table = Table(title="Forgetting pass (graph, no model)")
+    for col in ("memories", "forgotten", "merged", "pass s", "dry run s", "working MiB"):
+        table.add_column(col, justify="right")
+    for p in result["passes"]:
+        table.add_row(
+            f"{p['scanned']:,}",
+            f"{p['forgotten']:,}",
+            str(p["consolidated"]),
+            f"{p['gc_seconds']:.2f}",
+            f"{p['dry_run_seconds']:.2f}",
+            f"{p['working_mib']:.2f}",
+        )
+    console.print(table)
+    if "gc_size" in result:
+        label = "within" if result["gc_within_target"] else "OVER"
+        console.print(
+            f"pass over {result['gc_size']:,} memories: {label} the {GC_TARGET_SECONDS:g} s"
+            f" target; working memory {'bounded' if result['gc_memory_bounded'] else 'GROWS'}"
+        )
+    if "year" in result:
+        year = result["year"]
+        console.print(
+            f"{year['days']} days, {year['writes']:,} writes: {result['final_size']:,} memories"
+            f" kept (without forgetting: {result['no_gc_size']:,}); weekly sizes"
+            f" {'level off' if result['bounded'] else 'keep growing'}; weekly pass p50"
+            f" {year['gc_seconds_p50']:.2f} s"
+        )
+    if as_json:
+        typer.echo(json.dumps(result, allow_nan=False))
+
+
 def _no_embedding(texts: list[str]) -> list[list[float]]:
     raise RuntimeError("tiered-memory gc never embeds text; this is a bug, please report it.")
 

@@ -157,6 +157,18 @@ def _merged_key(sources: list[str]) -> str:
     return f"consolidated-{digest}"
 
 
+def _origins(keys: list[str], values: list[dict[str, Any]]) -> list[str]:
+    """The original memories behind a group: a merged source stands for its own sources."""
+    out: list[str] = []
+    for key, value in zip(keys, values, strict=True):
+        earlier = value.get("consolidated_from")
+        if isinstance(earlier, list) and all(isinstance(k, str) for k in earlier):
+            out.extend(earlier)
+        else:
+            out.append(key)
+    return list(dict.fromkeys(out))
+
+
 def consolidate(
     core: TieredStoreCore,
     namespace: tuple[str, ...],
@@ -241,6 +253,7 @@ def consolidate(
                 )
         importance = max(float(v.get("importance", 0.5)) for v in values)
         merged_key = _merged_key(group)
+        origins = _origins(group, values)
         record = {
             "key": merged_key,
             "namespace": list(namespace),
@@ -256,8 +269,8 @@ def consolidate(
             **{k: v for k, v in base.items() if k not in ("content", "importance")},
             "content": content,
             "importance": importance,
-            "consolidated_from": list(group),
-            "source_count": len(group),
+            "consolidated_from": origins,
+            "source_count": len(origins),
         }
         merged.pop("consolidated_into", None)
         core._run_batch([PutOp(namespace, merged_key, merged)])  # stored first

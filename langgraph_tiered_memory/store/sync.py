@@ -336,7 +336,8 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         `min_similarity` to the query, at most `max_sources`) become one memory.
 
         The merged memory keeps the first source's fields, takes the sources' highest
-        importance and records `consolidated_from` (source keys) and `source_count`.
+        importance and records `consolidated_from` (keys of the original memories; a
+        merged source stands for its own sources) and `source_count`.
         It is stored before the originals are deleted or down-weighted, so a crash in
         between loses nothing; its key is derived from the sources, so a rerun
         overwrites rather than duplicates it.
@@ -376,9 +377,38 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             now=now,
         )
 
-    async def aconsolidate(self, namespace: tuple[str, ...], **kwargs: Any) -> list[dict[str, Any]]:
+    async def aconsolidate(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        query: str | None = None,
+        threshold: float = 0.9,
+        min_similarity: float = 0.5,
+        max_sources: int = 20,
+        model: Any = None,
+        originals: Literal["delete", "downweight"] = "delete",
+        dry_run: bool = False,
+        limit: int = 10_000,
+        exclude: Collection[str] = (),
+        now: float | None = None,
+    ) -> list[dict[str, Any]]:
         """Async `consolidate` (same options; runs in a worker thread)."""
-        return await asyncio.to_thread(functools.partial(self.consolidate, namespace, **kwargs))
+        return await asyncio.to_thread(
+            functools.partial(
+                self.consolidate,
+                namespace,
+                query=query,
+                threshold=threshold,
+                min_similarity=min_similarity,
+                max_sources=max_sources,
+                model=model,
+                originals=originals,
+                dry_run=dry_run,
+                limit=limit,
+                exclude=exclude,
+                now=now,
+            )
+        )
 
     def promote(
         self,
@@ -415,7 +445,22 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         )
 
     async def apromote(
-        self, namespace_prefix: tuple[str, ...], **kwargs: Any
+        self,
+        namespace_prefix: tuple[str, ...],
+        *,
+        predicate: Callable[[Item], bool] | None = None,
+        target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
+        delete: bool = False,
+        page_size: int = 500,
     ) -> list[tuple[tuple[str, ...], str]]:
         """Async `promote` (same options; runs in a worker thread)."""
-        return await asyncio.to_thread(functools.partial(self.promote, namespace_prefix, **kwargs))
+        return await asyncio.to_thread(
+            functools.partial(
+                self.promote,
+                namespace_prefix,
+                predicate=predicate,
+                target=target,
+                delete=delete,
+                page_size=page_size,
+            )
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
@@ -199,3 +200,32 @@ async def test_async_store_runs_the_graph_without_blocking(
         assert await store.aget(("u",), "low") is None
         with pytest.raises(ConfigurationError, match="ainvoke"):
             await __import__("asyncio").to_thread(graph.invoke, {})
+
+
+def test_a_crash_after_the_merge_loses_nothing(
+    mstore: TieredMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.store.base import PutOp
+
+    mstore.put(("u",), "a", {"content": "Eli is allergic to nuts.", "importance": 0.9})
+    mstore.put(("u",), "b", {"content": "Eli is allergic to nuts.", "importance": 0.3})
+    real = mstore._run_batch
+
+    def crash_on_delete(ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) and op.value is None for op in ops):
+            raise RuntimeError("power cut")
+        return real(ops)
+
+    monkeypatch.setattr(mstore, "_run_batch", crash_on_delete)
+    with pytest.raises(RuntimeError, match="power cut"):
+        mstore.consolidate(("u",))
+    monkeypatch.undo()
+    keys = {item.key for item in mstore.search(("u",))}
+    assert {"a", "b"} <= keys and len(keys) == 3  # the merged memory and both sources
+    (record,) = mstore.consolidate(("u",))  # a rerun finishes the job
+    assert {item.key for item in mstore.search(("u",))} == {record["key"]}
+    merged = mstore.get_memory(("u",), record["key"])
+    assert merged is not None and merged.importance == 0.9
+    assert merged.metadata["consolidated_from"] == ["a", "b"]  # the originals, not the copy
+    assert merged.metadata["source_count"] == 2
