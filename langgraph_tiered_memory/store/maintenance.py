@@ -8,6 +8,7 @@ batch path, so vectors, keyword rows, statistics and the document copy stay in s
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -209,8 +210,12 @@ def consolidate(
     now = core.clock() if now is None else float(now)
     tier: Any = core._long()
     skip = set(exclude)
-    keys = [k for page in tier.iter_memory_stats(namespace) for k, _ in page if k not in skip]
-    keys = keys[:limit]
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
+        raise ValueError(f"limit must be an int >= 2, got {limit!r}.")
+    recent: deque[str] = deque(maxlen=limit)  # the newest memories, in write order
+    for page in tier.iter_memory_stats(namespace):
+        recent.extend(k for k, _ in page if k not in skip)
+    keys = list(recent)
     vectors = tier.primary_vectors(namespace, keys)
     present = [k for k in keys if k in vectors]
     if query is None:

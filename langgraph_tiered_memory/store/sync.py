@@ -354,7 +354,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             originals: `"delete"` the sources after the merged memory is stored, or
                 `"downweight"` them (importance halved, `consolidated_into` set).
             dry_run: Only report the groups; write nothing.
-            limit: Most memories of the namespace considered (in write order).
+            limit: Most memories of the namespace considered: the newest `limit`.
             exclude: Keys left out (e.g. memories about to be forgotten).
             now: The time of the pass, in epoch seconds (default: the store's clock).
 

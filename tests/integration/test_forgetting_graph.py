@@ -229,3 +229,14 @@ def test_a_crash_after_the_merge_loses_nothing(
     assert merged is not None and merged.importance == 0.9
     assert merged.metadata["consolidated_from"] == ["a", "b"]  # the originals, not the copy
     assert merged.metadata["source_count"] == 2
+
+
+def test_consolidation_limit_keeps_the_newest_memories(mstore: TieredMemoryStore) -> None:
+    mstore.put(("u",), "a", {"content": "Finn owns a kayak."})
+    mstore.put(("u",), "b", {"content": "Finn owns a kayak."})
+    mstore.put(("u",), "c", {"content": "Gus grows tomatoes."})
+    mstore.put(("u",), "d", {"content": "Gus grows tomatoes."})
+    plan = mstore.consolidate(("u",), limit=2, dry_run=True)
+    assert [r["sources"] for r in plan] == [["c", "d"]]
+    with pytest.raises(ValueError, match="limit"):
+        mstore.consolidate(("u",), limit=1)
