@@ -499,6 +499,14 @@ def bench_forgetting(
     writes_per_day: Annotated[int, typer.Option(min=1, help="Memories written a day.")] = 30,
     searches_per_day: Annotated[int, typer.Option(min=0, help="Searches a day.")] = 5,
     page_size: Annotated[int, typer.Option(min=1, help="Memories per scan page.")] = 500,
+    max_memories: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="max_memories per user in the year's policy (0: seed rules only; otherwise"
+            " the seed-rules year runs too, as the baseline).",
+        ),
+    ] = 500,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="End the output with one line holding every figure as JSON."),
@@ -528,6 +536,7 @@ def bench_forgetting(
             writes_per_day=writes_per_day,
             searches_per_day=searches_per_day,
             page_size=page_size,
+            max_memories=max_memories or None,
             redis_url=os.environ.get("REDIS_URL"),
         ).validate()
     except ValueError as e:
@@ -558,12 +567,16 @@ def bench_forgetting(
             f"pass over {result['gc_size']:,} memories: {label} the {GC_TARGET_SECONDS:g} s"
             f" target; working memory {'bounded' if result['gc_memory_bounded'] else 'GROWS'}"
         )
-    if "year" in result:
-        year = result["year"]
+    for name in ("year_seed_rules", "year"):
+        if name not in result:
+            continue
+        year = result[name]
+        policy = ", ".join(f"{k}={v}" for k, v in year["policy"].items()) or "seed rules"
         console.print(
-            f"{year['days']} days, {year['writes']:,} writes: {result['final_size']:,} memories"
-            f" kept (without forgetting: {result['no_gc_size']:,}); weekly sizes"
-            f" {'level off' if result['bounded'] else 'keep growing'}; weekly pass p50"
+            f"{year['days']} days ({policy}), {year['writes']:,} writes:"
+            f" {year['weekly_sizes'][-1] if year['weekly_sizes'] else 0:,} memories kept"
+            f" (without forgetting: {year['writes']:,}); weekly sizes"
+            f" {'level off' if year['bounded'] else 'keep growing'}; weekly pass p50"
             f" {year['gc_seconds_p50']:.2f} s"
         )
     if as_json:

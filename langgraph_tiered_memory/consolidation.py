@@ -30,7 +30,7 @@ CONSOLIDATION_PROMPT = (
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def _unit(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+def _unit(vectors: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix.reshape(1, -1)
@@ -39,7 +39,10 @@ def _unit(vectors: Sequence[Sequence[float]]) -> np.ndarray:
 
 
 def group_near_duplicates(
-    keys: Sequence[str], vectors: Sequence[Sequence[float]], threshold: float, block: int = 256
+    keys: Sequence[str],
+    vectors: Sequence[Sequence[float]] | np.ndarray,
+    threshold: float,
+    block: int = 256,
 ) -> list[list[str]]:
     """Groups of two or more keys whose vectors are within `threshold` cosine of a seed.
 
@@ -61,12 +64,13 @@ def group_near_duplicates(
     taken = np.zeros(len(keys), dtype=bool)
     groups: list[list[str]] = []
     for start in range(0, len(keys), block):
-        sims = unit[start : start + block] @ unit.T
-        for row in range(sims.shape[0]):
-            i = start + row
+        close = (unit[start : start + block] @ unit.T) >= threshold
+        # Only a row with a near neighbour besides itself can seed a group.
+        for row in np.flatnonzero(close.sum(axis=1) >= 2):
+            i = start + int(row)
             if taken[i]:
                 continue
-            hits = np.flatnonzero((sims[row] >= threshold) & ~taken)
+            hits = np.flatnonzero(close[row] & ~taken)
             if len(hits) >= 2:
                 taken[hits] = True
                 groups.append([keys[i], *(keys[int(j)] for j in hits if j != i)])
@@ -75,7 +79,7 @@ def group_near_duplicates(
 
 def theme_group(
     keys: Sequence[str],
-    vectors: Sequence[Sequence[float]],
+    vectors: Sequence[Sequence[float]] | np.ndarray,
     query_vector: Sequence[float],
     min_similarity: float,
     max_sources: int,

@@ -63,6 +63,10 @@ class ForgettingPolicy(TypedDict, total=False):
     """Forget when importance is below this. Default 0.2."""
     max_age_days: float | None
     """Forget when older than this, whatever else. Default None (off)."""
+    max_memories: int | None
+    """Keep at most this many memories per namespace: when more survive the other
+    rules, the most decayed (then the least important, then the oldest) are forgotten.
+    This bounds the store however memories are used. Default None (off)."""
 
 
 DEFAULT_FORGETTING_POLICY: ForgettingPolicy = {
@@ -75,6 +79,7 @@ DEFAULT_FORGETTING_POLICY: ForgettingPolicy = {
     "stale_importance": 0.4,
     "min_importance": 0.2,
     "max_age_days": None,
+    "max_memories": None,
 }
 """The seed's forgetting rules."""
 
@@ -103,6 +108,11 @@ def _policy(policy: ForgettingPolicy | None) -> dict[str, Any]:
             raise ConfigurationError(f"forgetting policy {key} must be >= 0, got {value!r}.")
     if merged["half_life_days"] <= 0:
         raise ConfigurationError("forgetting policy half_life_days must be > 0.")
+    cap = merged["max_memories"]
+    if cap is not None and (not isinstance(cap, int) or cap < 1):
+        raise ConfigurationError(
+            f"forgetting policy max_memories must be a whole number >= 1 or None, got {cap!r}."
+        )
     return merged
 
 
@@ -127,6 +137,7 @@ class ForgettingRules:
         self.stale_importance = float(cfg["stale_importance"])
         self.min_importance: float | None = cfg["min_importance"]
         self.max_age_days: float | None = cfg["max_age_days"]
+        self.max_memories: int | None = cfg["max_memories"]
 
     def decay(self, importance: float, access_count: int, idle_days: float) -> float:
         """The decay of a memory idle for `idle_days` (see the module docstring)."""
@@ -137,6 +148,22 @@ class ForgettingRules:
             - math.log1p(max(0, access_count)) * self.access_factor
         )
         return min(1.0, max(0.0, fade * shield))
+
+    def retention(
+        self,
+        *,
+        importance: float,
+        access_count: int,
+        created_at: float,
+        last_accessed: float | None,
+        now: float,
+    ) -> tuple[float, float, float]:
+        """Sort key of `max_memories`: the smallest is forgotten first.
+
+        The most decayed memory first, then the least important, then the oldest.
+        """
+        idle = (now - (created_at if last_accessed is None else last_accessed)) / DAY
+        return (-self.decay(importance, access_count, idle), importance, created_at)
 
     def reason(
         self,

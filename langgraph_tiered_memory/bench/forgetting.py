@@ -1,21 +1,32 @@
 """Forgetting benchmark: one GC pass at 100k memories, and a year of daily writes.
 
-**GC pass.** A store of `size` memories is built as a weekly GC would leave it: memories
-written every day over the last 200 days by `users` users, with importance uniform in
-[0, 1]; half of them used 1-4 times in the two weeks after they were written. Only the
-memories that the previous weekly pass (7 days ago) would have kept are stored, so
-the measured pass forgets what a real weekly pass forgets (what crossed a threshold
-during the week, and the week's unimportant writes). The pass is the forgetting graph
-(scan → decide → consolidate → delete → report) without a model, timed end to end, after
-an untimed dry run that measures memory with `tracemalloc`: the peak of the pass minus
-the report it returns is its working memory, which must not grow with the store.
+**GC pass.** A store of `size` memories is built as weekly passes would leave it:
+memories written every day over the last 200 days by `users` users, with importance
+uniform in [0, 1]; half of them used 1-4 times in the two weeks after they were
+written. Only the memories that the previous weekly pass (7 days ago) would have kept
+are stored, so the measured pass forgets what a real weekly pass forgets (what crossed
+a threshold during the week, and the week's unimportant writes); `duplicate_rate` of
+this week's memories restate an earlier one, for consolidation to merge.
+
+Three runs of the forgetting graph, without a model, on that store:
+
+- a dry run under `tracemalloc`: its peak minus the report it returns is the pass's
+  working memory, which must not grow with the store;
+- garbage collection (`consolidate=False`: scan → decide → delete), timed end to end:
+  `gc_seconds`, the figure with the 10 s target at 100k;
+- the whole graph (scan → decide → consolidate → delete) on a copy of the same store,
+  timed: `pass_seconds`.
 
 **A simulated year.** `writes_per_day` memories a day for `days` days, some of them
 restating an earlier memory (near-duplicates for consolidation), `searches_per_day`
-searches a day (each result counts as a use), and the forgetting graph every 7th day.
-The store's size after each weekly pass must level off: the size is `bounded` when no
-weekly size of the second half of the year exceeds the largest of the second quarter
-by more than 10%. Without forgetting the store would hold every write.
+searches a day (each result counts as a use), and the whole forgetting graph every 7th
+day. The year runs twice on the same writes and searches: with the seed's rules alone
+(the baseline: a memory that is important and was used keeps its decay under 0.8, so
+such memories are never forgotten and the store keeps growing slowly), and with
+`max_memories` per user as well. The store's size after each weekly pass must level off:
+it is `bounded` when no weekly size of the second half of the year exceeds the largest
+of the second quarter by more than 10%. Without forgetting the store would hold every
+write.
 
 Embeddings are synthetic (a topic vector plus per-text noise), so nothing is downloaded
 and near-duplicates are exact; the passes never embed except to store merged memories.
@@ -101,6 +112,8 @@ class ForgettingBenchConfig:
         writes_per_day: Memories written per simulated day.
         searches_per_day: Searches per simulated day (their results count as uses).
         duplicate_rate: Share of writes that restate an earlier memory.
+        max_memories: `max_memories` of the year's policy (per user); the year also
+            runs with the seed's rules alone, as the baseline. None: that run only.
         dims: Embedding size.
         seed: Random seed.
         chroma_dir: Parent directory of the temporary Chroma databases.
@@ -114,6 +127,7 @@ class ForgettingBenchConfig:
     writes_per_day: int = 30
     searches_per_day: int = 5
     duplicate_rate: float = 0.1
+    max_memories: int | None = 500
     dims: int = 64
     seed: int = 0
     chroma_dir: str | None = None
@@ -128,6 +142,8 @@ class ForgettingBenchConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.days < 0 or self.writes_per_day < 1 or self.searches_per_day < 0:
             raise ValueError("days and searches_per_day must be >= 0, writes_per_day >= 1.")
+        if self.max_memories is not None and self.max_memories < 1:
+            raise ValueError(f"max_memories must be >= 1 or None, got {self.max_memories}.")
         if not 0 <= self.duplicate_rate < 1:
             raise ValueError(f"duplicate_rate must be in [0, 1), got {self.duplicate_rate}.")
         return self
@@ -140,10 +156,14 @@ class GcPassResult:
     size: int
     build_seconds: float
     gc_seconds: float
+    """Garbage collection through the graph: scan, decide, delete (no consolidation)."""
     dry_run_seconds: float
+    pass_seconds: float
+    """The whole graph on a copy of the same store: scan, decide, consolidate, delete."""
     scanned: int
     forgotten: int
     consolidated: int
+    merged_sources: int
     peak_mib: float
     report_mib: float
     working_mib: float
@@ -153,6 +173,7 @@ class GcPassResult:
 class YearResult:
     """The simulated year."""
 
+    policy: dict[str, Any]
     days: int
     writes: int
     weekly_sizes: list[int]
@@ -178,6 +199,7 @@ class ForgettingBenchReport:
     config: ForgettingBenchConfig
     passes: list[GcPassResult]
     year: YearResult | None
+    year_seed_rules: YearResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the CLI's `--json` line)."""
@@ -191,10 +213,14 @@ class ForgettingBenchReport:
         if largest is not None and smallest is not None:
             out["gc_size"] = largest.size
             out[f"gc_seconds_{_label(largest.size)}"] = round(largest.gc_seconds, 3)
+            out[f"pass_seconds_{_label(largest.size)}"] = round(largest.pass_seconds, 3)
             out["gc_within_target"] = largest.gc_seconds <= GC_TARGET_SECONDS
             out["gc_memory_bounded"] = largest.size == smallest.size or (
                 largest.working_mib <= 2 * smallest.working_mib + 1.0
             )
+        if self.year_seed_rules is not None:
+            base = self.year_seed_rules
+            out["year_seed_rules"] = {**asdict(base), "bounded": base.bounded}
         if self.year is not None:
             out["year"] = {**asdict(self.year), "bounded": self.year.bounded}
             out["no_gc_size"] = self.year.writes
@@ -248,6 +274,8 @@ class _Memory:
     importance: float
     accesses: list[float]
     topic: int
+    restates: str | None = None
+    """Key of an earlier memory of the same user whose content this one repeats."""
 
 
 def _steady_state(config: ForgettingBenchConfig, size: int) -> list[_Memory]:
@@ -293,6 +321,14 @@ def _steady_state(config: ForgettingBenchConfig, size: int) -> list[_Memory]:
             )
             if len(kept) == size:
                 break
+    by_user: dict[int, list[_Memory]] = {}
+    for m in sorted(kept, key=lambda m: m.created):
+        earlier = by_user.setdefault(m.user, [])
+        # Older restatements were merged by earlier passes: only this week's are left.
+        if earlier and m.created >= previous and rng.random() < config.duplicate_rate:
+            source = earlier[int(rng.integers(0, len(earlier)))]
+            m.restates, m.topic = source.restates or source.key, source.topic
+        earlier.append(m)
     return kept
 
 
@@ -302,7 +338,7 @@ def _build(store: Any, clock: _Clock, memories: list[_Memory]) -> None:
     for m in memories:
         ns = ("users", f"u{m.user:03d}", "memories")
         value = {
-            "content": f"user {m.user} note {m.key} about topic {m.topic}",
+            "content": f"user {m.user} note {m.restates or m.key} about topic {m.topic}",
             "importance": m.importance,
         }
         events.setdefault(m.created, ([], []))[0].append(PutOp(ns, m.key, value))
@@ -317,30 +353,40 @@ def _build(store: Any, clock: _Clock, memories: list[_Memory]) -> None:
             store.batch(gets[start : start + 2000])
 
 
+def _graph(store: Any, config: ForgettingBenchConfig, clock: _Clock, **options: Any) -> Any:
+    return create_forgetting_graph(
+        store=store, page_size=config.page_size, clock=clock, **options
+    ).compile()
+
+
+def _timed(graph: Any) -> tuple[dict[str, Any], float]:
+    started = time.perf_counter()
+    report = graph.invoke({})["report"]
+    return report, time.perf_counter() - started
+
+
 def _measure_pass(
     config: ForgettingBenchConfig, size: int, progress: Callable[[str], None]
 ) -> GcPassResult:
     root = tempfile.mkdtemp(prefix="forget-bench-", dir=config.chroma_dir)
+    built, copy = f"{root}/gc", f"{root}/full"
     clock = _Clock(T_END)
     try:
-        with ExitStack() as stack:
-            store = _open_store(config, root, clock)
-            stack.callback(store.close)
-            progress(f"building {size:,} memories")
-            memories = _steady_state(config, size)
+        progress(f"building {size:,} memories")
+        store = _open_store(config, built, clock)
+        try:
             started = time.perf_counter()
-            _build(store, clock, memories)
+            _build(store, clock, _steady_state(config, size))
             build = time.perf_counter() - started
-            del memories
-            clock.now = T_END
-
-            def graph(dry: bool) -> Any:
-                return create_forgetting_graph(
-                    store=store, dry_run=dry, page_size=config.page_size, clock=clock
-                ).compile()
-
+        finally:
+            store.close()
+        shutil.copytree(built, copy)  # the same store twice: GC only, and the whole graph
+        clock.now = T_END
+        with ExitStack() as stack:
+            store = _open_store(config, built, clock)
+            stack.callback(store.close)
             progress(f"dry run over {size:,} memories (memory measured)")
-            dry_graph = graph(True)
+            dry_graph = _graph(store, config, clock, dry_run=True)
             gc.collect()
             tracemalloc.start()
             try:
@@ -349,34 +395,36 @@ def _measure_pass(
                 retained, peak = tracemalloc.get_traced_memory()
             finally:
                 tracemalloc.stop()
-            peak_mib = (peak - base) / 2**20
-            report_mib = max(0, retained - base) / 2**20
             del report
             progress(f"dry run over {size:,} memories (timed)")
-            started = time.perf_counter()
-            dry = dry_graph.invoke({})["report"]
-            dry_seconds = time.perf_counter() - started
-            progress(f"GC pass over {size:,} memories")
-            real_graph = graph(False)
-            started = time.perf_counter()
-            real = real_graph.invoke({})["report"]
-            gc_seconds = time.perf_counter() - started
+            dry, dry_seconds = _timed(dry_graph)
             if dry["scanned"] != size:
                 raise RuntimeError(
-                    f"The GC pass scanned {dry['scanned']} memories of {size}; the store lost some."
+                    f"The dry run scanned {dry['scanned']} memories of {size}; the store lost some."
                 )
-            return GcPassResult(
-                size=size,
-                build_seconds=round(build, 2),
-                gc_seconds=round(gc_seconds, 3),
-                dry_run_seconds=round(dry_seconds, 3),
-                scanned=real["scanned"],
-                forgotten=real["forgotten_count"],
-                consolidated=len(real["consolidated"]),
-                peak_mib=round(peak_mib, 2),
-                report_mib=round(report_mib, 2),
-                working_mib=round(max(0.0, peak_mib - report_mib), 2),
-            )
+            progress(f"GC pass over {size:,} memories")
+            real, gc_seconds = _timed(_graph(store, config, clock, consolidate=False))
+        with ExitStack() as stack:
+            store = _open_store(config, copy, clock)
+            stack.callback(store.close)
+            progress(f"whole graph (with consolidation) over {size:,} memories")
+            full, full_seconds = _timed(_graph(store, config, clock))
+        peak_mib = (peak - base) / 2**20
+        report_mib = max(0, retained - base) / 2**20
+        return GcPassResult(
+            size=size,
+            build_seconds=round(build, 2),
+            gc_seconds=round(gc_seconds, 3),
+            dry_run_seconds=round(dry_seconds, 3),
+            pass_seconds=round(full_seconds, 3),
+            scanned=real["scanned"],
+            forgotten=real["forgotten_count"],
+            consolidated=len(full["consolidated"]),
+            merged_sources=sum(len(m["sources"]) for m in full["consolidated"]),
+            peak_mib=round(peak_mib, 2),
+            report_mib=round(report_mib, 2),
+            working_mib=round(max(0.0, peak_mib - report_mib), 2),
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -384,8 +432,11 @@ def _measure_pass(
 # --------------------------------------------------------------------------- the year
 
 
-def _simulate_year(config: ForgettingBenchConfig, progress: Callable[[str], None]) -> YearResult:
-    rng = np.random.default_rng([config.seed, 365])
+def _simulate_year(
+    config: ForgettingBenchConfig, progress: Callable[[str], None], policy: dict[str, Any]
+) -> YearResult:
+    rng = np.random.default_rng([config.seed, 365])  # the same year for every policy
+    label = f"max_memories {policy['max_memories']}: " if policy else "seed rules: "
     root = tempfile.mkdtemp(prefix="forget-year-", dir=config.chroma_dir)
     start = T_END - config.days * DAY
     clock = _Clock(start)
@@ -394,9 +445,7 @@ def _simulate_year(config: ForgettingBenchConfig, progress: Callable[[str], None
         with ExitStack() as stack:
             store = _open_store(config, root, clock)
             stack.callback(store.close)
-            graph = create_forgetting_graph(
-                store=store, page_size=config.page_size, clock=clock
-            ).compile()
+            graph = _graph(store, config, clock, policy=policy or None)
             written: list[tuple[tuple[str, ...], str]] = []  # (namespace, content)
             weekly: list[int] = []
             seconds: list[float] = []
@@ -432,8 +481,9 @@ def _simulate_year(config: ForgettingBenchConfig, progress: Callable[[str], None
                     forgotten += report["forgotten_count"]
                     consolidated += len(report["consolidated"])
                     weekly.append(_count(store))
-                    progress(f"day {day + 1}: {weekly[-1]:,} memories after the weekly pass")
+                    progress(f"{label}day {day + 1}: {weekly[-1]:,} memories after the pass")
             return YearResult(
+                policy=policy,
                 days=config.days,
                 writes=config.days * config.writes_per_day,
                 weekly_sizes=weekly,
@@ -463,5 +513,12 @@ def run_forgetting_benchmark(
     config.validate()
     say = progress or (lambda _msg: None)
     passes = [_measure_pass(config, size, say) for size in sorted(config.sizes)]
-    year = _simulate_year(config, say) if config.days > 0 else None
-    return ForgettingBenchReport(config=config, passes=passes, year=year)
+    if config.days == 0:
+        return ForgettingBenchReport(config=config, passes=passes, year=None)
+    seed_rules = _simulate_year(config, say, {})
+    if config.max_memories is None:
+        return ForgettingBenchReport(config=config, passes=passes, year=seed_rules)
+    capped = _simulate_year(config, say, {"max_memories": config.max_memories})
+    return ForgettingBenchReport(
+        config=config, passes=passes, year=capped, year_seed_rules=seed_rules
+    )

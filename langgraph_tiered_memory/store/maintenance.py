@@ -8,6 +8,7 @@ batch path, so vectors, keyword rows, statistics and the document copy stay in s
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -53,39 +54,69 @@ def _long_namespaces(core: TieredStoreCore, prefix: tuple[str, ...], now: float)
             yield ns
 
 
-def _flagged(
-    core: TieredStoreCore,
-    ns: tuple[str, ...],
-    stats: list[tuple[str, Any]],
-    rules: ForgettingRules,
-    now: float,
+def _stats_of(st: Any, now: float) -> dict[str, Any]:
+    return {
+        "importance": st.importance,
+        "access_count": st.access_count,
+        "created_at": st.created_at,
+        "last_accessed": st.last_accessed,
+        "now": now,
+    }
+
+
+def _reported(
+    core: TieredStoreCore, ns: tuple[str, ...], reasons: list[tuple[str, str]], now: float
 ) -> list[dict[str, Any]]:
-    """Report rows of the memories the rules flag (pinned ones are kept)."""
-    reasons = []
-    for key, st in stats:
-        reason = rules.reason(
-            importance=st.importance,
-            access_count=st.access_count,
-            created_at=st.created_at,
-            last_accessed=st.last_accessed,
-            now=now,
-        )
-        if reason:
-            reasons.append((key, reason))
-    if not reasons:
-        return []
-    items = core._long().get(ns, [k for k, _ in reasons], now=now)  # not an access
+    """Report rows of flagged memories; pinned ones (and vanished ones) are left out."""
     out = []
-    for key, reason in reasons:
-        item = items.get(key)
-        if item is not None and item.value.get(PINNED_FIELD) is not True:
-            out.append(_detail(ns, key, item.value, reason))
+    for start in range(0, len(reasons), 1000):
+        chunk = reasons[start : start + 1000]
+        items = core._long().get(ns, [k for k, _ in chunk], now=now)  # not an access
+        for key, reason in chunk:
+            item = items.get(key)
+            if item is not None and item.value.get(PINNED_FIELD) is not True:
+                out.append(_detail(ns, key, item.value, reason))
     return out
 
 
+class _Judge:
+    """Judges one namespace page by page; `max_memories` keeps a bounded heap."""
+
+    def __init__(self, rules: ForgettingRules, now: float) -> None:
+        self.rules = rules
+        self.now = now
+        self._best: list[tuple[tuple[float, float, float], str]] = []  # min-heap: worst first
+        self._evicted: list[tuple[str, float]] = []
+
+    def page(self, page: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+        """The (key, reason) of the page's memories that a rule flags."""
+        flagged = []
+        cap = self.rules.max_memories
+        for key, st in page:
+            stats = _stats_of(st, self.now)
+            reason = self.rules.reason(**stats)
+            if reason:
+                flagged.append((key, reason))
+            elif cap is not None:
+                entry = (self.rules.retention(**stats), key)
+                if len(self._best) < cap:
+                    heapq.heappush(self._best, entry)
+                else:
+                    worst = heapq.heappushpop(self._best, entry)
+                    self._evicted.append((worst[1], -worst[0][0]))
+        return flagged
+
+    def over_capacity(self) -> list[tuple[str, str]]:
+        """The (key, reason) of the memories beyond `max_memories`, once every page is in."""
+        cap = self.rules.max_memories
+        return [
+            (key, f"beyond max_memories {cap} (decay {decay:.2f})") for key, decay in self._evicted
+        ]
+
+
 def _delete(core: TieredStoreCore, ns: tuple[str, ...], keys: list[str]) -> None:
-    if keys:
-        core._run_batch([PutOp(ns, k, None) for k in keys])
+    for start in range(0, len(keys), 1000):
+        core._run_batch([PutOp(ns, k, None) for k in keys[start : start + 1000]])
 
 
 def garbage_collect(
@@ -102,7 +133,9 @@ def garbage_collect(
 
     Streams each namespace's memory index in pages (statistics only); only flagged
     memories have their values read (for pinning and the report) and, unless
-    `dry_run`, are deleted from every index in one batch per page.
+    `dry_run`, are deleted from every index in one batch per page. With
+    `max_memories`, a heap of at most that many entries per namespace picks the
+    memories beyond it, which go once the namespace has been read.
     """
     _require_memory_mode(core, "Garbage collection")
     _check_page_size(page_size)
@@ -111,14 +144,19 @@ def garbage_collect(
     details: list[dict[str, Any]] = []
     scanned = 0
     for ns in _long_namespaces(core, tuple(namespace_prefix), now):
+        judge = _Judge(rules, now)
         for page in core._long().iter_memory_stats(ns, page_size):
             scanned += len(page)
-            flagged = _flagged(core, ns, page, rules, now)
+            flagged = _reported(core, ns, judge.page(page), now)
             details.extend(flagged)
             if not dry_run:
                 _delete(core, ns, [d["id"] for d in flagged])
             if progress is not None:
                 progress(len(page))
+        evicted = _reported(core, ns, judge.over_capacity(), now)
+        details.extend(evicted)
+        if not dry_run:
+            _delete(core, ns, [d["id"] for d in evicted])
     return {
         "forgotten_count": len(details),
         "details": details,
@@ -134,22 +172,31 @@ def forget(
     *,
     policy: ForgettingPolicy | None,
     now: float | None,
+    page_size: int = 1000,
 ) -> list[dict[str, Any]]:
-    """Delete those of `keys` that the policy still flags, judged on current statistics."""
+    """Delete those of `keys` that the policy still flags, judged on current statistics.
+
+    With `max_memories`, the namespace is judged again as a whole (statistics only).
+    """
     namespace = tuple(namespace)
     core._check_memory_namespace(namespace)
     rules = ForgettingRules(policy)
     now = core.clock() if now is None else float(now)
     wanted = list(dict.fromkeys(keys))
-    out: list[dict[str, Any]] = []
-    for start in range(0, len(wanted), 1000):
-        chunk = wanted[start : start + 1000]
-        stats = core._long().memory_stats(namespace, chunk)
-        flagged = _flagged(
-            core, namespace, [(k, stats[k]) for k in chunk if k in stats], rules, now
-        )
-        _delete(core, namespace, [d["id"] for d in flagged])
-        out.extend(flagged)
+    reasons: list[tuple[str, str]] = []
+    if rules.max_memories is None:
+        for start in range(0, len(wanted), 1000):
+            chunk = wanted[start : start + 1000]
+            stats = core._long().memory_stats(namespace, chunk)
+            reasons.extend(_Judge(rules, now).page([(k, stats[k]) for k in chunk if k in stats]))
+    else:
+        asked = set(wanted)
+        judge = _Judge(rules, now)
+        for page in core._long().iter_memory_stats(namespace, page_size):
+            reasons.extend(r for r in judge.page(page) if r[0] in asked)
+        reasons.extend(r for r in judge.over_capacity() if r[0] in asked)
+    out = _reported(core, namespace, reasons, now)
+    _delete(core, namespace, [d["id"] for d in out])
     return out
 
 
@@ -216,14 +263,17 @@ def consolidate(
     for page in tier.iter_memory_stats(namespace):
         recent.extend(k for k, _ in page if k not in skip)
     keys = list(recent)
-    vectors = tier.primary_vectors(namespace, keys)
-    present = [k for k in keys if k in vectors]
+    order = {k: i for i, k in enumerate(keys)}
+    found, matrix = tier.primary_vectors(namespace, keys)
+    rank = sorted(range(len(found)), key=lambda i: order[found[i]])  # write order
+    present = [found[i] for i in rank]
+    matrix = matrix[rank] if rank else matrix
     if query is None:
-        groups = group_near_duplicates(present, [vectors[k] for k in present], threshold)
+        groups = group_near_duplicates(present, matrix, threshold)
     else:
         qv = core.embeddings.embed_query(query)
         core._check_vectors([qv], "consolidation themes")
-        group = theme_group(present, [vectors[k] for k in present], qv, min_similarity, max_sources)
+        group = theme_group(present, matrix, qv, min_similarity, max_sources)
         groups = [group] if len(group) >= 2 else []
     chat = None
     if model is not None and groups:

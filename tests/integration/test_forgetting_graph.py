@@ -240,3 +240,37 @@ def test_consolidation_limit_keeps_the_newest_memories(mstore: TieredMemoryStore
     assert [r["sources"] for r in plan] == [["c", "d"]]
     with pytest.raises(ValueError, match="limit"):
         mstore.consolidate(("u",), limit=1)
+
+
+def test_max_memories_keeps_the_least_decayed_of_each_namespace(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    for i in range(5):  # k0 is the oldest and most decayed, k4 the freshest
+        mstore.put(("cap", "a"), f"k{i}", {"content": f"fact number {i}", "importance": 0.9})
+        clock.now += 10 * DAY
+    mstore.put(("cap", "b"), "only", {"content": "a lone fact", "importance": 0.9})
+    mstore.put(("cap", "a"), "pin", {"content": "kept", "importance": 0.9, "pinned": True})
+    clock.now -= 60 * DAY  # "pin" is now the oldest memory...
+    mstore.put(("cap", "a"), "old", {"content": "the oldest", "importance": 0.9})
+    clock.now += 60 * DAY
+    policy: Any = {"max_memories": 3}
+    report = mstore.garbage_collect(("cap",), policy=policy)
+    reasons = {d["id"]: d["reason"] for d in report["details"]}
+    assert set(reasons) == {"old", "k0", "k1", "k2"}  # "pin" is pinned: never forgotten
+    assert all(r.startswith("beyond max_memories 3") for r in reasons.values())
+    mstore.get(("cap", "a"), "k0")  # used since the scan: now among the freshest
+    gone = mstore.forget(("cap", "a"), list(reasons), policy=policy)
+    assert {d["id"] for d in gone} == {"old", "k1", "k2", "k3"} & set(reasons)
+
+    def left() -> set[str]:  # get_memory is not an access, so it changes no ranking
+        keys = ["old", "pin", *(f"k{i}" for i in range(5))]
+        return {k for k in keys if mstore.get_memory(("cap", "a"), k) is not None}
+
+    assert left() == {"k0", "k3", "k4", "pin"}
+    graph = create_forgetting_graph(policy=policy, consolidate=False, clock=clock)
+    again = graph.compile(store=mstore).invoke({})["report"]
+    assert [d["id"] for d in again["details"]] == ["k3"]  # the most decayed of the four
+    assert left() == {"k0", "k4", "pin"}
+    assert mstore.get_memory(("cap", "b"), "only") is not None
+    with pytest.raises(ConfigurationError, match="max_memories"):
+        mstore.garbage_collect(policy={"max_memories": 0})

@@ -25,6 +25,7 @@ runner = CliRunner()
 
 def _year(sizes: list[int]) -> YearResult:
     return YearResult(
+        policy={},
         days=7 * len(sizes),
         writes=0,
         weekly_sizes=sizes,
@@ -76,7 +77,7 @@ def test_topic_embeddings_are_deterministic_and_topical() -> None:
 
 def test_cli_prints_the_report_and_judges_too_short_a_year(tmp_path: Any) -> None:
     args = ["bench", "forgetting", "--sizes", "200", "--users", "2", "--days", "21"]
-    result = runner.invoke(app, [*args, "--writes-per-day", "8", "--json"])
+    result = runner.invoke(app, [*args, "--writes-per-day", "8", "--max-memories", "10", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     (gc_pass,) = data["passes"]
@@ -84,6 +85,10 @@ def test_cli_prints_the_report_and_judges_too_short_a_year(tmp_path: Any) -> Non
     assert data["gc_size"] == 200 and data["gc_seconds_200"] == gc_pass["gc_seconds"]
     assert data["gc_within_target"] is True and data["gc_memory_bounded"] is True
     assert len(data["year"]["weekly_sizes"]) == 3 and data["no_gc_size"] == 168
+    assert data["year"]["policy"] == {"max_memories": 10}
+    assert data["year_seed_rules"]["policy"] == {}
+    capped, seed = data["year"]["weekly_sizes"], data["year_seed_rules"]["weekly_sizes"]
+    assert max(capped) <= 2 * 10 < seed[-1]  # at most 10 per user, 2 users
     assert data["bounded"] is False  # three weeks cannot show a level
 
 

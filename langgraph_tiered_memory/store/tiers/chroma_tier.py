@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
+import numpy as np
 from chromadb.errors import NotFoundError
 
 from langgraph_tiered_memory.errors import ConfigurationError
@@ -648,18 +649,21 @@ class ChromaTier:
             yield [(key, stats) for _, key, stats in page]
             after = page[-1][0]
 
-    def primary_vectors(self, namespace: Namespace, keys: Sequence[str]) -> dict[str, list[float]]:
-        """Each key's primary (own-text) vector, without the tier's extra dimension."""
+    def primary_vectors(
+        self, namespace: Namespace, keys: Sequence[str]
+    ) -> tuple[list[str], np.ndarray]:
+        """The keys that have a primary (own-text) vector, and those vectors as rows.
+
+        The tier's extra dimension is dropped; unindexed items are left out.
+        """
         col = self._collection(namespace, create=False)
         if col is None or not keys:
-            return {}
+            return [], np.zeros((0, self.dims), dtype=np.float32)
         got = col.get(ids=[f"p:{k}" for k in keys], include=["embeddings"])
-        out: dict[str, list[float]] = {}
-        for rid, vec in zip(got["ids"], got["embeddings"], strict=True):
-            values = [float(x) for x in vec]
-            if values[-1] == 0.0:  # indexed items end with 0; unindexed ones with 1
-                out[rid[2:]] = values[:-1]
-        return out
+        matrix = np.asarray(got["embeddings"], dtype=np.float32).reshape(len(got["ids"]), -1)
+        indexed = matrix[:, -1] == 0.0  # indexed items end with 0; unindexed ones with 1
+        found = [rid[2:] for rid, ok in zip(got["ids"], indexed, strict=True) if ok]
+        return found, matrix[indexed, :-1]
 
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Count an access of each item (one atomic SQLite update)."""

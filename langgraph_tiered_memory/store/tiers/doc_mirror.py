@@ -94,6 +94,7 @@ CREATE TABLE IF NOT EXISTS mem (
     UNIQUE (prefix, nsid, key)
 );
 CREATE INDEX IF NOT EXISTS mem_seq ON mem (prefix, nsid, seq);
+CREATE INDEX IF NOT EXISTS mem_ns ON mem (prefix, nsid);
 CREATE TABLE IF NOT EXISTS namespaces (
     prefix TEXT NOT NULL, ns TEXT NOT NULL, has_ttl INTEGER NOT NULL,
     PRIMARY KEY (prefix, ns)
