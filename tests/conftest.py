@@ -12,7 +12,7 @@ import redis
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.embedded import redis_url_or_embedded
-from tests.fakes import HashingEmbeddings
+from tests.fakes import Clock, HashingEmbeddings
 
 DIMS = 64
 
@@ -87,3 +87,19 @@ def vstore(
 ) -> TieredMemoryStore:
     """A store with semantic search on the tier under test."""
     return make_store(tier, index={"dims": DIMS, "embed": embeddings, "fields": ["text"]})
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mstore(make_store: Callable[..., TieredMemoryStore], clock: Clock) -> TieredMemoryStore:
+    """A memory-mode long-term store (the default scoring) with a settable clock."""
+    return make_store(
+        "long",
+        scoring=None,
+        clock=clock,
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+    )

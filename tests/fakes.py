@@ -42,3 +42,13 @@ class HashingEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         self.calls += 1
         return self._embed(text)
+
+
+class Clock:
+    """A settable clock for stores and graphs (epoch seconds)."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

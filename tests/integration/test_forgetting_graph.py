@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,37 +18,11 @@ from langgraph_tiered_memory import (
     create_forgetting_graph,
 )
 from tests.conftest import DIMS
-from tests.fakes import HashingEmbeddings
+from tests.fakes import Clock, HashingEmbeddings
 
 pytestmark = pytest.mark.integration
 
 DAY = 86_400.0
-T0 = 1_700_000_000.0
-
-
-class Clock:
-    """A settable clock."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def mstore(make_store: Callable[..., TieredMemoryStore], clock: Clock) -> TieredMemoryStore:
-    return make_store(
-        "long",
-        scoring=None,
-        clock=clock,
-        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-    )
 
 
 def _fill(store: TieredMemoryStore, clock: Clock) -> None:

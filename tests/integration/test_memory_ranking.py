@@ -18,35 +18,9 @@ from langgraph_tiered_memory import (
     TieredMemoryStore,
 )
 from tests.conftest import DIMS
-from tests.fakes import HashingEmbeddings
+from tests.fakes import Clock, HashingEmbeddings
 
 DAY = 86_400.0
-
-
-class Clock:
-    """A settable clock."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def mstore(make_store: Callable[..., TieredMemoryStore], clock: Clock) -> TieredMemoryStore:
-    """A memory-mode long-term store (the default scoring) with a fixed clock."""
-    return make_store(
-        "long",
-        scoring=None,
-        clock=clock,
-        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-    )
 
 
 def _keys(hits: list[Any]) -> list[str]:
