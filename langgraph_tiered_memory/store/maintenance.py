@@ -233,12 +233,7 @@ def consolidate(
     now: float | None,
 ) -> list[dict[str, Any]]:
     """Merge related memories of one namespace; see `TieredMemoryStore.consolidate`."""
-    from langgraph_tiered_memory.consolidation import (
-        CONSOLIDATION_PROMPT,
-        group_near_duplicates,
-        merge_contents,
-        theme_group,
-    )
+    from langgraph_tiered_memory.consolidation import group_near_duplicates, theme_group
 
     if originals not in ("delete", "downweight"):
         raise ValueError(f"originals must be 'delete' or 'downweight', got {originals!r}.")
@@ -280,73 +275,76 @@ def consolidate(
         from langgraph_tiered_memory.summarizer import _resolve_model
 
         chat = _resolve_model(model)
+    wanted = [k for group in groups for k in group]
+    items: dict[str, Any] = {}
+    for start in range(0, len(wanted), 1000):
+        items.update(tier.get(namespace, wanted[start : start + 1000], now=now))  # no access
     records = []
+    merged_ops: list[PutOp] = []
+    source_ops: list[PutOp] = []
     for group in groups:
-        items = tier.get(namespace, group, now=now)  # not an access
         group = [k for k in group if k in items]
         values = [items[k].value for k in group]
         if len(values) < 2:
             continue
-        contents = [str(v.get("content") or "") for v in values]
-        if chat is None:
-            content = merge_contents(contents)
-        else:
-            from langchain_core.messages import HumanMessage, SystemMessage
-
-            reply = chat.invoke(
-                [
-                    SystemMessage(content=CONSOLIDATION_PROMPT),
-                    HumanMessage(content="\n".join(f"- {c}" for c in contents)),
-                ]
-            )
-            content = reply.text if hasattr(reply, "text") else str(reply.content)
-            content = str(content).strip()
-            if not content:
-                raise ValueError(
-                    "The consolidation model returned an empty merge; nothing was changed."
-                    " Check the model, or pass model=None to merge without one."
-                )
+        content = _merge(chat, [str(v.get("content") or "") for v in values])
         importance = max(float(v.get("importance", 0.5)) for v in values)
         merged_key = _merged_key(group)
+        records.append(
+            {
+                "key": merged_key,
+                "namespace": list(namespace),
+                "sources": list(group),
+                "content": content,
+                "importance": importance,
+            }
+        )
         origins = _origins(group, values)
-        record = {
-            "key": merged_key,
-            "namespace": list(namespace),
-            "sources": list(group),
-            "content": content,
-            "importance": importance,
-        }
-        records.append(record)
-        if dry_run:
-            continue
-        base = values[0]
         merged = {
-            **{k: v for k, v in base.items() if k not in ("content", "importance")},
+            **{k: v for k, v in values[0].items() if k not in ("content", "importance")},
             "content": content,
             "importance": importance,
             "consolidated_from": origins,
             "source_count": len(origins),
         }
         merged.pop("consolidated_into", None)
-        core._run_batch([PutOp(namespace, merged_key, merged)])  # stored first
-        if originals == "delete":
-            _delete(core, namespace, group)
-        else:
-            core._run_batch(
-                [
-                    PutOp(
-                        namespace,
-                        k,
-                        {
-                            **v,
-                            "importance": float(v.get("importance", 0.5)) / 2,
-                            "consolidated_into": merged_key,
-                        },
-                    )
-                    for k, v in zip(group, values, strict=True)
-                ]
-            )
+        merged_ops.append(PutOp(namespace, merged_key, merged))
+        for k, v in zip(group, values, strict=True):
+            if originals == "delete":
+                source_ops.append(PutOp(namespace, k, None))
+            else:
+                weaker = {**v, "importance": float(v.get("importance", 0.5)) / 2}
+                source_ops.append(PutOp(namespace, k, {**weaker, "consolidated_into": merged_key}))
+    if dry_run:
+        return records
+    # Every merged memory is stored before any source changes: a crash loses nothing.
+    for ops in (merged_ops, source_ops):
+        for start in range(0, len(ops), 500):
+            core._run_batch(ops[start : start + 500])
     return records
+
+
+def _merge(chat: Any, contents: list[str]) -> str:
+    """One memory's content from several: their distinct sentences, or the model's merge."""
+    from langgraph_tiered_memory.consolidation import CONSOLIDATION_PROMPT, merge_contents
+
+    if chat is None:
+        return merge_contents(contents)
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    reply = chat.invoke(
+        [
+            SystemMessage(content=CONSOLIDATION_PROMPT),
+            HumanMessage(content="\n".join(f"- {c}" for c in contents)),
+        ]
+    )
+    content = str(reply.text if hasattr(reply, "text") else reply.content).strip()
+    if not content:
+        raise ValueError(
+            "The consolidation model returned an empty merge; nothing was changed."
+            " Check the model, or pass model=None to merge without one."
+        )
+    return content
 
 
 def worth_keeping(item: Item) -> bool:
