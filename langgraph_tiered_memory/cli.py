@@ -512,12 +512,12 @@ def bench_forgetting(
         typer.Option("--json", help="End the output with one line holding every figure as JSON."),
     ] = False,
 ) -> None:
-    """One forgetting pass over a large store, and a simulated year of weekly passes.
+    """A weekly forgetting pass over a large store, and a simulated year of them.
 
-    The pass is the forgetting graph without a model (scan, decide, consolidate,
-    delete), timed end to end; its working memory is measured in a dry run. The year
-    writes memories daily, searches them, and runs the graph weekly; the store's size
-    must level off.
+    GC is the forgetting graph without consolidation (scan, decide, delete), timed end
+    to end; its working memory is measured in a dry run; the whole graph (with
+    consolidation, no model) runs on a copy of the same store. The year writes memories
+    daily, searches them and runs the graph weekly; the store's size must level off.
     """
     from rich.progress import Progress
 
@@ -608,6 +608,10 @@ def gc(
             help="default (decay and age rules) or gc (older than 30 days or unimportant)."
         ),
     ] = "default",
+    max_memories: Annotated[
+        int | None,
+        typer.Option(min=1, help="Budget per namespace: keep at most this many memories."),
+    ] = None,
     consolidate: Annotated[
         bool,
         typer.Option(
@@ -676,7 +680,7 @@ def gc(
                 model,
                 store=store,
                 namespace=prefix,
-                policy=presets[policy],
+                policy={**presets[policy], "max_memories": max_memories},
                 dry_run=dry_run,
                 consolidate=consolidate,  # themes are merged whenever given
                 themes=themes,

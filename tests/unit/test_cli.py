@@ -249,3 +249,26 @@ def test_gc_command_consolidates_with_the_stores_embeddings(tmp_path: Any) -> No
         assert [h.key for h in hits] == [merged.id]  # embedded like every other memory
     finally:
         again.close()
+
+
+def test_gc_command_applies_a_budget(tmp_path: Any) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from langgraph_tiered_memory import TieredMemoryStore
+    from langgraph_tiered_memory.cli import app
+    from tests.fakes import HashingEmbeddings
+
+    path = str(tmp_path / "chroma")
+    index: Any = {"dims": 16, "embed": HashingEmbeddings(16), "fields": ["content"]}
+    store = TieredMemoryStore(chroma_path=path, tiers={"default": "long"}, index=index)
+    for i in range(3):  # equally important: the longest idle decays most
+        store.put(("u",), f"k{i}", {"content": f"fact {i}", "importance": 0.5})
+    store.close()
+    args = ["gc", "--chroma-path", path, "--dims", "16", "--dry-run", "--json"]
+    result = CliRunner().invoke(app, [*args, "--max-memories", "1"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sorted(d["id"] for d in report["details"]) == ["k0", "k1"]
+    assert all("max_memories 1" in d["reason"] for d in report["details"])
