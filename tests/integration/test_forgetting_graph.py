@@ -247,3 +247,19 @@ def test_max_memories_keeps_the_least_decayed_of_each_namespace(
     assert mstore.get_memory(("cap", "b"), "only") is not None
     with pytest.raises(ConfigurationError, match="max_memories"):
         mstore.garbage_collect(policy={"max_memories": 0})
+
+
+def test_a_forgotten_memory_leaves_the_keyword_index_entirely(mstore: TieredMemoryStore) -> None:
+    ns = ("kw",)
+    mstore.put(ns, "a", {"content": "Hana adopted a greyhound."})
+    mstore.put(ns, "b", {"content": "The clinic code is zebracactus."})
+    mstore.put(ns, "c", {"content": "Ivo bought a kayak."})
+
+    def keyword(query: str) -> list[str]:
+        hits = mstore.search(ns, query=query, filter={"$retrieval": "keyword"})
+        return [h.key for h in hits]
+
+    assert keyword("zebracactus") == ["b", "c"]  # c's context key holds b's text
+    mstore.delete(ns, "b")
+    assert keyword("zebracactus") == []  # gone from c's context too
+    assert keyword("greyhound") == ["a", "c"]  # c now follows a

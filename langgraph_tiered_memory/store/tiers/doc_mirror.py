@@ -332,19 +332,21 @@ class DocMirror:
         """Upsert memory rows and their keyword entries; keep access statistics (locked)."""
         fts = self._fts(prefix, nsid, create=bool(rows))
         gone = [k for k in deletes if k not in rows]
+        gone_seqs: list[int] = []
         for start in range(0, len(gone), 500):
             chunk = gone[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rids = [
-                r
-                for (r,) in self._conn.execute(
-                    f"SELECT rid FROM mem WHERE prefix=? AND nsid=? AND key IN ({marks})",
-                    (prefix, nsid, *chunk),
-                )
-            ]
+            found = self._conn.execute(
+                f"SELECT rid, seq FROM mem WHERE prefix=? AND nsid=? AND key IN ({marks})",
+                (prefix, nsid, *chunk),
+            ).fetchall()
+            rids = [(r,) for r, _ in found]
+            gone_seqs.extend(seq for _, seq in found)
             if fts is not None:
-                self._conn.executemany(f'DELETE FROM "{fts}" WHERE rowid=?', [(r,) for r in rids])
-            self._conn.executemany("DELETE FROM mem WHERE rid=?", [(r,) for r in rids])
+                self._conn.executemany(f'DELETE FROM "{fts}" WHERE rowid=?', rids)
+            self._conn.executemany("DELETE FROM mem WHERE rid=?", rids)
+        if fts is not None and gone_seqs:
+            self._rekey_successors(prefix, nsid, fts, gone_seqs)
         for key, row in rows.items():
             rid = self._conn.execute(
                 "INSERT INTO mem (prefix, nsid, key, seq, mtype, importance, occurred, created)"
@@ -482,6 +484,33 @@ class DocMirror:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def _rekey_successors(self, prefix: str, nsid: str, fts: str, seqs: list[int]) -> None:
+        """Give each deleted memory's successor the context of its new predecessor.
+
+        The successor's context column held the deleted memory's text; after this the
+        text is gone from the keyword index (called with the lock held).
+        """
+        successors = set()
+        for seq in seqs:
+            row = self._conn.execute(
+                "SELECT rid, seq FROM mem WHERE prefix=? AND nsid=? AND seq > ?"
+                " ORDER BY seq LIMIT 1",
+                (prefix, nsid, seq),
+            ).fetchone()
+            if row is not None:
+                successors.add((row[0], row[1]))
+        for rid, seq in successors:
+            before = self._conn.execute(
+                f'SELECT f.text FROM mem AS m JOIN "{fts}" AS f ON f.rowid = m.rid'
+                " WHERE m.prefix=? AND m.nsid=? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1",
+                (prefix, nsid, seq),
+            ).fetchone()
+            # Only memories written with a context key have one to fix.
+            self._conn.execute(
+                f"UPDATE \"{fts}\" SET context=? WHERE rowid=? AND context != ''",
+                ("" if before is None else before[0], rid),
+            )
 
     def previous_text(self, prefix: str, nsid: str, key: str) -> str | None:
         """Own text of the memory written just before `key` in its namespace.
