@@ -259,7 +259,19 @@ def test_a_forgotten_memory_leaves_the_keyword_index_entirely(mstore: TieredMemo
         hits = mstore.search(ns, query=query, filter={"$retrieval": "keyword"})
         return [h.key for h in hits]
 
+    def context_vectors(key: str) -> int:  # white-box: the extra vectors of `key`
+        col = mstore._long()._collection(ns, create=False)
+        return len(col.get(where={"_k": key}, include=[])["ids"])
+
     assert keyword("zebracactus") == ["b", "c"]  # c's context key holds b's text
+    assert context_vectors("c") == 1
     mstore.delete(ns, "b")
     assert keyword("zebracactus") == []  # gone from c's context too
     assert keyword("greyhound") == ["a", "c"]  # c now follows a
+    assert context_vectors("c") == 0  # the vector embedded with b's text is gone
+    hits = mstore.search(ns, query="Ivo bought a kayak.", filter={"$retrieval": "semantic"})
+    assert hits[0].key == "c"  # c is still found by its own vector
+    mstore.put(ns, "c", {"content": "Ivo bought a kayak."})  # a rewrite keys it again
+    assert context_vectors("c") == 1 and keyword("greyhound") == ["a", "c"]
+    mstore.delete(ns, "c")
+    assert context_vectors("c") == 0 and mstore.get(ns, "c") is None

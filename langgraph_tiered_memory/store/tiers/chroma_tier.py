@@ -793,6 +793,8 @@ class ChromaTier:
         keys = [w.key for w in group]
         nsid = namespace_id(ns)
         mirror = self.mirror
+        memindex = self.memindex
+        unkeyed = self._unkey_successors(ns, col, [w.key for w in deletes], keys)
         if mirror is not None:
             old_docs = {
                 k: json.loads(m["_d"]) for k, m in mirror.get(self.prefix, nsid, keys).items()
@@ -804,7 +806,6 @@ class ChromaTier:
                 rid[2:]: json.loads(m["_d"])
                 for rid, m in zip(old["ids"], old["metadatas"], strict=True)
             }
-        memindex = self.memindex
         if memindex is not None and memindex is not mirror:
             memindex.begin(self.prefix, nsid, keys)
         memories: dict[str, MemoryRow] = {}
@@ -857,6 +858,10 @@ class ChromaTier:
             if prev is not None:
                 stale.append(f"p:{w.key}")
                 stale.extend(_extra_ids(w.key, prev))
+        # A deleted memory's successor loses the context vector made with its text. Its
+        # record still counts that vector; readers and later deletes take a missing
+        # vector as no hit (a rewrite of the successor gives it a new one).
+        stale.extend(unkeyed)
         if stale:
             col.delete(ids=stale)
         # Items rewritten without memory fields leave the memory index too.
@@ -883,6 +888,34 @@ class ChromaTier:
             )
         if deletes and not upserts:
             self._unregister_if_empty(ns, col)
+
+    def _unkey_successors(
+        self, ns: Namespace, col: Any, deleted: list[str], batch: list[str]
+    ) -> list[str]:
+        """Ids of the context vectors made with the text of memories about to be deleted.
+
+        They belong to the memories written right after the deleted ones (memory mode
+        only); a context vector is always its memory's last vector.
+        """
+        memindex = self.memindex
+        if not deleted or memindex is None:
+            return []
+        nsid = namespace_id(ns)
+        successors = memindex.context_successors(self.prefix, nsid, deleted, batch)
+        if not successors:
+            return []
+        mirror = self.mirror
+        if mirror is not None:
+            metas = mirror.get(self.prefix, nsid, successors)
+        else:
+            got = col.get(ids=[f"p:{k}" for k in successors], include=["metadatas"])
+            metas = {rid[2:]: m for rid, m in zip(got["ids"], got["metadatas"], strict=True)}
+        out = []
+        for key, meta in metas.items():
+            doc = loads(meta["_d"])
+            if int(doc.get("k", 0)) >= 1 and int(doc["n"]) >= 2:
+                out.append(f"x:{int(doc['n']) - 1}:{doc['w']}:{key}")
+        return out
 
     def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Restart the TTL of items that have one (metadata update only)."""

@@ -485,6 +485,38 @@ class DocMirror:
                 raise
             self._conn.execute("COMMIT")
 
+    def context_successors(
+        self, prefix: str, nsid: str, keys: Sequence[str], skip: Iterable[str]
+    ) -> list[str]:
+        """The memories written right after `keys` that carry a context key made with one.
+
+        When `keys` are deleted, these are the memories whose context key names a deleted
+        memory. Memories in `keys` or `skip` (rewritten in the same batch) are left out.
+        """
+        gone = {*keys, *skip}
+        out: dict[str, None] = {}
+        with self._lock:
+            fts = self._fts(prefix, nsid, create=False)
+            if fts is None:
+                return []
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                seqs = self._conn.execute(
+                    f"SELECT seq FROM mem WHERE prefix=? AND nsid=? AND key IN ({marks})",
+                    (prefix, nsid, *chunk),
+                ).fetchall()
+                for (seq,) in seqs:
+                    row = self._conn.execute(
+                        f'SELECT m.key, f.context FROM mem AS m JOIN "{fts}" AS f'
+                        " ON f.rowid = m.rid WHERE m.prefix=? AND m.nsid=? AND m.seq > ?"
+                        " ORDER BY m.seq LIMIT 1",
+                        (prefix, nsid, seq),
+                    ).fetchone()
+                    if row is not None and row[0] not in gone and row[1]:
+                        out[row[0]] = None
+        return list(out)
+
     def _rekey_successors(self, prefix: str, nsid: str, fts: str, seqs: list[int]) -> None:
         """Give each deleted memory's successor the context of its new predecessor.
 
