@@ -537,7 +537,6 @@ def bench_forgetting(
             searches_per_day=searches_per_day,
             page_size=page_size,
             max_memories=max_memories or None,
-            redis_url=os.environ.get("REDIS_URL"),
         ).validate()
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e

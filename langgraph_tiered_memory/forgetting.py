@@ -162,7 +162,7 @@ class ForgettingRules:
 
         The most decayed memory first, then the least important, then the oldest.
         """
-        idle = (now - (created_at if last_accessed is None else last_accessed)) / DAY
+        idle = _idle_days(created_at, last_accessed, now)
         return (-self.decay(importance, access_count, idle), importance, created_at)
 
     def reason(
@@ -179,7 +179,7 @@ class ForgettingRules:
         Pinning is not checked here (it lives in the value).
         """
         age = max(0.0, (now - created_at) / DAY)
-        idle = max(0.0, (now - (created_at if last_accessed is None else last_accessed)) / DAY)
+        idle = _idle_days(created_at, last_accessed, now)
         threshold = self.decay_threshold
         if threshold is not None:
             decay = self.decay(importance, access_count, idle)
@@ -204,6 +204,11 @@ class ForgettingRules:
 
 
 _LN2 = math.log(2)
+
+
+def _idle_days(created_at: float, last_accessed: float | None, now: float) -> float:
+    """Days since the last access (since creation for a memory never accessed)."""
+    return max(0.0, (now - (created_at if last_accessed is None else last_accessed)) / DAY)
 
 
 def _stats(entry: MemoryEntry) -> dict[str, Any]:
@@ -238,8 +243,8 @@ def calculate_decay(
     rules = ForgettingRules(policy)
     now = time.time() if now is None else now
     stats = _stats(entry)
-    touched = stats["last_accessed"] if stats["last_accessed"] is not None else stats["created_at"]
-    return rules.decay(entry.importance, entry.access_count, (now - touched) / DAY)
+    idle = _idle_days(stats["created_at"], stats["last_accessed"], now)
+    return rules.decay(entry.importance, entry.access_count, idle)
 
 
 def should_forget(

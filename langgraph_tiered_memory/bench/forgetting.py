@@ -51,6 +51,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import GetOp, PutOp
 
+from langgraph_tiered_memory.bench.retrieval import BenchClock
 from langgraph_tiered_memory.forgetting import ForgettingRules
 from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 
@@ -117,7 +118,6 @@ class ForgettingBenchConfig:
         dims: Embedding size.
         seed: Random seed.
         chroma_dir: Parent directory of the temporary Chroma databases.
-        redis_url: Redis for the store's short-term tier (not used by the passes).
     """
 
     sizes: list[int] = field(default_factory=lambda: [10_000, 100_000])
@@ -131,7 +131,6 @@ class ForgettingBenchConfig:
     dims: int = 64
     seed: int = 0
     chroma_dir: str | None = None
-    redis_url: str | None = None
 
     def validate(self) -> ForgettingBenchConfig:
         """Raise ValueError naming the first bad setting."""
@@ -240,7 +239,6 @@ def _open_store(config: ForgettingBenchConfig, path: str, clock: Callable[[], fl
     from langgraph_tiered_memory import TieredMemoryStore
 
     store = TieredMemoryStore(
-        redis_url=config.redis_url,
         chroma_path=path,
         tiers={"default": "long"},
         index={
@@ -253,14 +251,6 @@ def _open_store(config: ForgettingBenchConfig, path: str, clock: Callable[[], fl
     )
     store.setup()
     return store
-
-
-class _Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # --------------------------------------------------------------------------- GC pass
@@ -332,7 +322,7 @@ def _steady_state(config: ForgettingBenchConfig, size: int) -> list[_Memory]:
     return kept
 
 
-def _build(store: Any, clock: _Clock, memories: list[_Memory]) -> None:
+def _build(store: Any, clock: BenchClock, memories: list[_Memory]) -> None:
     """Write the memories and their uses day by day, with the clock at each day."""
     events: dict[float, tuple[list[PutOp], list[GetOp]]] = {}
     for m in memories:
@@ -353,7 +343,7 @@ def _build(store: Any, clock: _Clock, memories: list[_Memory]) -> None:
             store.batch(gets[start : start + 2000])
 
 
-def _graph(store: Any, config: ForgettingBenchConfig, clock: _Clock, **options: Any) -> Any:
+def _graph(store: Any, config: ForgettingBenchConfig, clock: BenchClock, **options: Any) -> Any:
     return create_forgetting_graph(
         store=store, page_size=config.page_size, clock=clock, **options
     ).compile()
@@ -370,7 +360,7 @@ def _measure_pass(
 ) -> GcPassResult:
     root = tempfile.mkdtemp(prefix="forget-bench-", dir=config.chroma_dir)
     built, copy = f"{root}/gc", f"{root}/full"
-    clock = _Clock(T_END)
+    clock = BenchClock(T_END)
     try:
         progress(f"building {size:,} memories")
         store = _open_store(config, built, clock)
@@ -439,7 +429,7 @@ def _simulate_year(
     label = f"max_memories {policy['max_memories']}: " if policy else "seed rules: "
     root = tempfile.mkdtemp(prefix="forget-year-", dir=config.chroma_dir)
     start = T_END - config.days * DAY
-    clock = _Clock(start)
+    clock = BenchClock(start)
     users = max(1, min(config.users, 5))
     try:
         with ExitStack() as stack:

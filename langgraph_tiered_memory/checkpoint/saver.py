@@ -517,8 +517,11 @@ else:
     _SyncBase = object
 
 
-class _AsyncSessionLayer(_AsyncBase):
-    """TTL defaults, session registry, module check and outage errors (asyncio)."""
+class _SessionInit:
+    """The constructor both session layers share: TTL defaults, timeouts, registry."""
+
+    _registry_cls: Any
+    _recorder_cls: Any
 
     def __init__(
         self,
@@ -534,17 +537,26 @@ class _AsyncSessionLayer(_AsyncBase):
         seconds = _ttl_seconds_of(ttl)
         if redis_client is None:
             connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
-        super().__init__(
+        cast(Any, super()).__init__(  # the upstream saver, next in the MRO
             redis_url=redis_url,
             redis_client=redis_client,
             connection_args=connection_args,
             ttl=_upstream_ttl(seconds),
             **upstream,
         )
-        self.sessions = AsyncSessionRegistry(
-            cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
+        self.sessions = self._registry_cls(
+            cast(Any, self)._redis, key_prefix=session_prefix, ttl=seconds, clock=clock
         )
-        self._recorder = _AsyncRecorder(self.sessions)
+        self._recorder = self._recorder_cls(self.sessions)
+
+
+class _AsyncSessionLayer(_SessionInit, _AsyncBase):
+    """TTL defaults, session registry, module check and outage errors (asyncio)."""
+
+    _registry_cls = AsyncSessionRegistry
+    _recorder_cls = _AsyncRecorder
+    sessions: AsyncSessionRegistry
+    _recorder: _AsyncRecorder
 
     @classmethod
     @asynccontextmanager
@@ -656,34 +668,13 @@ class _AsyncSessionLayer(_AsyncBase):
         await self.sessions.set_summary(session_id, summary)
 
 
-class _SyncSessionLayer(_SyncBase):
+class _SyncSessionLayer(_SessionInit, _SyncBase):
     """TTL defaults, session registry, module check and outage errors (sync)."""
 
-    def __init__(
-        self,
-        redis_url: str | None = None,
-        *,
-        redis_client: Any = None,
-        connection_args: dict[str, Any] | None = None,
-        ttl: Any = _DEFAULT,
-        session_prefix: str = "tm_session",
-        clock: Any = None,
-        **upstream: Any,
-    ) -> None:
-        seconds = _ttl_seconds_of(ttl)
-        if redis_client is None:
-            connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
-        super().__init__(
-            redis_url=redis_url,
-            redis_client=redis_client,
-            connection_args=connection_args,
-            ttl=_upstream_ttl(seconds),
-            **upstream,
-        )
-        self.sessions = SessionRegistry(
-            cast(Any, self._redis), key_prefix=session_prefix, ttl=seconds, clock=clock
-        )
-        self._recorder = _Recorder(self.sessions)
+    _registry_cls = SessionRegistry
+    _recorder_cls = _Recorder
+    sessions: SessionRegistry
+    _recorder: _Recorder
 
     @classmethod
     @contextmanager

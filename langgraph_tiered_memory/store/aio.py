@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Callable, Collection, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any
 
-from langgraph.store.base import IndexConfig, Item, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
-from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
-from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store.base import (
     DEFAULT_KEY_PREFIX,
     MemoryHit,
@@ -185,104 +183,9 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
         Returns:
             The new importance, or None when the memory does not exist.
         """
-        entry = await self.aget_memory(namespace, key)
-        if entry is None:
+        reinforced = await asyncio.to_thread(_reinforced, self, namespace, key, delta)
+        if reinforced is None:
             return None
-        value, importance = await asyncio.to_thread(_reinforced, self, namespace, key, delta)
+        value, importance = reinforced
         await self.aput(namespace, key, value)
         return importance
-
-    # ------------------------------------------------------------- maintenance
-    async def agarbage_collect(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        dry_run: bool = True,
-        policy: ForgettingPolicy | None = None,
-        page_size: int = 1000,
-        progress: Callable[[int], None] | None = None,
-        now: float | None = None,
-    ) -> dict[str, Any]:
-        """Forget the memories the forgetting policy flags (see the sync store).
-
-        The pass runs in a worker thread; `progress` is called from that thread.
-        """
-        return await asyncio.to_thread(
-            maintenance.garbage_collect,
-            self,
-            tuple(namespace_prefix),
-            dry_run=dry_run,
-            policy=policy,
-            page_size=page_size,
-            progress=progress,
-            now=now,
-        )
-
-    async def aforget(
-        self,
-        namespace: tuple[str, ...],
-        keys: Collection[str],
-        *,
-        policy: ForgettingPolicy | None = None,
-        now: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Delete those of `keys` that the policy still flags (see the sync store)."""
-        return await asyncio.to_thread(
-            maintenance.forget, self, tuple(namespace), keys, policy=policy, now=now
-        )
-
-    async def aconsolidate(
-        self,
-        namespace: tuple[str, ...],
-        *,
-        query: str | None = None,
-        threshold: float = 0.9,
-        min_similarity: float = 0.5,
-        max_sources: int = 20,
-        model: Any = None,
-        originals: Literal["delete", "downweight"] = "delete",
-        dry_run: bool = False,
-        limit: int = 10_000,
-        exclude: Collection[str] = (),
-        now: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Merge related memories of one namespace (see the sync store's `consolidate`)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                maintenance.consolidate,
-                self,
-                tuple(namespace),
-                query=query,
-                threshold=threshold,
-                min_similarity=min_similarity,
-                max_sources=max_sources,
-                model=model,
-                originals=originals,
-                dry_run=dry_run,
-                limit=limit,
-                exclude=exclude,
-                now=now,
-            )
-        )
-
-    async def apromote(
-        self,
-        namespace_prefix: tuple[str, ...],
-        *,
-        predicate: Callable[[Item], bool] | None = None,
-        target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
-        delete: bool = False,
-        page_size: int = 500,
-    ) -> list[tuple[tuple[str, ...], str]]:
-        """Copy worthy short-term items to long-term memory (see the sync store)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                maintenance.promote,
-                self,
-                tuple(namespace_prefix),
-                predicate=predicate,
-                target=target,
-                delete=delete,
-                page_size=page_size,
-            )
-        )

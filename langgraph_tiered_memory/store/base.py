@@ -9,13 +9,14 @@ fails the whole batch before anything is written.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, cast
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Literal, NamedTuple, cast
 
 from langgraph.store.base import (
     GetOp,
@@ -35,6 +36,7 @@ from langgraph.store.base import (
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError, InvalidItemError
+from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry, memory_fields
 from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking import (
@@ -46,6 +48,7 @@ from langgraph_tiered_memory.ranking import (
     split_search_options,
     user_scope,
 )
+from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     StoredItem,
@@ -673,18 +676,117 @@ class TieredStoreCore:
             for r in page
         ]
 
+    # ------------------------------------------ maintenance (async twins of both stores)
+    async def agarbage_collect(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        dry_run: bool = True,
+        policy: ForgettingPolicy | None = None,
+        page_size: int = 1000,
+        progress: Callable[[int], None] | None = None,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Async `TieredMemoryStore.garbage_collect` (same options).
+
+        The pass runs in a worker thread; `progress` is called from that thread.
+        """
+        return await asyncio.to_thread(
+            maintenance.garbage_collect,
+            self,
+            tuple(namespace_prefix),
+            dry_run=dry_run,
+            policy=policy,
+            page_size=page_size,
+            progress=progress,
+            now=now,
+        )
+
+    async def aforget(
+        self,
+        namespace: tuple[str, ...],
+        keys: Collection[str],
+        *,
+        policy: ForgettingPolicy | None = None,
+        now: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Async `TieredMemoryStore.forget`: delete those of `keys` the policy still flags."""
+        return await asyncio.to_thread(
+            maintenance.forget, self, tuple(namespace), keys, policy=policy, now=now
+        )
+
+    async def aconsolidate(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        query: str | None = None,
+        threshold: float = 0.9,
+        min_similarity: float = 0.5,
+        max_sources: int = 20,
+        model: Any = None,
+        originals: Literal["delete", "downweight"] = "delete",
+        dry_run: bool = False,
+        limit: int = 10_000,
+        exclude: Collection[str] = (),
+        now: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Async `TieredMemoryStore.consolidate`: merge related memories of one namespace."""
+        return await asyncio.to_thread(
+            functools.partial(
+                maintenance.consolidate,
+                self,
+                tuple(namespace),
+                query=query,
+                threshold=threshold,
+                min_similarity=min_similarity,
+                max_sources=max_sources,
+                model=model,
+                originals=originals,
+                dry_run=dry_run,
+                limit=limit,
+                exclude=exclude,
+                now=now,
+            )
+        )
+
+    async def apromote(
+        self,
+        namespace_prefix: tuple[str, ...],
+        *,
+        predicate: Callable[[Item], bool] | None = None,
+        target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
+        delete: bool = False,
+        page_size: int = 500,
+    ) -> list[tuple[tuple[str, ...], str]]:
+        """Async `TieredMemoryStore.promote`: copy worthy short-term items to long-term."""
+        return await asyncio.to_thread(
+            functools.partial(
+                maintenance.promote,
+                self,
+                tuple(namespace_prefix),
+                predicate=predicate,
+                target=target,
+                delete=delete,
+                page_size=page_size,
+            )
+        )
+
 
 def _reinforced(
     core: TieredStoreCore, namespace: tuple[str, ...], key: str, delta: float
-) -> tuple[dict[str, Any], float]:
-    """The memory's value with `importance` moved by `delta` (clamped), and the new value."""
+) -> tuple[dict[str, Any], float] | None:
+    """The reinforced value and its new importance, or None when there is no memory.
+
+    `importance` moves by `delta` and is clamped to [0, 1].
+    """
     if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not math.isfinite(delta):
         raise ValueError(f"delta must be a finite number, got {delta!r}.")
     namespace = tuple(namespace)
     core._check_memory_namespace(namespace)
-    item = core._long().get(namespace, [key], now=core.clock()).get(key)
+    validate_key(key)
+    item = core._long().get(namespace, [key], now=core.clock()).get(key)  # not an access
     if item is None:
-        raise KeyError(f"No memory {key!r} in {namespace}.")
+        return None
     value = dict(item.value)
     current = memory_fields(value, key=key).importance
     value["importance"] = min(1.0, max(0.0, current + float(delta)))

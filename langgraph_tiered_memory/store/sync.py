@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -210,10 +208,10 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         Returns:
             The new importance, or None when the memory does not exist.
         """
-        entry = self.get_memory(namespace, key)
-        if entry is None:
+        reinforced = _reinforced(self, namespace, key, delta)
+        if reinforced is None:
             return None
-        value, importance = _reinforced(self, namespace, key, delta)
+        value, importance = reinforced
         self.put(namespace, key, value)
         return importance
 
@@ -256,27 +254,6 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             now=now,
         )
 
-    async def agarbage_collect(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        dry_run: bool = True,
-        policy: ForgettingPolicy | None = None,
-        page_size: int = 1000,
-        progress: Callable[[int], None] | None = None,
-        now: float | None = None,
-    ) -> dict[str, Any]:
-        """Async `garbage_collect` (the pass runs in a worker thread)."""
-        return await asyncio.to_thread(
-            self.garbage_collect,
-            namespace_prefix,
-            dry_run=dry_run,
-            policy=policy,
-            page_size=page_size,
-            progress=progress,
-            now=now,
-        )
-
     def forget(
         self,
         namespace: tuple[str, ...],
@@ -301,17 +278,6 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             deleted memories.
         """
         return maintenance.forget(self, tuple(namespace), keys, policy=policy, now=now)
-
-    async def aforget(
-        self,
-        namespace: tuple[str, ...],
-        keys: Collection[str],
-        *,
-        policy: ForgettingPolicy | None = None,
-        now: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Async `forget` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.forget, namespace, keys, policy=policy, now=now)
 
     def consolidate(
         self,
@@ -377,39 +343,6 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             now=now,
         )
 
-    async def aconsolidate(
-        self,
-        namespace: tuple[str, ...],
-        *,
-        query: str | None = None,
-        threshold: float = 0.9,
-        min_similarity: float = 0.5,
-        max_sources: int = 20,
-        model: Any = None,
-        originals: Literal["delete", "downweight"] = "delete",
-        dry_run: bool = False,
-        limit: int = 10_000,
-        exclude: Collection[str] = (),
-        now: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Async `consolidate` (same options; runs in a worker thread)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.consolidate,
-                namespace,
-                query=query,
-                threshold=threshold,
-                min_similarity=min_similarity,
-                max_sources=max_sources,
-                model=model,
-                originals=originals,
-                dry_run=dry_run,
-                limit=limit,
-                exclude=exclude,
-                now=now,
-            )
-        )
-
     def promote(
         self,
         namespace_prefix: tuple[str, ...],
@@ -442,25 +375,4 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             target=target,
             delete=delete,
             page_size=page_size,
-        )
-
-    async def apromote(
-        self,
-        namespace_prefix: tuple[str, ...],
-        *,
-        predicate: Callable[[Item], bool] | None = None,
-        target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
-        delete: bool = False,
-        page_size: int = 500,
-    ) -> list[tuple[tuple[str, ...], str]]:
-        """Async `promote` (same options; runs in a worker thread)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.promote,
-                namespace_prefix,
-                predicate=predicate,
-                target=target,
-                delete=delete,
-                page_size=page_size,
-            )
         )

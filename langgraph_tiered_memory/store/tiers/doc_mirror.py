@@ -507,15 +507,31 @@ class DocMirror:
                     (prefix, nsid, *chunk),
                 ).fetchall()
                 for (seq,) in seqs:
-                    row = self._conn.execute(
-                        f'SELECT m.key, f.context FROM mem AS m JOIN "{fts}" AS f'
-                        " ON f.rowid = m.rid WHERE m.prefix=? AND m.nsid=? AND m.seq > ?"
-                        " ORDER BY m.seq LIMIT 1",
-                        (prefix, nsid, seq),
-                    ).fetchone()
-                    if row is not None and row[0] not in gone and row[1]:
-                        out[row[0]] = None
+                    nxt = self._next_after(prefix, nsid, fts, seq)
+                    if nxt is not None and nxt[2] not in gone and nxt[3]:
+                        out[nxt[2]] = None
         return list(out)
+
+    def _next_after(
+        self, prefix: str, nsid: str, fts: str, seq: int
+    ) -> tuple[int, int, str, str] | None:
+        """(rid, seq, key, context) of the memory written right after `seq` (locked)."""
+        row = self._conn.execute(
+            f'SELECT m.rid, m.seq, m.key, f.context FROM mem AS m JOIN "{fts}" AS f'
+            " ON f.rowid = m.rid WHERE m.prefix=? AND m.nsid=? AND m.seq > ?"
+            " ORDER BY m.seq LIMIT 1",
+            (prefix, nsid, seq),
+        ).fetchone()
+        return None if row is None else (row[0], row[1], row[2], row[3])
+
+    def _text_before(self, prefix: str, nsid: str, fts: str, seq: int) -> str | None:
+        """Own text of the memory written right before `seq` (locked)."""
+        row = self._conn.execute(
+            f'SELECT f.text FROM mem AS m JOIN "{fts}" AS f ON f.rowid = m.rid'
+            " WHERE m.prefix=? AND m.nsid=? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1",
+            (prefix, nsid, seq),
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def _rekey_successors(self, prefix: str, nsid: str, fts: str, seqs: list[int]) -> None:
         """Give each deleted memory's successor the context of its new predecessor.
@@ -525,24 +541,12 @@ class DocMirror:
         """
         successors = set()
         for seq in seqs:
-            row = self._conn.execute(
-                "SELECT rid, seq FROM mem WHERE prefix=? AND nsid=? AND seq > ?"
-                " ORDER BY seq LIMIT 1",
-                (prefix, nsid, seq),
-            ).fetchone()
-            if row is not None:
-                successors.add((row[0], row[1]))
+            nxt = self._next_after(prefix, nsid, fts, seq)
+            if nxt is not None and nxt[3]:  # only a memory written with a context key
+                successors.add((nxt[0], nxt[1]))
         for rid, seq in successors:
-            before = self._conn.execute(
-                f'SELECT f.text FROM mem AS m JOIN "{fts}" AS f ON f.rowid = m.rid'
-                " WHERE m.prefix=? AND m.nsid=? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1",
-                (prefix, nsid, seq),
-            ).fetchone()
-            # Only memories written with a context key have one to fix.
-            self._conn.execute(
-                f"UPDATE \"{fts}\" SET context=? WHERE rowid=? AND context != ''",
-                ("" if before is None else before[0], rid),
-            )
+            before = self._text_before(prefix, nsid, fts, seq)
+            self._conn.execute(f'UPDATE "{fts}" SET context=? WHERE rowid=?', (before or "", rid))
 
     def previous_text(self, prefix: str, nsid: str, key: str) -> str | None:
         """Own text of the memory written just before `key` in its namespace.
@@ -557,10 +561,4 @@ class DocMirror:
             row = self._conn.execute(
                 "SELECT seq FROM mem WHERE prefix=? AND nsid=? AND key=?", (prefix, nsid, key)
             ).fetchone()
-            bound = row[0] if row else 1 << 62
-            found = self._conn.execute(
-                f'SELECT f.text FROM mem AS m JOIN "{fts}" AS f ON f.rowid = m.rid'
-                " WHERE m.prefix=? AND m.nsid=? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1",
-                (prefix, nsid, bound),
-            ).fetchone()
-        return None if found is None else str(found[0])
+            return self._text_before(prefix, nsid, fts, row[0] if row else 1 << 62)
