@@ -35,13 +35,16 @@ Relevance depends on the retrieval mode:
 
 from __future__ import annotations
 
+import functools
 import math
-import re
+import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
+from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
 
 __all__ = [
     "RetrievalMode",
@@ -56,6 +59,8 @@ __all__ = [
     "SEARCH_OPTIONS",
     "split_search_options",
     "user_scope",
+    "UserScope",
+    "fold",
 ]
 
 RetrievalMode = Literal["semantic", "keyword", "contextual", "hybrid"]
@@ -75,17 +80,60 @@ _STOPWORDS = frozenset(
     what when where which while who whom why will with would you your yours yourself
     yourselves""".split()
 )
-_WORD = re.compile(r"\w+", re.UNICODE)
+_FOLD_LOCK = threading.Lock()
+_fold_db: sqlite3.Connection | None = None
+
+
+@functools.lru_cache(maxsize=8192)
+def _fold_char(ch: str) -> str:
+    """One character as the keyword index's tokenizer folds it.
+
+    Returns its folded form, `""` for a mark the tokenizer drops inside a word
+    (a combining accent), or `" "` for a separator.
+    """
+    if ch.isascii():
+        return ch.lower() if ch.isalnum() else " "
+    global _fold_db
+    with _FOLD_LOCK:
+        if _fold_db is None:
+            from langgraph_tiered_memory.store.tiers.doc_mirror import FTS_TOKENIZE
+
+            db = sqlite3.connect(":memory:", check_same_thread=False)
+            db.execute(f"CREATE VIRTUAL TABLE fold USING fts5(t, tokenize='{FTS_TOKENIZE}')")
+            db.execute("CREATE VIRTUAL TABLE fold_terms USING fts5vocab(fold, instance)")
+            _fold_db = db
+        _fold_db.execute("DELETE FROM fold")
+        # Between two x's: one token "x?x" means ch is part of words; two mean a separator.
+        _fold_db.execute("INSERT INTO fold (t) VALUES (?)", (f"x{ch}x",))
+        terms = [t for (t,) in _fold_db.execute("SELECT term FROM fold_terms ORDER BY offset")]
+    if len(terms) == 1 and terms[0].startswith("x") and terms[0].endswith("x"):
+        return terms[0][1:-1]
+    return " "
+
+
+def fold(text: str) -> str:
+    """Fold case and diacritics of `text` exactly as the keyword index does.
+
+    Each character goes through the index's own FTS5 tokenizer (`unicode61
+    remove_diacritics 2`, in an in-memory SQLite, cached per character), so
+    `"Café Zürich"` becomes `"cafe zurich"` while what the index keeps (Greek
+    tonos, `ß`, ligatures) is kept too; a fold by Unicode decomposition alone
+    differs from the index on hundreds of letters. Separators (punctuation,
+    symbols, `_`) become spaces, so the index's words are `fold(text).split()`.
+    """
+    return "".join(_fold_char(ch) for ch in text)
 
 
 def keyword_terms(text: str) -> list[str]:
-    """The keyword-search terms of a query: its distinct content words, lower-cased.
+    """The keyword-search terms of a query: its distinct content words, folded.
 
-    Stopwords are dropped (all of them when the query has nothing else). The index's
-    tokenizer (Unicode folding, Porter stemming) applies to each term; they are
-    quoted, so FTS5 operators in user text are taken literally.
+    Words are folded like the index folds them (`fold`: lower case, no
+    diacritics), so `café` finds `cafe` and `Cafe`. Stopwords are dropped (all of
+    them when the query has nothing else). The index's Porter stemming applies to
+    each term; they are quoted, so FTS5 operators in user text are taken literally.
+    A text without letters or digits (`"???"`) has no terms.
     """
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = fold(text).split()
     terms = list(dict.fromkeys(w for w in words if w not in _STOPWORDS))
     return terms or list(dict.fromkeys(words))
 
@@ -441,3 +489,51 @@ def user_scope(namespace: Sequence[str], label: str) -> str | None:
         if part == label:
             return namespace[i + 1]
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class UserScope:
+    """What a search on behalf of one user (`filter={"$user": ...}`) may return.
+
+    The one visibility rule of the store, applied as a filter before any ranking, on
+    every tier and path: an item is visible to `user` if and only if
+
+    - its namespace's user scope (`user_scope`) is exactly `user` (ids are compared
+      whole: `"u1"` never sees `"u10"`), or
+    - its namespace has no user scope and its memory type is one of `shared_types`
+      (facts and skills by default).
+    """
+
+    user: str
+    label: str = "users"
+    shared_types: tuple[str, ...] = ("fact", "skill")
+
+    def may_hold(self, namespace: Sequence[str]) -> bool:
+        """Whether `namespace` can hold visible items (own or unscoped)."""
+        scope = user_scope(namespace, self.label)
+        return scope is None or scope == self.user
+
+    def owns(self, namespace: Sequence[str]) -> bool:
+        """Whether `namespace` is in the user's own scope."""
+        return user_scope(namespace, self.label) == self.user
+
+    def allows(
+        self,
+        namespace: Sequence[str],
+        value: Mapping[str, Any] | None,
+        memory_type: str | None = None,
+    ) -> bool:
+        """Whether an item is visible.
+
+        Args:
+            namespace: The item's namespace.
+            value: The item's value; its `memory_type` is read when `memory_type`
+                is None (default `"experience"`).
+            memory_type: The memory type recorded in the memory index, when known.
+        """
+        scope = user_scope(namespace, self.label)
+        if scope is not None:
+            return scope == self.user
+        if memory_type is None:
+            memory_type = (value or {}).get("memory_type", DEFAULT_MEMORY_TYPE)
+        return isinstance(memory_type, str) and memory_type in self.shared_types

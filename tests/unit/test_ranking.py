@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+import sqlite3
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
 from langgraph_tiered_memory.ranking import (
     MemoryCandidate,
     Scoring,
+    UserScope,
+    fold,
     fuse,
     keyword_terms,
     rank_memories,
@@ -19,6 +22,7 @@ from langgraph_tiered_memory.ranking import (
     split_search_options,
     user_scope,
 )
+from langgraph_tiered_memory.store.tiers.doc_mirror import FTS_TOKENIZE
 
 NOW = 1_700_000_000.0
 DAY = 86_400.0
@@ -113,6 +117,68 @@ def test_keyword_terms_drop_stopwords_but_never_everything() -> None:
     assert keyword_terms("What did Caroline research?") == ["caroline", "research"]
     assert keyword_terms("who are you") == ["who", "are", "you"]
     assert keyword_terms('"x" OR y*') == ["x", "y"]  # FTS5 syntax is not passed through
+
+
+def test_keyword_terms_fold_accents_and_case_like_the_keyword_index() -> None:
+    assert keyword_terms("Café in Zürich?") == ["cafe", "zurich"]
+    assert keyword_terms("naïve NAÏVE naive") == ["naive"]
+    assert keyword_terms("cafe\u0301") == ["cafe"]  # a decomposed accent is dropped too
+    assert keyword_terms("άλφα") == ["άλφα"]  # the index keeps Greek tonos: so does the query
+    assert keyword_terms("snake_case") == ["snake", "case"]  # "_" separates words in FTS5
+    for text in ("???", "!!!", " - ", "", "«»…"):
+        assert keyword_terms(text) == [], text
+
+
+def _index_words(tokenizer: str, text: str) -> list[str]:
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{tokenizer}')")
+        db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        db.execute("INSERT INTO t (x) VALUES (?)", (text,))
+        return [w for (w,) in db.execute("SELECT term FROM v ORDER BY offset")]
+    finally:
+        db.close()
+
+
+# Latin, Latin-1 and Extended-A/B, IPA, combining marks, Greek (with unassigned points),
+# Cyrillic, Latin Extended Additional, punctuation and digits.
+_FOLD_ALPHABET = st.characters(
+    codec="utf-8",
+    categories=None,
+    min_codepoint=0x20,
+    max_codepoint=0x1EFF,
+    exclude_characters="'",
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=_FOLD_ALPHABET, max_size=20))
+def test_fold_splits_and_folds_words_exactly_as_the_keyword_index(text: str) -> None:
+    assert FTS_TOKENIZE.startswith("porter ")  # stemming is applied later, to each term
+    assert fold(text).split() == _index_words(FTS_TOKENIZE.removeprefix("porter "), text)
+
+
+def test_user_scope_compares_whole_ids_and_shares_only_facts_and_skills() -> None:
+    scope = UserScope("u1")
+    assert scope.allows(("users", "u1"), {}) and scope.owns(("users", "u1", "notes"))
+    assert scope.allows(("users", "u1", "notes"), {"memory_type": "experience"})
+    for other in (
+        ("users", "u10"),
+        ("users", "u"),
+        ("users", "U1"),
+        ("users", "u2", "users", "u1"),
+    ):
+        assert not scope.may_hold(other) and not scope.owns(other)
+        assert not scope.allows(other, {"memory_type": "fact"})
+    for shared in (("shared",), ("users",), ("org", "users")):
+        assert scope.may_hold(shared) and not scope.owns(shared)
+        assert scope.allows(shared, {"memory_type": "fact"})
+        assert scope.allows(shared, {"memory_type": "skill"})
+        assert not scope.allows(shared, {})  # an experience, by default
+        assert not scope.allows(shared, {"memory_type": "preference"})
+        assert not scope.allows(shared, {"memory_type": ["fact"]})
+    assert scope.allows(("shared",), {}, memory_type="fact")  # the index's record decides
+    assert not UserScope("u1", shared_types=()).allows(("shared",), {"memory_type": "fact"})
 
 
 def test_search_options_are_validated() -> None:
