@@ -16,6 +16,7 @@ records from Chroma.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,7 +27,7 @@ import Stemmer
 
 from langgraph_tiered_memory.store._common import loads
 
-__all__ = ["DocMirror", "MIRROR_FILE", "MemoryRow", "MemoryStats", "fts_table"]
+__all__ = ["DocMirror", "MIRROR_FILE", "MemoryRow", "MemoryStats", "case_safe", "fts_table"]
 
 
 class MemoryRow(NamedTuple):
@@ -57,9 +58,29 @@ class MemoryStats(NamedTuple):
     last_accessed: float | None
 
 
+def case_safe(prefix: str) -> str:
+    """`prefix` spelled so that names differing only by case stay different in SQLite.
+
+    SQLite compares table names without regard to case, while key prefixes are
+    case-sensitive. Each uppercase letter becomes `-` and its lowercase form (`-`
+    never occurs in a key prefix), so all-lowercase prefixes keep their spelling.
+    """
+    return _UPPER.sub(lambda m: "-" + m[0].lower(), prefix)
+
+
 def fts_table(prefix: str, nsid: str) -> str:
     """Name of the FTS5 table holding the keyword index of one namespace."""
+    return f"fts_{case_safe(prefix)}_{nsid}"
+
+
+def _legacy_fts_table(prefix: str, nsid: str) -> str:
+    """The name `fts_table` gave before it became case-safe (case-insensitive in SQLite)."""
     return f"fts_{prefix}_{nsid}"
+
+
+def _ident(name: str) -> str:
+    """`name` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -68,6 +89,8 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 _STEMMER = Stemmer.Stemmer("porter")  # the algorithm of FTS5's porter tokenizer
 
 _PRUNE_FROM = 1000
+
+_UPPER = re.compile("[A-Z]")
 
 FTS_WEIGHTS = (1.0, 0.5, 1.0)
 """BM25 weights of the keyword index's columns: the memory's own text, the text of the
@@ -320,11 +343,58 @@ class DocMirror:
             if not create:
                 return None
             self._conn.execute(
-                f'CREATE VIRTUAL TABLE IF NOT EXISTS "{name}" USING fts5(text, context, time,'
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {_ident(name)} USING fts5(text, context, time,"
                 f" tokenize='{FTS_TOKENIZE}')"
             )
         self._fts_known.add(name)
         return name
+
+    def move_legacy_keyword_index(self, prefix: str) -> None:
+        """Move the keyword entries of `prefix` out of tables named before names were case-safe.
+
+        Until then a prefix with uppercase letters kept its keyword index in
+        `fts_<prefix>_<namespace id>`, a table that SQLite also hands to every prefix
+        spelled the same but for case. Its own rows (those whose rowid is one of its memory
+        rows) move to the case-safe table; the rows of the other prefixes stay. Runs once
+        per prefix and file; all-lowercase prefixes kept their table names.
+        """
+        if prefix == prefix.lower():
+            return
+        marker = f"{prefix}/fts-case-safe"
+        if self.is_filled(marker):
+            return
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                nsids = self._conn.execute(
+                    "SELECT DISTINCT nsid FROM mem WHERE prefix=?", (prefix,)
+                ).fetchall()
+                for (nsid,) in nsids:
+                    legacy = self._conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table' AND name=?"
+                        " COLLATE NOCASE",
+                        (_legacy_fts_table(prefix, nsid),),
+                    ).fetchone()
+                    if legacy is None:
+                        continue
+                    old = _ident(legacy[0])
+                    new = _ident(str(self._fts(prefix, nsid, create=True)))
+                    owned = "SELECT rid FROM mem WHERE prefix=? AND nsid=?"
+                    self._conn.execute(
+                        f"INSERT INTO {new} (rowid, text, context, time)"
+                        f" SELECT rowid, text, context, time FROM {old} WHERE rowid IN ({owned})"
+                        f" AND rowid NOT IN (SELECT rowid FROM {new})",
+                        (prefix, nsid),
+                    )
+                    self._conn.execute(
+                        f"DELETE FROM {old} WHERE rowid IN ({owned})", (prefix, nsid)
+                    )
+                self._conn.execute("INSERT OR IGNORE INTO filled VALUES (?)", (marker,))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                self._fts_known.clear()  # tables created in the transaction are gone
+                raise
+            self._conn.execute("COMMIT")
 
     def _write_memories(
         self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow], deletes: Sequence[str]
@@ -343,7 +413,7 @@ class DocMirror:
             rids = [(r,) for r, _ in found]
             gone_seqs.extend(seq for _, seq in found)
             if fts is not None:
-                self._conn.executemany(f'DELETE FROM "{fts}" WHERE rowid=?', rids)
+                self._conn.executemany(f"DELETE FROM {_ident(fts)} WHERE rowid=?", rids)
             self._conn.executemany("DELETE FROM mem WHERE rid=?", rids)
         if fts is not None and gone_seqs:
             self._rekey_successors(prefix, nsid, fts, gone_seqs)
@@ -366,9 +436,10 @@ class DocMirror:
                     row.created_at,
                 ),
             ).fetchone()[0]
-            self._conn.execute(f'DELETE FROM "{fts}" WHERE rowid=?', (rid,))
+            assert fts is not None  # created above, as there are rows
+            self._conn.execute(f"DELETE FROM {_ident(fts)} WHERE rowid=?", (rid,))
             self._conn.execute(
-                f'INSERT INTO "{fts}" (rowid, text, context, time) VALUES (?, ?, ?, ?)',
+                f"INSERT INTO {_ident(fts)} (rowid, text, context, time) VALUES (?, ?, ?, ?)",
                 (rid, row.text, row.context, row.time_text),
             )
 
@@ -400,13 +471,14 @@ class DocMirror:
             vocab = f"{fts}_vocab"
             if vocab not in self._fts_known:
                 self._conn.execute(
-                    f'CREATE VIRTUAL TABLE IF NOT EXISTS "{vocab}" USING fts5vocab("{fts}", row)'
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {_ident(vocab)}"
+                    f" USING fts5vocab({_ident(fts)}, row)"
                 )
                 self._fts_known.add(vocab)
             marks = ",".join("?" * len(stems))
             df = dict(
                 self._conn.execute(
-                    f'SELECT term, doc FROM "{vocab}" WHERE term IN ({marks})', stems
+                    f"SELECT term, doc FROM {_ident(vocab)} WHERE term IN ({marks})", stems
                 ).fetchall()
             )
             total = self._conn.execute(
@@ -421,11 +493,13 @@ class DocMirror:
                 return []
             match = " OR ".join(f'"{t}"' for t in dict.fromkeys(keep))
             weights = ", ".join(map(str, FTS_WEIGHTS))
+            table = _ident(fts)
             rows = self._conn.execute(
-                f'SELECT m.key, -f.score FROM (SELECT rowid, bm25("{fts}", {weights}) AS score'
-                f' FROM "{fts}" WHERE "{fts}" MATCH ? ORDER BY score LIMIT ?) AS f'
-                " JOIN mem AS m ON m.rid = f.rowid ORDER BY f.score",
-                (match, limit),
+                f"SELECT m.key, -f.score FROM (SELECT rowid, bm25({table}, {weights}) AS score"
+                f" FROM {table} WHERE {table} MATCH ? ORDER BY score LIMIT ?) AS f"
+                " JOIN mem AS m ON m.rid = f.rowid WHERE m.prefix=? AND m.nsid=?"
+                " ORDER BY f.score",
+                (match, limit, prefix, nsid),
             ).fetchall()
         return [(k, float(sc)) for k, sc in rows]
 
@@ -517,7 +591,7 @@ class DocMirror:
     ) -> tuple[int, int, str, str] | None:
         """(rid, seq, key, context) of the memory written right after `seq` (locked)."""
         row = self._conn.execute(
-            f'SELECT m.rid, m.seq, m.key, f.context FROM mem AS m JOIN "{fts}" AS f'
+            f"SELECT m.rid, m.seq, m.key, f.context FROM mem AS m JOIN {_ident(fts)} AS f"
             " ON f.rowid = m.rid WHERE m.prefix=? AND m.nsid=? AND m.seq > ?"
             " ORDER BY m.seq LIMIT 1",
             (prefix, nsid, seq),
@@ -527,7 +601,7 @@ class DocMirror:
     def _text_before(self, prefix: str, nsid: str, fts: str, seq: int) -> str | None:
         """Own text of the memory written right before `seq` (locked)."""
         row = self._conn.execute(
-            f'SELECT f.text FROM mem AS m JOIN "{fts}" AS f ON f.rowid = m.rid'
+            f"SELECT f.text FROM mem AS m JOIN {_ident(fts)} AS f ON f.rowid = m.rid"
             " WHERE m.prefix=? AND m.nsid=? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1",
             (prefix, nsid, seq),
         ).fetchone()
@@ -546,7 +620,9 @@ class DocMirror:
                 successors.add((nxt[0], nxt[1]))
         for rid, seq in successors:
             before = self._text_before(prefix, nsid, fts, seq)
-            self._conn.execute(f'UPDATE "{fts}" SET context=? WHERE rowid=?', (before or "", rid))
+            self._conn.execute(
+                f"UPDATE {_ident(fts)} SET context=? WHERE rowid=?", (before or "", rid)
+            )
 
     def previous_text(self, prefix: str, nsid: str, key: str) -> str | None:
         """Own text of the memory written just before `key` in its namespace.
