@@ -30,8 +30,11 @@ from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+
+from langgraph_tiered_memory._redact import mask_url
 
 __all__ = ["app", "bench_app", "main"]
 
@@ -412,6 +415,8 @@ def bench_checkpoint(
     for col in ("saver", "runs", "step p50 ms", "step p95 ms"):
         table.add_column(col, justify="right" if col != "saver" else "left")
     data = report.to_dict()
+    if data["config"].get("redis_url"):
+        data["config"]["redis_url"] = mask_url(data["config"]["redis_url"])
     for name in config.savers:
         row = data[name]
         table.add_row(
@@ -779,7 +784,7 @@ def demo(
         chroma_dir, temporary = stack.enter_context(_directory(chroma_path, "tiered-memory-demo-"))
         console.print(
             Panel.fit(
-                f"Redis: [bold]{redis_url}[/bold]\n"
+                f"Redis: [bold]{escape(mask_url(redis_url))}[/bold]\n"
                 f"Chroma: [bold]{chroma_dir}[/bold]"
                 f"{' (temporary)' if temporary else ''}\n"
                 "Embeddings: all-MiniLM-L6-v2, offline (index embed='local')",

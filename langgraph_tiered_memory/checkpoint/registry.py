@@ -26,6 +26,7 @@ from typing import Any, Literal
 import redis
 import redis.asyncio as aredis
 
+from langgraph_tiered_memory.checkpoint._outage import translate_outages
 from langgraph_tiered_memory.errors import ConfigurationError
 
 __all__ = [
@@ -160,6 +161,7 @@ def _check_status(status: str | None) -> None:
         raise ValueError(f"status must be one of {list(_STATUSES)} or None, got {status!r}.")
 
 
+@translate_outages
 class SessionRegistry:
     """Session metadata and running summaries in Redis (synchronous).
 
@@ -334,6 +336,7 @@ class SessionRegistry:
         self.client.set(self.keys.summary(sid), payload, ex=ex)
 
 
+@translate_outages
 class AsyncSessionRegistry:
     """The asyncio twin of `SessionRegistry` (same keys, same behaviour).
 

@@ -22,8 +22,7 @@ leave out, as checked by ``langgraph-checkpoint-conformance``:
 
 from __future__ import annotations
 
-import asyncio
-import threading
+import os
 from collections import defaultdict
 from collections.abc import (
     AsyncGenerator,
@@ -48,10 +47,18 @@ from langgraph.checkpoint.redis.base import REDIS_KEY_SEPARATOR
 from langgraph.checkpoint.redis.key_registry import CheckpointKeyRegistry
 from langgraph.checkpoint.redis.shallow import ShallowRedisSaver
 from langgraph.checkpoint.redis.util import safely_decode, to_storage_safe_id
-from redis import exceptions as redis_exceptions
 from redisvl.query import FilterQuery
 from redisvl.query.filter import FilterExpression, Tag
 
+from langgraph_tiered_memory._redact import mask_url
+from langgraph_tiered_memory._redis_client import (
+    DEFAULT_REDIS_TIMEOUT,
+    aclient_options,
+    check_redis_timeout,
+    client_options,
+)
+from langgraph_tiered_memory.checkpoint._outage import translate_outages
+from langgraph_tiered_memory.checkpoint._recorder import AsyncRecorder, Recorder
 from langgraph_tiered_memory.checkpoint.modules import acheck_modules, check_modules
 from langgraph_tiered_memory.checkpoint.registry import (
     DEFAULT_SESSION_TTL,
@@ -60,7 +67,7 @@ from langgraph_tiered_memory.checkpoint.registry import (
     SessionRegistry,
     SessionStatus,
 )
-from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
+from langgraph_tiered_memory.errors import ConfigurationError
 
 __all__ = [
     "AsyncRedisSessionSaver",
@@ -108,160 +115,6 @@ def _ttl_seconds_of(ttl: Any) -> float | None:
             f" got {ttl!r}."
         )
     return float(ttl)
-
-
-_UNREACHABLE = (redis_exceptions.ConnectionError, redis_exceptions.TimeoutError)
-
-_CONNECTION_DEFAULTS: dict[str, Any] = {
-    "socket_connect_timeout": 5.0,
-    "socket_timeout": 10.0,
-    "health_check_interval": 30,
-}
-"""Client options of savers created from a URL: a dead or frozen server gives an error
-within seconds instead of a hang."""
-
-
-@contextmanager
-def _reachable(operation: str) -> Iterator[None]:
-    """Turn Redis connection failures into a `BackendUnavailableError` saying what failed."""
-    try:
-        yield
-    except _UNREACHABLE as e:
-        raise BackendUnavailableError(
-            f"Redis is unreachable during {operation} ({type(e).__name__}: {e}). Nothing"
-            " of this step was acknowledged; once Redis is back (with persistence on),"
-            " invoking the graph again resumes the thread from its last checkpoint."
-        ) from e
-
-
-class _Recorder:
-    """Batches session records: at most one registry write per `interval` seconds.
-
-    A graph writes a checkpoint per super-step; the registry only needs the latest
-    activity of each session, so records are coalesced (the newest message count
-    wins) and written by a timer `interval` seconds after the first pending one, in
-    one round trip. Reads of the registry, deletes and `close()` write pending records
-    first, so they see every acknowledged checkpoint. Records whose write fails stay
-    pending and are retried; a synchronous flush raises the failure.
-    """
-
-    def __init__(self, registry: SessionRegistry, interval: float = 1.0) -> None:
-        self._registry = registry
-        self._interval = interval
-        self._pending: dict[str, tuple[str | None, int | None]] = {}
-        self._lock = threading.Lock()
-        self._flushing = threading.Lock()
-        self._timer: threading.Timer | None = None
-
-    def submit(self, session_id: str, user_id: str | None, message_count: int | None) -> None:
-        with self._lock:
-            previous = self._pending.get(session_id)
-            if previous is not None and user_id is None:
-                user_id = previous[0]
-            self._pending[session_id] = (user_id, message_count)
-            if self._timer is None:
-                self._timer = threading.Timer(self._interval, self._on_timer)
-                self._timer.daemon = True
-                self._timer.start()
-
-    def _on_timer(self) -> None:
-        with self._lock:
-            self._timer = None
-        self.flush(raise_errors=False)
-
-    def flush(self, *, raise_errors: bool = True) -> None:
-        """Write every pending record now (one pipeline).
-
-        On failure the records stay pending (the next flush retries them); the error
-        is raised unless this is the timer's background flush.
-        """
-        with self._flushing:
-            with self._lock:
-                batch, self._pending = self._pending, {}
-            if not batch:
-                return
-            try:
-                self._registry.record_many(batch)
-            except BaseException as e:
-                with self._lock:
-                    for sid, rec in batch.items():
-                        self._pending.setdefault(sid, rec)
-                    if self._timer is None:  # retry later even if nothing else is written
-                        self._timer = threading.Timer(self._interval, self._on_timer)
-                        self._timer.daemon = True
-                        self._timer.start()
-                if not raise_errors:
-                    return
-                if isinstance(e, _UNREACHABLE):
-                    raise BackendUnavailableError(
-                        f"Redis is unreachable while recording sessions ({e}). The"
-                        " checkpoints are stored; the records stay pending and are written"
-                        " once Redis answers."
-                    ) from e
-                raise
-
-    def close(self) -> None:
-        with self._lock:
-            timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
-        self.flush()
-
-
-class _AsyncRecorder:
-    """The asyncio twin of `_Recorder`: records batched by a loop timer."""
-
-    def __init__(self, registry: AsyncSessionRegistry, interval: float = 1.0) -> None:
-        self._registry = registry
-        self._interval = interval
-        self._pending: dict[str, tuple[str | None, int | None]] = {}
-        self._handle: asyncio.TimerHandle | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._flushing = asyncio.Lock()
-
-    def submit(self, session_id: str, user_id: str | None, message_count: int | None) -> None:
-        previous = self._pending.get(session_id)
-        if previous is not None and user_id is None:
-            user_id = previous[0]
-        self._pending[session_id] = (user_id, message_count)
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if self._handle is None:
-            loop = asyncio.get_running_loop()
-            self._handle = loop.call_later(self._interval, self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._handle = None
-        self._task = asyncio.get_running_loop().create_task(self.flush(raise_errors=False))
-
-    async def flush(self, *, raise_errors: bool = True) -> None:
-        """Write every pending record now; failed records stay pending and are retried."""
-        async with self._flushing:
-            batch, self._pending = self._pending, {}
-            if not batch:
-                return
-            try:
-                await self._registry.record_many(batch)
-            except BaseException as e:
-                for sid, rec in batch.items():
-                    self._pending.setdefault(sid, rec)
-                self._schedule()
-                if not raise_errors:
-                    return
-                if isinstance(e, _UNREACHABLE):
-                    raise BackendUnavailableError(
-                        f"Redis is unreachable while recording sessions ({e}). The"
-                        " checkpoints are stored; the records stay pending and are written"
-                        " once Redis answers."
-                    ) from e
-                raise
-
-    async def close(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-        await self.flush()
 
 
 def _upstream_ttl(seconds: float | None) -> dict[str, Any] | None:
@@ -518,10 +371,27 @@ else:
 
 
 class _SessionInit:
-    """The constructor both session layers share: TTL defaults, timeouts, registry."""
+    """The constructor both session layers share: TTL defaults, timeouts, registry.
+
+    Args:
+        redis_url: Redis URL (a server with RediSearch and RedisJSON); defaults to
+            `REDIS_URL`.
+        redis_client: An existing client instead of `redis_url` (its own timeouts apply).
+        connection_args: Options of the client created from `redis_url`; they override
+            the bounded defaults.
+        ttl: Seconds (or a timedelta) a session lives after its last activity; None
+            keeps it forever. Default 7 days.
+        session_prefix: Prefix of the session registry's keys.
+        clock: Current time in epoch seconds (for tests).
+        redis_timeout: The most one call waits on Redis, in seconds (default 15), with
+            a client created from `redis_url`: a frozen or unreachable server raises
+            `BackendUnavailableError` within this bound. Timeouts are never retried.
+        **upstream: Options of the upstream saver (`checkpoint_prefix`, ...).
+    """
 
     _registry_cls: Any
     _recorder_cls: Any
+    _client_options: Any
 
     def __init__(
         self,
@@ -532,11 +402,20 @@ class _SessionInit:
         ttl: Any = _DEFAULT,
         session_prefix: str = "tm_session",
         clock: Any = None,
+        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
         **upstream: Any,
     ) -> None:
         seconds = _ttl_seconds_of(ttl)
+        self._tm_timeout: float | None = check_redis_timeout(redis_timeout)
+        self._tm_where: str | None = None
         if redis_client is None:
-            connection_args = {**_CONNECTION_DEFAULTS, **(connection_args or {})}
+            url = redis_url or os.environ.get("REDIS_URL")
+            if url:
+                self._tm_where = mask_url(url)
+                defaults = type(self)._client_options(url, self._tm_timeout)
+                connection_args = {**defaults, **(connection_args or {})}
+        else:
+            self._tm_timeout = None  # the caller's client keeps its own timeouts
         cast(Any, super()).__init__(  # the upstream saver, next in the MRO
             redis_url=redis_url,
             redis_client=redis_client,
@@ -554,9 +433,10 @@ class _AsyncSessionLayer(_SessionInit, _AsyncBase):
     """TTL defaults, session registry, module check and outage errors (asyncio)."""
 
     _registry_cls = AsyncSessionRegistry
-    _recorder_cls = _AsyncRecorder
+    _recorder_cls = AsyncRecorder
+    _client_options = staticmethod(aclient_options)
     sessions: AsyncSessionRegistry
-    _recorder: _AsyncRecorder
+    _recorder: AsyncRecorder
 
     @classmethod
     @asynccontextmanager
@@ -598,12 +478,11 @@ class _AsyncSessionLayer(_SessionInit, _AsyncBase):
         stream_mode: str = "values",
     ) -> RunnableConfig:
         """Store a checkpoint and record the session's activity in the registry."""
-        with _reachable("aput"):
-            extra = {} if stream_mode == "values" else {"stream_mode": stream_mode}
-            stored = await super().aput(config, checkpoint, metadata, new_versions, **extra)
-            facts = _session_facts(config, checkpoint, metadata)
-            if facts is not None:
-                self._recorder.submit(*facts)
+        extra = {} if stream_mode == "values" else {"stream_mode": stream_mode}
+        stored = await super().aput(config, checkpoint, metadata, new_versions, **extra)
+        facts = _session_facts(config, checkpoint, metadata)
+        if facts is not None:
+            self._recorder.submit(*facts)
         return stored
 
     async def aput_writes(
@@ -614,16 +493,14 @@ class _AsyncSessionLayer(_SessionInit, _AsyncBase):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes."""
-        with _reachable("aput_writes"):
-            await super().aput_writes(config, writes, task_id, task_path)
+        await super().aput_writes(config, writes, task_id, task_path)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
-        with _reachable("aget_tuple"):
-            found = await super().aget_tuple(config)
-            thread_id = (config.get("configurable") or {}).get("thread_id")
-            if found is not None and thread_id is not None:
-                await self.sessions.refresh(str(thread_id))
+        found = await super().aget_tuple(config)
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if found is not None and thread_id is not None:
+            await self.sessions.refresh(str(thread_id))
         return found
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -672,9 +549,10 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
     """TTL defaults, session registry, module check and outage errors (sync)."""
 
     _registry_cls = SessionRegistry
-    _recorder_cls = _Recorder
+    _recorder_cls = Recorder
+    _client_options = staticmethod(client_options)
     sessions: SessionRegistry
-    _recorder: _Recorder
+    _recorder: Recorder
 
     @classmethod
     @contextmanager
@@ -722,11 +600,10 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         new_versions: Any,
     ) -> RunnableConfig:
         """Store a checkpoint and record the session's activity in the registry."""
-        with _reachable("put"):
-            stored = super().put(config, checkpoint, metadata, new_versions)
-            facts = _session_facts(config, checkpoint, metadata)
-            if facts is not None:
-                self._recorder.submit(*facts)
+        stored = super().put(config, checkpoint, metadata, new_versions)
+        facts = _session_facts(config, checkpoint, metadata)
+        if facts is not None:
+            self._recorder.submit(*facts)
         return stored
 
     def put_writes(
@@ -737,16 +614,14 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         task_path: str = "",
     ) -> None:
         """Store a task's pending writes."""
-        with _reachable("put_writes"):
-            super().put_writes(config, writes, task_id, task_path)
+        super().put_writes(config, writes, task_id, task_path)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
-        with _reachable("get_tuple"):
-            found = super().get_tuple(config)
-            thread_id = (config.get("configurable") or {}).get("thread_id")
-            if found is not None and thread_id is not None:
-                self.sessions.refresh(str(thread_id))
+        found = super().get_tuple(config)
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        if found is not None and thread_id is not None:
+            self.sessions.refresh(str(thread_id))
         return found
 
     def delete_thread(self, thread_id: str) -> None:
@@ -791,6 +666,7 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         self.sessions.set_summary(session_id, summary)
 
 
+@translate_outages
 class AsyncRedisSessionSaver(_AsyncSessionLayer, _SessionSaverLogic, AsyncRedisSaver):
     """Async Redis checkpointer that passes the full LangGraph checkpointer conformance suite.
 
@@ -799,8 +675,28 @@ class AsyncRedisSessionSaver(_AsyncSessionLayer, _SessionSaverLogic, AsyncRedisS
 
     Example:
         ```python
-        async with AsyncRedisSessionSaver.from_conn_string("redis://localhost:6379") as saver:
-            graph = builder.compile(checkpointer=saver)
+        import asyncio
+
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph_tiered_memory import AsyncRedisSessionSaver
+        from langgraph_tiered_memory.embedded import redis_url_or_embedded
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("reply", lambda state: {"messages": [("ai", "noted")]})
+        builder.add_edge(START, "reply")
+
+
+        async def main(redis_url: str) -> None:
+            async with AsyncRedisSessionSaver.from_conn_string(redis_url) as saver:
+                graph = builder.compile(checkpointer=saver)
+                config = {"configurable": {"thread_id": "chat-1", "user_id": "u1"}}
+                await graph.ainvoke({"messages": [("user", "hello")]}, config)
+                session = await saver.aget_session("chat-1")
+                assert session is not None and session.user_id == "u1"
+
+
+        with redis_url_or_embedded() as url:  # $REDIS_URL, or a private server
+            asyncio.run(main(url))
         ```
     """
 
@@ -1000,6 +896,7 @@ class AsyncRedisSessionSaver(_AsyncSessionLayer, _SessionSaverLogic, AsyncRedisS
             await self._redis.expire(pointer, ttl)
 
 
+@translate_outages
 class RedisSessionSaver(_SyncSessionLayer, _SessionSaverLogic, RedisSaver):
     """Sync Redis checkpointer with the same semantics as `AsyncRedisSessionSaver`.
 
@@ -1008,9 +905,22 @@ class RedisSessionSaver(_SyncSessionLayer, _SessionSaverLogic, RedisSaver):
 
     Example:
         ```python
-        with RedisSessionSaver.from_conn_string("redis://localhost:6379") as saver:
-            saver.setup()
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph_tiered_memory import RedisSessionSaver
+        from langgraph_tiered_memory.embedded import redis_url_or_embedded
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("reply", lambda state: {"messages": [("ai", "noted")]})
+        builder.add_edge(START, "reply")
+
+        with (
+            redis_url_or_embedded() as url,  # $REDIS_URL, or a private server
+            RedisSessionSaver.from_conn_string(url) as saver,  # calls setup()
+        ):
             graph = builder.compile(checkpointer=saver)
+            config = {"configurable": {"thread_id": "chat-2", "user_id": "u1"}}
+            graph.invoke({"messages": [("user", "hello")]}, config)
+            assert saver.get_session("chat-2").user_id == "u1"
         ```
     """
 
@@ -1210,6 +1120,7 @@ class RedisSessionSaver(_SyncSessionLayer, _SessionSaverLogic, RedisSaver):
             self._redis.expire(pointer, ttl)
 
 
+@translate_outages
 class AsyncShallowRedisSessionSaver(_AsyncSessionLayer, AsyncShallowRedisSaver):  # type: ignore[misc]
     """`AsyncRedisSessionSaver`'s session layer on upstream's shallow saver.
 
@@ -1219,6 +1130,7 @@ class AsyncShallowRedisSessionSaver(_AsyncSessionLayer, AsyncShallowRedisSaver):
     """
 
 
+@translate_outages
 class ShallowRedisSessionSaver(_SyncSessionLayer, ShallowRedisSaver):  # type: ignore[misc]
     """`RedisSessionSaver`'s session layer on upstream's shallow saver.
 

@@ -1,0 +1,255 @@
+"""Redis clients whose calls end in bounded time, for the store and the session savers.
+
+A client built here from a URL:
+
+- retries connection errors only (refused, reset: detected at once), never timeouts,
+  so a frozen server costs one timeout, not one per retry;
+- charges every round trip to the current *call* (see `redis_call`): inside one call
+  the reads together wait at most `timeout` seconds, however many round trips the
+  call makes; a round trip started after that fails at once with a `TimeoutError`.
+
+The store opens a call around each batch and each tier operation, the savers around
+each public method (and each step of a listing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import redis
+import redis.asyncio as aredis
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from langgraph_tiered_memory.errors import ConfigurationError
+
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as async_timeout
+else:  # pragma: no cover - redis-py depends on async-timeout before 3.11
+    from async_timeout import timeout as async_timeout
+
+__all__ = [
+    "DEFAULT_REDIS_TIMEOUT",
+    "check_redis_timeout",
+    "client_options",
+    "aclient_options",
+    "redis_call",
+    "redis_from_url",
+]
+
+DEFAULT_REDIS_TIMEOUT = 15.0
+"""Seconds one store or saver call waits on Redis at most, by default."""
+
+_CONNECT_TIMEOUT = 5.0
+_BOUNDED_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def check_redis_timeout(value: Any) -> float:
+    """Validate the `redis_timeout` option.
+
+    Args:
+        value: Seconds, a finite number > 0.
+
+    Returns:
+        The value as a float.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(
+            f"redis_timeout must be a finite number of seconds > 0, got {value!r}. It bounds"
+            f" how long one call waits on Redis (default {DEFAULT_REDIS_TIMEOUT:g})."
+        )
+    return float(value)
+
+
+class _Call:
+    """Time the round trips of one call have spent waiting on Redis."""
+
+    __slots__ = ("spent", "depth")
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self.depth = 0
+
+
+_CALL: ContextVar[_Call | None] = ContextVar("tiered_memory_redis_call", default=None)
+
+
+@contextmanager
+def redis_call() -> Iterator[None]:
+    """Make the round trips inside the block share one time budget.
+
+    A block inside another joins the outer call. Outside any call each round trip
+    is bounded on its own.
+    """
+    if _CALL.get() is not None:
+        yield
+        return
+    token = _CALL.set(_Call())
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+
+
+def _time_left(budget: float) -> float | None:
+    call = _CALL.get()
+    if call is None:
+        return None
+    left = budget - call.spent
+    if left <= 0:
+        raise RedisTimeoutError(
+            f"this call has already waited {call.spent:.1f} s on Redis (redis_timeout={budget:g})"
+        )
+    return left
+
+
+@contextmanager
+def _charged() -> Iterator[None]:
+    call = _CALL.get()
+    if call is None or call.depth:
+        yield  # not in a call, or already timed by an enclosing round trip
+        return
+    call.depth += 1
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        call.depth -= 1
+        call.spent += time.monotonic() - start
+
+
+def _read_timeout(conn: Any, left: float | None) -> float | None:
+    if left is None:
+        return None
+    own = conn.socket_timeout
+    return left if own is None else min(float(own), left)
+
+
+class _BoundedConnection:
+    """Mixed into a `redis.Connection` class: charge and bound each round trip."""
+
+    budget: float = DEFAULT_REDIS_TIMEOUT
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        _time_left(self.budget)
+        with _charged():
+            super().send_packed_command(command, check_health)  # type: ignore[misc]
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        if "timeout" not in kwargs:  # an explicit timeout (pub/sub) is kept
+            try:
+                left = _time_left(self.budget)
+            except RedisTimeoutError:
+                self.disconnect()  # type: ignore[attr-defined]  # a reply is still pending
+                raise
+            timeout = _read_timeout(self, left)
+            if timeout is not None:
+                kwargs["timeout"] = timeout
+        with _charged():
+            return super().read_response(*args, **kwargs)  # type: ignore[misc]
+
+
+class _AsyncBoundedConnection:
+    """Mixed into a `redis.asyncio.Connection` class: charge and bound each round trip."""
+
+    budget: float = DEFAULT_REDIS_TIMEOUT
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        _time_left(self.budget)
+        with _charged():
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        # An explicit timeout (pub/sub) is kept. Passing one would also change what a
+        # timeout does (redis-py then returns None), so the budget is applied around it.
+        if kwargs.get("timeout") is not None or len(args) >= 2:
+            return await super().read_response(*args, **kwargs)  # type: ignore[misc]
+        try:
+            left = _time_left(self.budget)
+        except RedisTimeoutError:
+            await self.disconnect(nowait=True)  # type: ignore[attr-defined]  # reply pending
+            raise
+        own = self.socket_timeout  # type: ignore[attr-defined]
+        with _charged():
+            if left is None or (own is not None and own <= left):
+                return await super().read_response(*args, **kwargs)  # type: ignore[misc]
+            try:
+                async with async_timeout(left):
+                    return await super().read_response(*args, **kwargs)  # type: ignore[misc]
+            except asyncio.TimeoutError as e:
+                await self.disconnect(nowait=True)  # type: ignore[attr-defined]
+                raise RedisTimeoutError(
+                    f"Timeout reading from {self._host_error()}"  # type: ignore[attr-defined]
+                ) from e
+
+
+def _bounded_class(base: type, mixin: type, budget: float) -> type:
+    return type(f"Bounded{base.__name__}", (mixin, base), {"budget": budget})
+
+
+def _options(url: str, timeout: float, parse: Any, mixin: type) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "socket_connect_timeout": min(_CONNECT_TIMEOUT, timeout),
+        "socket_timeout": timeout,
+        "health_check_interval": 30,
+        # Connection errors only: a timeout is never retried.
+        "retry": Retry(
+            ExponentialBackoff(cap=0.5, base=0.05),
+            retries=3,
+            supported_errors=(RedisConnectionError,),
+        ),
+    }
+    if url.startswith(_BOUNDED_SCHEMES):
+        base = parse(url).get("connection_class")
+        if base is None:
+            base = aredis.Connection if mixin is _AsyncBoundedConnection else redis.Connection
+        options["connection_class"] = _bounded_class(base, mixin, timeout)
+    return options
+
+
+def client_options(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> dict[str, Any]:
+    """Keyword options for `redis.Redis.from_url(url, ...)` giving bounded calls.
+
+    Args:
+        url: The Redis URL (its scheme picks the connection class).
+        timeout: Seconds one call waits on Redis at most.
+    """
+    from redis.connection import parse_url
+
+    return _options(url, timeout, parse_url, _BoundedConnection)
+
+
+def aclient_options(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> dict[str, Any]:
+    """Keyword options for `redis.asyncio.Redis.from_url(url, ...)` giving bounded calls.
+
+    Args:
+        url: The Redis URL (its scheme picks the connection class).
+        timeout: Seconds one call waits on Redis at most.
+    """
+    from redis.asyncio.connection import parse_url
+
+    return _options(url, timeout, parse_url, _AsyncBoundedConnection)
+
+
+def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> redis.Redis:
+    """A `redis.Redis` client on `url` whose calls wait at most `timeout` seconds.
+
+    Args:
+        url: The Redis URL.
+        timeout: Seconds one call (see `redis_call`) waits on Redis at most.
+    """
+    return redis.Redis.from_url(url, **client_options(url, timeout))
