@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "TieredMemoryError",
     "ConfigurationError",
+    "ChromaDirectoryInUseError",
     "InvalidItemError",
     "InvalidFilterError",
     "BackendUnavailableError",
@@ -24,12 +25,20 @@ class ConfigurationError(TieredMemoryError, ValueError):
     """A store or tier was configured with an invalid option."""
 
 
+class ChromaDirectoryInUseError(ConfigurationError):
+    """Another process holds the embedded Chroma directory (one process per directory)."""
+
+
 class InvalidItemError(TieredMemoryError, ValueError):
     """An item key, value or TTL cannot be stored as given."""
 
 
 class InvalidFilterError(TieredMemoryError, ValueError):
-    """A search filter uses an unknown operator, a bad key or a non-finite number."""
+    """A search's filter or query is unusable.
+
+    It uses an unknown operator, a bad key, a non-finite number (in strict mode), or
+    text UTF-8 cannot encode.
+    """
 
 
 class BackendUnavailableError(TieredMemoryError, ConnectionError):

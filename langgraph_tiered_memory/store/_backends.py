@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import redis
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
+from langgraph_tiered_memory._redact import mask_url
+from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT
+from langgraph_tiered_memory._redis_client import redis_from_url as bounded_redis_from_url
 from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW, ChromaHnswConfig, TierName
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store._dirlock import lock_directory
 from langgraph_tiered_memory.store.base import DEFAULT_CHROMA_PATH
 from langgraph_tiered_memory.store.routing import TierRouter
 from langgraph_tiered_memory.store.tiers.base import Tier
@@ -20,20 +23,33 @@ from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 __all__ = ["build_tiers", "redis_from_url", "chroma_from_path", "check_hnsw"]
 
 
-def redis_from_url(url: str) -> redis.Redis:
-    """A Redis client with bounded timeouts and retries on transient errors."""
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=5,
-        socket_timeout=10,
-        health_check_interval=30,
-        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=3),
-        retry_on_timeout=True,
-    )
+def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> redis.Redis:
+    """A Redis client whose calls wait at most `timeout` seconds in all.
+
+    Connection errors are retried (they are detected at once), timeouts never; the
+    round trips of one store call share the `timeout` budget.
+    """
+    try:
+        return bounded_redis_from_url(url, timeout)
+    except ValueError as e:
+        raise ConfigurationError(
+            f"Invalid Redis URL {mask_url(url)!r} ({type(e).__name__}). Pass redis_url= (or"
+            " set REDIS_URL) as redis://[[user]:password@]host[:port][/db], rediss://..."
+            " or unix://path, with special characters of the password percent-encoded."
+        ) from e
 
 
-def chroma_from_path(path: str) -> Any:
-    """An embedded Chroma client at `path`, checking the directory is writable first."""
+def chroma_from_path(path: str) -> tuple[Any, Callable[[], None]]:
+    """An embedded Chroma client at `path`, and the function that closes it.
+
+    The directory is checked to be writable, then locked against other processes
+    (see `_dirlock`) until the returned function is called: several processes writing
+    one embedded Chroma directory lose vectors.
+
+    Raises:
+        ChromaDirectoryInUseError: Another process has a store open on `path`.
+        ConfigurationError: The directory cannot be created, written or locked.
+    """
     import chromadb
     from chromadb.config import Settings
 
@@ -50,7 +66,25 @@ def chroma_from_path(path: str) -> Any:
             f"The Chroma directory {path!r} is not writable. Pass chroma_path= a writable"
             " directory (or set TIERED_MEMORY_CHROMA_PATH), or fix its permissions."
         )
-    return chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+    lock = lock_directory(path)
+    try:
+        client: Any = chromadb.PersistentClient(
+            path=path, settings=Settings(anonymized_telemetry=False)
+        )
+    except BaseException:
+        lock.release()
+        raise
+
+    def close() -> None:
+        try:
+            # Stops Chroma's shared system of `path` once no client of it is left, so a
+            # later open reads what other processes wrote meanwhile (chromadb >= 1.5.x).
+            if hasattr(client, "close"):
+                client.close()
+        finally:
+            lock.release()
+
+    return client, close
 
 
 def build_tiers(
@@ -65,6 +99,7 @@ def build_tiers(
     chroma_hnsw: ChromaHnswConfig | None = None,
     describe: Any = None,
     memory_index_path: str | None = None,
+    redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
 ) -> dict[TierName, Tier]:
     """Create the tiers the routing policy uses, owning the clients built here."""
     tiers: dict[TierName, Tier] = {}
@@ -81,7 +116,7 @@ def build_tiers(
                     " REDIS_URL, or start one with langgraph_tiered_memory.embedded."
                     "EmbeddedRedis. To keep everything in Chroma pass tiers={'default': 'long'}."
                 )
-            redis_client = redis_from_url(url)
+            redis_client = redis_from_url(url, redis_timeout)
         tiers["short"] = RedisTier(redis_client, key_prefix=key_prefix, owns_client=owns)
     if "long" in used:
         if chroma_client is not None and chroma_path is not None:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -26,6 +26,9 @@ MAX_KEY_BYTES = 1024
 
 MAX_LABEL_BYTES = 256
 """Longest namespace label accepted, in UTF-8 bytes."""
+
+MAX_VALUE_DEPTH = 100
+"""Deepest nesting of dicts and lists accepted in an item value (the value itself is 1)."""
 
 FILTER_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 _FILTER_KEY = re.compile(r"^[\w.\-]+$")
@@ -104,7 +107,8 @@ def validate_namespace(namespace: Any) -> Namespace:
 
     Raises:
         InvalidNamespaceError: the namespace is empty, has a non-string, empty or
-            dotted label, or a label longer than `MAX_LABEL_BYTES`.
+            dotted label, a label holding a surrogate code point (not UTF-8
+            encodable), or a label longer than `MAX_LABEL_BYTES`.
     """
     if not isinstance(namespace, tuple):
         if isinstance(namespace, list):
@@ -131,6 +135,7 @@ def validate_namespace(namespace: Any) -> Namespace:
                 f"Invalid namespace label {label!r} in {namespace}: labels cannot contain"
                 " periods ('.'). Split it into separate labels instead."
             )
+        _check_label_text(label, namespace)
         if len(label.encode("utf-8")) > MAX_LABEL_BYTES:
             raise InvalidNamespaceError(
                 f"Namespace label {label[:40]!r}... is longer than {MAX_LABEL_BYTES} bytes."
@@ -139,16 +144,122 @@ def validate_namespace(namespace: Any) -> Namespace:
     return namespace
 
 
+def check_labels(labels: Iterable[Any], what: str = "Namespace") -> None:
+    """Check that the labels of a namespace or prefix used for a read are UTF-8 encodable.
+
+    Reads accept any namespace a write would (and more: prefixes, `"*"` wildcards);
+    only text no backend can store or look up is refused.
+
+    Raises:
+        InvalidNamespaceError: a label holds a surrogate code point.
+    """
+    labels = tuple(labels)
+    for label in labels:
+        if isinstance(label, str):
+            _check_label_text(label, labels, what)
+
+
+def _check_label_text(label: str, namespace: Sequence[Any], what: str = "Namespace") -> None:
+    if _SURROGATE.search(label):
+        raise InvalidNamespaceError(
+            f"{what} label {_short(label)} in {tuple(namespace)!r} cannot be encoded as UTF-8."
+            f" {SURROGATE_FIX}"
+        )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_FIX = (
+    "A surrogate code point (U+D800-U+DFFF) is not a character and UTF-8 cannot encode it"
+    " (it is left e.g. by decoding bytes with errors='surrogateescape' or by JSON with an"
+    " unpaired \\u escape). Replace it first, e.g. with"
+    " text.encode('utf-8', 'replace').decode('utf-8')."
+)
+"""How to fix text holding a surrogate code point (for error messages)."""
+
+
+def find_bad_text(
+    root: Any, *, max_depth: int, str_keys: bool
+) -> tuple[Literal["text", "depth", "key"], str] | None:
+    """Find the first thing in a JSON-like tree that cannot be stored.
+
+    Walks dicts, lists and tuples iteratively (it never recurses, so any depth is
+    safe). Locations in the description read like `$.a[2].b`.
+
+    Returns:
+        None when all is well, else the kind of problem and a description of it:
+        `"text"`, a string or dict key UTF-8 cannot encode; `"depth"`, nesting deeper
+        than `max_depth` containers (`root` is level 1); `"key"` (only with
+        `str_keys`), a dict key that is not a string.
+    """
+    # Entries: (node, depth, parent entry, step from the parent); paths are built on failure.
+    stack: list[tuple[Any, int, Any, str]] = [(root, 1, None, "$")]
+    while stack:
+        entry = stack.pop()
+        node, depth = entry[0], entry[1]
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return "text", f"the string {_short(node)} at {_path(entry)}"
+            continue
+        children: Iterable[tuple[str, Any]]
+        if isinstance(node, dict):
+            for k in node:
+                if isinstance(k, str):
+                    if _SURROGATE.search(k):
+                        return "text", f"the dict key {_short(k)} at {_path(entry)}"
+                elif str_keys:
+                    shown = f" {k!r}" if isinstance(k, (int, float, type(None))) else ""
+                    return "key", (
+                        f"the dict key{shown} at {_path(entry)} has type {type(k).__name__},"
+                        " not str"
+                    )
+            children = (
+                (f".{k}" if isinstance(k, str) and k.isidentifier() else f"[{_short(k)}]", v)
+                for k, v in node.items()
+            )
+        elif isinstance(node, (list, tuple)):
+            children = ((f"[{i}]", v) for i, v in enumerate(node))
+        else:
+            continue
+        if depth > max_depth:
+            return "depth", (
+                f"it is nested deeper than {max_depth} levels of dicts and lists"
+                f" (at {_path(entry)})"
+            )
+        stack.extend((child, depth + 1, entry, step) for step, child in children)
+    return None
+
+
+def _short(text: Any) -> str:
+    if not isinstance(text, str):
+        return f"<{type(text).__name__}>"
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+
+
+def _path(entry: tuple[Any, int, Any, str]) -> str:
+    steps: list[str] = []
+    node: Any = entry
+    while node is not None:
+        steps.append(node[3] if len(node[3]) <= 40 else node[3][:37] + "...")
+        node = node[2]
+    path = "".join(reversed(steps))
+    return path if len(path) <= 80 else path[:40] + "..." + path[-37:]
+
+
 def validate_key(key: Any) -> str:
     """Check an item key.
 
     Raises:
-        InvalidItemError: the key is not a string or longer than `MAX_KEY_BYTES`.
+        InvalidItemError: the key is not a string, holds a surrogate code point (not
+            UTF-8 encodable) or is longer than `MAX_KEY_BYTES`.
     """
     if not isinstance(key, str):
         raise InvalidItemError(
             f"Item key must be a string, got {type(key).__name__}: {key!r}."
             " Convert it with str() first."
+        )
+    if _SURROGATE.search(key):
+        raise InvalidItemError(
+            f"Item key {_short(key)} cannot be encoded as UTF-8. {SURROGATE_FIX}"
         )
     if len(key.encode("utf-8")) > MAX_KEY_BYTES:
         raise InvalidItemError(
@@ -159,20 +270,56 @@ def validate_key(key: Any) -> str:
     return key
 
 
-def encode_value(namespace: Namespace, key: str, value: Any) -> str:
-    """Validate an item value and return it as compact JSON.
+def check_value(namespace: Namespace, key: str, value: Any) -> None:
+    """Check an item value's type, depth and text before anything reads into it.
+
+    The value is walked iteratively, so a deeply nested value fails with this error,
+    never with `RecursionError`.
 
     Raises:
-        InvalidItemError: the value is not a dict, or holds something JSON cannot
-            represent (objects, bytes, sets, NaN or infinite floats, non-string keys).
+        InvalidItemError: the value is not a dict, is nested deeper than
+            `MAX_VALUE_DEPTH` levels, has a non-string dict key, or holds a string or
+            dict key UTF-8 cannot encode (a surrogate code point).
     """
     if not isinstance(value, dict):
         raise InvalidItemError(
             f"Value of item {key!r} in {namespace} must be a dict, got {type(value).__name__}."
             " Wrap it, e.g. {'content': value}."
         )
+    # json.dumps silently turns int/float/bool/None dict keys into strings, which would
+    # change the value on the way back: refuse them (str_keys) instead.
+    problem = find_bad_text(value, max_depth=MAX_VALUE_DEPTH, str_keys=True)
+    if problem is None:
+        return
+    kind, where = problem
+    if kind == "text":
+        detail = f"{where} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+    elif kind == "depth":
+        detail = (
+            f"{where}. Values may nest at most {MAX_VALUE_DEPTH} levels of dicts and lists:"
+            " flatten the structure, or store the deep part as a JSON string."
+        )
+    else:
+        detail = f"{where}. Values are JSON objects: convert the key with str() first."
+    raise InvalidItemError(f"Value of item {key!r} in {namespace} cannot be stored: {detail}")
+
+
+def encode_value(namespace: Namespace, key: str, value: Any, *, checked: bool = False) -> str:
+    """Validate an item value and return it as compact JSON.
+
+    Args:
+        namespace: The item's namespace (for messages).
+        key: The item's key (for messages).
+        value: The value to store.
+        checked: The value already passed `check_value`; skip that walk.
+
+    Raises:
+        InvalidItemError: `check_value` refuses the value, or it holds something JSON
+            cannot represent (objects, bytes, sets, NaN or infinite floats).
+    """
+    if not checked:
+        check_value(namespace, key, value)
     try:
-        _check_keys(value)
         return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as e:
         raise InvalidItemError(
@@ -182,17 +329,30 @@ def encode_value(namespace: Namespace, key: str, value: Any) -> str:
         ) from e
 
 
-def _check_keys(node: Any) -> None:
-    # json.dumps silently turns int/float/bool/None dict keys into strings, which would
-    # change the value on the way back; refuse them instead.
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if not isinstance(k, str):
-                raise TypeError(f"dict key {k!r} is a {type(k).__name__}, not a string")
-            _check_keys(v)
-    elif isinstance(node, (list, tuple)):
-        for v in node:
-            _check_keys(v)
+def check_search_text(query: Any, filter: Any) -> None:
+    """Check the text of a search's query and filter before it reaches a backend.
+
+    Raises:
+        InvalidFilterError: the query, or a key or string of the filter, holds a
+            surrogate code point (not UTF-8 encodable), or the filter nests deeper
+            than `MAX_VALUE_DEPTH` + 1 levels (no stored value could match it).
+    """
+    if isinstance(query, str) and _SURROGATE.search(query):
+        raise InvalidFilterError(
+            f"Search query {_short(query)} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+        )
+    if filter is None:
+        return
+    problem = find_bad_text(filter, max_depth=MAX_VALUE_DEPTH + 1, str_keys=False)
+    if problem is not None:
+        kind, where = problem
+        detail = (
+            f"{where} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+            if kind == "text"
+            else f"{where}. Stored values nest at most {MAX_VALUE_DEPTH} levels, so no item"
+            " can match it."
+        )
+        raise InvalidFilterError(f"Search filter cannot be used: {detail}")
 
 
 def validate_ttl(ttl: Any) -> float | None:
@@ -213,13 +373,19 @@ def validate_ttl(ttl: Any) -> float | None:
     return float(ttl)
 
 
-def validate_filter(filter: dict[str, Any] | None, *, allow_non_finite: bool) -> None:
+def validate_filter(filter: dict[str, Any] | None, *, allow_non_finite: bool = True) -> None:
     """Check a search filter before it is used.
+
+    Args:
+        filter: The value filter of a search (search options already removed).
+        allow_non_finite: Accept NaN and infinite numbers (IEEE semantics, as in
+            LangGraph's own stores). False is the store's opt-in strict mode,
+            `allow_non_finite_filters=False`, which refuses them.
 
     Raises:
         InvalidFilterError: a key has characters other than letters, digits, `_`, `-`
-            and `.`, an operator is unknown, or a number is NaN or infinite (unless the
-            store was built with `allow_non_finite_filters=True`).
+            and `.`, an operator is unknown, or, in strict mode, a number is NaN or
+            infinite.
     """
     if filter is None:
         return
@@ -251,10 +417,11 @@ def _check_condition(key: str, cond: Any, allow_non_finite: bool) -> None:
             _check_condition(key, c, allow_non_finite)
     elif isinstance(cond, float) and not math.isfinite(cond) and not allow_non_finite:
         raise InvalidFilterError(
-            f"Filter on {key!r} compares with {cond!r}, which is not a finite number."
+            f"Filter on {key!r} compares with {cond!r}, which is not a finite number, and"
+            " this store was built in strict mode (allow_non_finite_filters=False)."
             " Stored values are always finite, so drop the bound (no upper/lower limit)"
-            " instead, or build the store with allow_non_finite_filters=True to compare"
-            " with IEEE semantics."
+            " instead, or build the store with allow_non_finite_filters=True (the default)"
+            " to compare with IEEE semantics."
         )
 
 
@@ -312,12 +479,14 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
         return _json_equal(value, operand)
     if op == "$ne":
         return not _json_equal(value, operand)
-    if _is_number(value) and _is_number(operand):
-        a, b = float(value), float(operand)
-    elif isinstance(value, str) and isinstance(operand, str):
-        a, b = value, operand  # type: ignore[assignment]
-    else:
+    # Python compares ints with floats exactly and never raises (float() would overflow
+    # on ints beyond 1e308); every comparison with NaN is false, as in IEEE 754.
+    if not (
+        (_is_number(value) and _is_number(operand))
+        or (isinstance(value, str) and isinstance(operand, str))
+    ):
         return False
+    a, b = value, operand
     if op == "$gt":
         return a > b
     if op == "$gte":
@@ -337,7 +506,9 @@ def matches_filter(value: dict[str, Any], filter: dict[str, Any] | None) -> bool
     fields, lists compare element-wise. A dotted key reads a nested field unless the
     value has that exact top-level key. Booleans never equal numbers; ordering
     operators compare numbers with numbers and strings with strings, anything else
-    does not match.
+    does not match. Numbers compare exactly (ints of any size included) with IEEE
+    semantics: `{"$lt": inf}` matches every number, and NaN equals and orders with
+    nothing, so it matches nothing except under `$ne`, which it matches always.
     """
     if not filter:
         return True

@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
+from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
@@ -31,6 +32,9 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
     `AsyncBatchedBaseStore`. Embeddings use the model's async methods and every
     Redis or Chroma call runs in a worker thread, so the event loop never blocks
     (as `langgraph dev` requires). Create it inside a running event loop.
+    `allow_non_finite_filters=False` is the same opt-in strict mode as for
+    `TieredMemoryStore`: NaN or infinite numbers in a filter raise
+    `InvalidFilterError`; by default they compare with IEEE semantics.
 
     Example:
         ```python
@@ -63,8 +67,9 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
         tiers: TierPolicy | None = None,
         key_prefix: str = DEFAULT_KEY_PREFIX,
         clock: Callable[[], float] | None = None,
-        allow_non_finite_filters: bool = False,
+        allow_non_finite_filters: bool = True,
         memory_index_path: str | None = None,
+        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
     ) -> None:
         AsyncBatchedBaseStore.__init__(self)
         self._configure(
@@ -81,6 +86,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
             clock=clock,
             allow_non_finite_filters=allow_non_finite_filters,
             memory_index_path=memory_index_path,
+            redis_timeout=redis_timeout,
         )
 
     @classmethod
@@ -111,11 +117,13 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch: embed with the async API, then run the I/O in a thread."""
-        return await self._arun_batch(ops)
+        with redis_call():  # the batch's Redis round trips share one time budget
+            return await self._arun_batch(ops)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch synchronously (from a thread other than the event loop's)."""
-        return self._run_batch(ops)
+        with redis_call():  # the batch's Redis round trips share one time budget
+            return self._run_batch(ops)
 
     # ------------------------------------------------------------------ memories
     async def aget_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
@@ -151,6 +159,7 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
             user_id: The caller's user, for `"contextual"` retrieval.
             min_score: Drop hits scoring below this.
         """
+        self._check_search_text(namespace_prefix, query, filter, user_id)
         qv = None
         if self.embeddings is not None and retrieval != "keyword":
             qv = await self.embeddings.aembed_query(query)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import math
 import os
 import re
@@ -33,6 +34,8 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
+from langgraph_tiered_memory._redact import mask_urls_in
+from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_redis_timeout
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError, InvalidItemError
@@ -43,16 +46,21 @@ from langgraph_tiered_memory.ranking import (
     MemoryCandidate,
     ScoreBreakdown,
     Scoring,
+    UserScope,
     keyword_terms,
     rank_memories,
     split_search_options,
-    user_scope,
 )
 from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._common import (
+    SURROGATE_FIX,
     ItemWrite,
     StoredItem,
+    check_labels,
+    check_search_text,
+    check_value,
     encode_value,
+    find_bad_text,
     literal_prefix,
     rank_key,
     select_namespaces,
@@ -71,6 +79,8 @@ DEFAULT_CHROMA_PATH = os.path.join(".tiered-memory", "chroma")
 """Where the embedded Chroma database lives when neither `chroma_client` nor
 `chroma_path` is given (relative to the working directory); the environment variable
 `TIERED_MEMORY_CHROMA_PATH` overrides it."""
+
+_log = logging.getLogger("langgraph_tiered_memory.store")
 
 DEFAULT_KEY_PREFIX = "tm"
 """Default prefix of every Redis key and Chroma collection the store creates."""
@@ -132,6 +142,7 @@ class TieredStoreCore:
         clock: Callable[[], float] | None,
         allow_non_finite_filters: bool,
         memory_index_path: str | None = None,
+        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
     ) -> None:
         from langgraph_tiered_memory.store._backends import build_tiers
 
@@ -153,6 +164,7 @@ class TieredStoreCore:
             chroma_hnsw=chroma_hnsw,
             describe=self._describe if self.memory_mode else None,
             memory_index_path=memory_index_path,
+            redis_timeout=check_redis_timeout(redis_timeout),
         )
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
@@ -162,8 +174,23 @@ class TieredStoreCore:
 
     def _start_sweeper(self, every_seconds: float) -> None:
         def run() -> None:
+            failures = 0
             while not self._sweeper_stop.wait(every_seconds):
-                self.sweep_ttl()
+                try:
+                    self.sweep_ttl()
+                except Exception as e:  # background work logs and carries on
+                    failures += 1
+                    if failures == 1:  # once per streak of failures
+                        _log.warning(
+                            "TTL sweep failed, retrying every %g s: %s",
+                            every_seconds,
+                            mask_urls_in(str(e)),
+                            exc_info=True,
+                        )
+                    continue
+                if failures:
+                    _log.info("TTL sweep succeeded again after %d failed attempts", failures)
+                    failures = 0
 
         self._sweeper = threading.Thread(target=run, name="tiered-memory-ttl-sweeper", daemon=True)
         self._sweeper.start()
@@ -274,7 +301,7 @@ class TieredStoreCore:
     # ----------------------------------------------------------------- running
     def _run_batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = self._plan(ops)
-        self._add_memory_keys(plan)
+        self._prepare(plan)
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
         if self.embeddings is not None:
@@ -285,8 +312,8 @@ class TieredStoreCore:
 
     async def _arun_batch(self, ops: Iterable[Op]) -> list[Result]:
         plan = self._plan(ops)
-        if self.memory_mode and plan.writes:
-            await asyncio.to_thread(self._add_memory_keys, plan)
+        if plan.writes:
+            await asyncio.to_thread(self._prepare, plan)
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
         if self.embeddings is not None:
@@ -299,6 +326,37 @@ class TieredStoreCore:
                 queries = dict(zip(plan.queries, found, strict=True))
         return await asyncio.to_thread(self._execute, plan, vectors, queries)
 
+    def _prepare(self, plan: _Plan) -> None:
+        """Checks and reads a planned batch needs before embedding and writing (I/O).
+
+        Every tier checks that it can take the writes to its target namespaces (on
+        the long tier: their stored embedding size), so a batch that would fail on
+        one of them fails before its first write. Then memory writes get their keys.
+        """
+        if not plan.writes:
+            return
+        targets: dict[TierName, dict[tuple[str, ...], None]] = {}
+        for w in plan.writes:
+            targets.setdefault(self._router.tier_for(w.namespace), {})[w.namespace] = None
+        for tier_name, namespaces in targets.items():
+            self._tier(tier_name).check_writes(list(namespaces))
+        self._add_memory_keys(plan)
+
+    @staticmethod
+    def _check_search_text(
+        prefix: Sequence[str], query: Any, filter: Any, user_id: Any = None
+    ) -> None:
+        """Refuse text no backend or model can take, before a search embeds its query.
+
+        Raises:
+            InvalidNamespaceError: a prefix label is not UTF-8 encodable.
+            InvalidFilterError: the query, filter or user id is not UTF-8 encodable.
+        """
+        check_labels(prefix, "Namespace prefix")
+        check_search_text(query, filter)
+        if user_id is not None:
+            check_search_text(None, {"$user": user_id})
+
     # ----------------------------------------------------------------- planning
     def _plan(self, ops: Iterable[Op]) -> _Plan:
         gets: list[tuple[int, GetOp]] = []
@@ -309,9 +367,11 @@ class TieredStoreCore:
         for i, op in enumerate(ops):
             size += 1
             if isinstance(op, GetOp):
+                check_labels(op.namespace)
                 validate_key(op.key)
                 gets.append((i, op))
             elif isinstance(op, SearchOp):
+                self._check_search_text(op.namespace_prefix, op.query, op.filter)
                 options, value_filter = split_search_options(op.filter)
                 validate_filter(value_filter, allow_non_finite=self.allow_non_finite_filters)
                 if options and not self.memory_mode:
@@ -326,10 +386,15 @@ class TieredStoreCore:
                     )
                 searches.append((i, op, options, value_filter))
             elif isinstance(op, ListNamespacesOp):
+                for cond in op.match_conditions or ():
+                    check_labels(cond.path, f"Namespace {cond.match_type}")
                 lists.append((i, op))
             elif isinstance(op, PutOp):
                 ns = validate_namespace(op.namespace)
                 key = validate_key(op.key)
+                # Depth and text first: later steps recurse into the value.
+                if op.value is not None:
+                    check_value(ns, key, op.value)
                 fields = None
                 if (
                     isinstance(op.value, Mapping)
@@ -337,7 +402,9 @@ class TieredStoreCore:
                     and self._router.tier_for(ns) == "long"
                 ):
                     fields = memory_fields(dict(op.value), key=key)  # before encoding
-                encoded = None if op.value is None else encode_value(ns, key, op.value)
+                encoded = (
+                    None if op.value is None else encode_value(ns, key, op.value, checked=True)
+                )
                 validate_ttl(op.ttl)
                 if op.index not in (None, False) and not (
                     isinstance(op.index, list) and all(isinstance(p, str) for p in op.index)
@@ -345,6 +412,14 @@ class TieredStoreCore:
                     raise InvalidItemError(
                         f"index for item {key!r} must be False, None or a list of field paths,"
                         f" got {op.index!r}."
+                    )
+                bad_path = (
+                    find_bad_text(op.index, max_depth=1, str_keys=False) if op.index else None
+                )
+                if bad_path is not None:
+                    raise InvalidItemError(
+                        f"index of item {key!r} in {ns} cannot be used: {bad_path[1]} cannot"
+                        f" be encoded as UTF-8. {SURROGATE_FIX}"
                     )
                 puts.pop((ns, key), None)  # keep the position of the last write
                 puts[(ns, key)] = (op, encoded, fields)
@@ -493,6 +568,31 @@ class TieredStoreCore:
     def _long(self) -> Any:
         return self._tiers["long"]
 
+    def _user_scope(self, options: dict[str, Any]) -> UserScope | None:
+        """The caller's scope from `$user` (any retrieval mode), or None.
+
+        Raises:
+            InvalidFilterError: contextual retrieval without a `$user`.
+        """
+        cfg = self.scoring
+        user = options.get("$user")
+        if user is None:
+            if self.memory_mode and options.get("$retrieval", cfg.retrieval) == "contextual":
+                raise InvalidFilterError(
+                    "Contextual retrieval needs the caller's user id: pass filter={'$user':"
+                    " '<user id>'} (or search_memories(..., user_id=...)), or use 'hybrid'."
+                )
+            return None
+        return UserScope(user, cfg.user_label, cfg.shared_types)
+
+    def _finds_nothing(self, query: str, options: dict[str, Any]) -> bool:
+        """Whether a query can match nothing: keyword-only retrieval and no word in it."""
+        retrieval = options.get("$retrieval", self.scoring.retrieval)
+        keyword_only = retrieval == "keyword" or (
+            retrieval == "contextual" and self.embeddings is None
+        )
+        return keyword_only and not keyword_terms(query)
+
     def _search_tiers(
         self,
         prefix: tuple[str, ...],
@@ -505,17 +605,19 @@ class TieredStoreCore:
         *,
         long_only: bool = False,
     ) -> list[tuple[TierName, _Ranked]]:
+        scope = self._user_scope(options) if self.memory_mode else None
+        if self.memory_mode and query and self._finds_nothing(query, options):
+            return []
         merged: list[tuple[TierName, _Ranked]] = []
         for tier_name in self._router.tiers_for_prefix(prefix):
             if long_only and tier_name != "long":
                 continue
-            tier = self._tier(tier_name)
             if tier_name == "long" and self.memory_mode and query:
                 ranked = self._memory_ranked(prefix, query, qv, value_filter, options, limit, now)
                 if ranked is not None:
                     merged.extend(("long", r) for r in ranked)
                     continue
-            hits = tier.search(prefix, query_vector=qv, filter=value_filter, limit=limit, now=now)
+            hits = self._scoped_search(tier_name, prefix, qv, value_filter, limit, now, scope)
             merged.extend((tier_name, _Ranked(item, sc, None, None)) for item, sc in hits)
         if query and len(self._router.tiers_for_prefix(prefix)) > 1:
             scored = sorted(
@@ -524,6 +626,43 @@ class TieredStoreCore:
             )
             merged = scored + [m for m in merged if m[1].score is None]
         return merged
+
+    def _scoped_search(
+        self,
+        tier_name: TierName,
+        prefix: tuple[str, ...],
+        qv: Sequence[float] | None,
+        value_filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+        scope: UserScope | None,
+    ) -> list[tuple[StoredItem, float | None]]:
+        """`Tier.search` limited to what `scope` may see, before the page is cut.
+
+        The tier skips namespaces of other users; when hidden items of shared
+        namespaces (experiences, preferences) still fill the tier's `n` best, `n`
+        grows until `limit` visible items are found or the tier has no more.
+        """
+        tier = self._tier(tier_name)
+        keep = scope.may_hold if scope is not None else None
+        n = limit
+        while True:
+            hits = tier.search(
+                prefix,
+                query_vector=qv,
+                filter=value_filter,
+                limit=n,
+                now=now,
+                namespace_filter=keep,
+            )
+            if scope is None:
+                return hits
+            # The memory index records the same `memory_type` the value holds (it is
+            # read from the value at write time), so the value decides on every tier.
+            seen = [(it, sc) for it, sc in hits if scope.allows(it.namespace, it.value)]
+            if len(seen) >= limit or len(hits) < n:
+                return seen[:limit]
+            n *= 4
 
     def _memory_ranked(
         self,
@@ -535,16 +674,17 @@ class TieredStoreCore:
         limit: int,
         now: float,
     ) -> list[_Ranked] | None:
-        """Memory-ranked long-term results, or None when no retrieval channel applies."""
+        """Memory-ranked long-term results, or None when the query cannot rank.
+
+        None (plain listing, LangGraph's contract) only for hybrid or semantic
+        retrieval on a store without an index; a query without words under keyword
+        retrieval finds nothing. The caller's scope (`$user`) filters candidates
+        before they are ranked.
+        """
         cfg = self.scoring
         retrieval = options.get("$retrieval", cfg.retrieval)
         min_score = options.get("$min_score", cfg.min_score)
-        user = options.get("$user")
-        if retrieval == "contextual" and user is None:
-            raise InvalidFilterError(
-                "Contextual retrieval needs the caller's user id: pass filter={'$user':"
-                " '<user id>'} (or search_memories(..., user_id=...)), or use 'hybrid'."
-            )
+        scope = self._user_scope(options)
         if self.embeddings is None and retrieval in ("hybrid", "semantic"):
             # Like LangGraph's stores: without an index a query does not rank (ask for
             # "keyword" or "contextual" retrieval explicitly to search the keyword index).
@@ -552,46 +692,57 @@ class TieredStoreCore:
         use_dense = qv is not None and retrieval != "keyword"
         match = keyword_terms(query) if retrieval != "semantic" else None
         if not use_dense and not match:
-            return None
-        pool = max(cfg.candidates, limit) * (2 if retrieval == "contextual" else 1)
-        found = self._long().retrieve(
-            prefix,
-            query_vector=qv if use_dense else None,
-            match=match,
-            filter=value_filter,
-            limit=pool,
-            now=now,
-        )
-        cands = []
-        kept = []
-        for c in found:
-            stats = c.stats
-            own = False
-            if retrieval == "contextual":
-                scope = user_scope(c.item.namespace, cfg.user_label)
-                if scope is None:
-                    mtype = stats.memory_type if stats is not None else "experience"
-                    if mtype not in cfg.shared_types:
-                        continue
-                elif scope != user:
-                    continue
-                else:
-                    own = True
-            kept.append(c)
-            cands.append(
-                MemoryCandidate(
-                    semantic=c.semantic,
-                    keyword=c.keyword,
-                    importance=stats.importance if stats is not None else 0.5,
-                    last_touched=_recency_origin(stats, c.item.created_at, cfg.recency_from),
-                    access_count=stats.access_count if stats is not None else 0,
-                    own=own,
-                    own_semantic=c.own,
-                    context_semantic=c.context,
-                    namespace=c.item.namespace,
-                    seq=stats.seq if stats is not None else None,
-                )
+            return []  # no word to look up and no vector: nothing matches
+        base = max(cfg.candidates, limit) * (2 if retrieval == "contextual" else 1)
+        pool = base
+        while True:
+            found = self._long().retrieve(
+                prefix,
+                query_vector=qv if use_dense else None,
+                match=match,
+                filter=value_filter,
+                limit=pool,
+                now=now,
+                namespace_filter=scope.may_hold if scope is not None else None,
             )
+            if scope is None:
+                kept = list(found)
+                break
+            kept = [
+                c
+                for c in found
+                if scope.allows(
+                    c.item.namespace,
+                    c.item.value,
+                    c.stats.memory_type if c.stats is not None else None,
+                )
+            ]
+            # A channel that returned a full pool may hold more visible candidates
+            # behind hidden ones: fetch a larger pool until each channel has `base`.
+            if not any(
+                sum(getattr(c, ch) is not None for c in found) >= pool
+                and sum(getattr(c, ch) is not None for c in kept) < base
+                for ch in ("semantic", "own", "keyword")
+            ):
+                break
+            pool *= 4
+        # Contextual retrieval also boosts the caller's own memories (user_weight).
+        owns = scope.owns if retrieval == "contextual" and scope is not None else None
+        cands = [
+            MemoryCandidate(
+                semantic=c.semantic,
+                keyword=c.keyword,
+                importance=c.stats.importance if c.stats is not None else 0.5,
+                last_touched=_recency_origin(c.stats, c.item.created_at, cfg.recency_from),
+                access_count=c.stats.access_count if c.stats is not None else 0,
+                own=owns is not None and owns(c.item.namespace),
+                own_semantic=c.own,
+                context_semantic=c.context,
+                namespace=c.item.namespace,
+                seq=c.stats.seq if c.stats is not None else None,
+            )
+            for c in kept
+        ]
         ranked = rank_memories(
             cands,
             scoring=cfg,
@@ -615,6 +766,7 @@ class TieredStoreCore:
         )
 
     def _check_memory_namespace(self, namespace: tuple[str, ...]) -> None:
+        check_labels(namespace)
         if not self.memory_mode:
             raise ConfigurationError(
                 "Memory records need scoring={'mode': 'memory'} (the default); this store"
@@ -757,7 +909,7 @@ class TieredStoreCore:
         target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
         delete: bool = False,
         page_size: int = 500,
-    ) -> list[tuple[tuple[str, ...], str]]:
+    ) -> maintenance.Promoted:
         """Async `TieredMemoryStore.promote`: copy worthy short-term items to long-term."""
         return await asyncio.to_thread(
             functools.partial(

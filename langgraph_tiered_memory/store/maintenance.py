@@ -1,5 +1,7 @@
 """Maintenance passes over long-term memories: forgetting, consolidation, promotion.
 
+Promotion lives in `promotion`; it is re-exported here with the other passes.
+
 Each pass is a plain function of a store core, so the sync store calls it directly and
 the async store runs it in a worker thread. Every write goes through the store's normal
 batch path, so vectors, keyword rows, statistics and the document copy stay in step.
@@ -7,21 +9,28 @@ batch path, so vectors, keyword rows, statistics and the document copy stay in s
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import PINNED_FIELD, ForgettingPolicy, ForgettingRules
+from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
+from langgraph_tiered_memory.store.promotion import (
+    Promoted,
+    _check_page_size,
+    _content_id,
+    _digest,
+    promote,
+)
 
 if TYPE_CHECKING:
     from langgraph_tiered_memory.store.base import TieredStoreCore
 
-__all__ = ["consolidate", "forget", "garbage_collect", "promote"]
+__all__ = ["Promoted", "consolidate", "forget", "garbage_collect", "promote"]
 
 PREVIEW_CHARS = 80
 
@@ -32,11 +41,6 @@ def _require_memory_mode(core: TieredStoreCore, what: str) -> None:
             f"{what} needs scoring={{'mode': 'memory'}} (the default); this store was"
             " created with scoring mode 'similarity'."
         )
-
-
-def _check_page_size(page_size: int) -> None:
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-        raise ValueError(f"page_size must be a positive int, got {page_size!r}.")
 
 
 def _detail(ns: tuple[str, ...], key: str, value: dict[str, Any], reason: str) -> dict[str, Any]:
@@ -200,21 +204,91 @@ def forget(
     return out
 
 
-def _merged_key(sources: list[str]) -> str:
-    digest = hashlib.blake2b("\x00".join(sorted(sources)).encode(), digest_size=8).hexdigest()
-    return f"consolidated-{digest}"
+def _merged_key(keys: list[str], values: list[dict[str, Any]]) -> str:
+    """A key of the sources' keys and contents: reused keys with new content never collide."""
+    pairs = sorted((k, _content_id(v)) for k, v in zip(keys, values, strict=True))
+    return f"consolidated-{_digest(pairs)}"
 
 
 def _origins(keys: list[str], values: list[dict[str, Any]]) -> list[str]:
     """The original memories behind a group: a merged source stands for its own sources."""
     out: list[str] = []
     for key, value in zip(keys, values, strict=True):
-        earlier = value.get("consolidated_from")
-        if isinstance(earlier, list) and all(isinstance(k, str) for k in earlier):
-            out.extend(earlier)
-        else:
-            out.append(key)
+        earlier = _sources_of(value)
+        out.extend(earlier if earlier is not None else [key])
     return list(dict.fromkeys(out))
+
+
+def _sources_of(value: dict[str, Any]) -> list[str] | None:
+    earlier = value.get("consolidated_from")
+    if isinstance(earlier, list) and all(isinstance(k, str) for k in earlier):
+        return earlier
+    return None
+
+
+def _unfinished(keys: list[str], values: list[dict[str, Any]]) -> int | None:
+    """The merged member of a group that is that merged memory plus its own sources.
+
+    Such a group is a merge interrupted before its sources were deleted or
+    down-weighted; finishing it reuses the merged memory's key instead of adding one.
+    """
+    origins = set(_origins(keys, values))
+    for i, value in enumerate(values):
+        earlier = _sources_of(value)
+        if earlier is not None and set(earlier) == origins:
+            return i
+    return None
+
+
+def _most_restrictive_type(values: list[dict[str, Any]], shared: tuple[str, ...]) -> str:
+    types = [str(v.get("memory_type", DEFAULT_MEMORY_TYPE)) for v in values]
+    return next((t for t in types if t not in shared), types[0])
+
+
+class _Candidates:
+    """The memories a consolidation pass may merge, and the values read so far.
+
+    A memory is no source when it is pinned, has no text `content`, or was already
+    merged into a memory that still exists (`consolidated_into`): a down-weighted
+    original stays beside its merged memory instead of being merged with it again.
+    """
+
+    def __init__(self, tier: Any, namespace: tuple[str, ...], now: float) -> None:
+        self.tier = tier
+        self.namespace = namespace
+        self.now = now
+        self.values: dict[str, dict[str, Any]] = {}
+        self.excluded: set[str] = set()
+        self._exists: dict[str, bool] = {}
+
+    def read(self, keys: list[str]) -> bool:
+        """Read the values of `keys` not read yet; True when one of them is excluded."""
+        wanted = [k for k in dict.fromkeys(keys) if k not in self.values]
+        for start in range(0, len(wanted), 1000):
+            got = self.tier.get(self.namespace, wanted[start : start + 1000], now=self.now)
+            self.values.update({k: item.value for k, item in got.items()})  # not an access
+        targets = {
+            t
+            for k in wanted
+            if isinstance(t := self.values.get(k, {}).get("consolidated_into"), str)
+            and t not in self._exists
+        }
+        if targets:
+            got = self.tier.get(self.namespace, sorted(targets), now=self.now)
+            self._exists.update({t: t in got for t in targets})
+        before = len(self.excluded)
+        self.excluded.update(k for k in wanted if not self._usable(k))
+        return len(self.excluded) > before
+
+    def _usable(self, key: str) -> bool:
+        value = self.values.get(key)
+        if value is None or value.get(PINNED_FIELD) is True:
+            return False
+        content = value.get("content")
+        if not isinstance(content, str) or not content.strip():
+            return False
+        into = value.get("consolidated_into")
+        return not (isinstance(into, str) and self._exists.get(into, False))
 
 
 def consolidate(
@@ -254,62 +328,85 @@ def consolidate(
     skip = set(exclude)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
         raise ValueError(f"limit must be an int >= 2, got {limit!r}.")
-    recent: deque[str] = deque(maxlen=limit)  # the newest memories, in write order
+    shared = tuple(core.scoring.shared_types)
+    recent: deque[tuple[str, bool]] = deque(maxlen=limit)  # the newest memories, write order
     for page in tier.iter_memory_stats(namespace):
-        recent.extend(k for k, _ in page if k not in skip)
-    keys = list(recent)
+        recent.extend((k, st.memory_type in shared) for k, st in page if k not in skip)
+    keys = [k for k, _ in recent]
+    is_shared = dict(recent)
     order = {k: i for i, k in enumerate(keys)}
     found, matrix = tier.primary_vectors(namespace, keys)
     rank = sorted(range(len(found)), key=lambda i: order[found[i]])  # write order
     present = [found[i] for i in rank]
     matrix = matrix[rank] if rank else matrix
-    if query is None:
-        groups = group_near_duplicates(present, matrix, threshold)
-    else:
+    qv = None
+    if query is not None:
         qv = core.embeddings.embed_query(query)
         core._check_vectors([qv], "consolidation themes")
-        group = theme_group(present, matrix, qv, min_similarity, max_sources)
-        groups = [group] if len(group) >= 2 else []
+    candidates = _Candidates(tier, namespace, now)
+
+    def grouped() -> list[list[str]]:
+        # Shared types (facts, skills) and private ones are never merged together.
+        out: list[list[str]] = []
+        for visibility in (True, False):
+            rows = [
+                i
+                for i, k in enumerate(present)
+                if is_shared[k] is visibility and k not in candidates.excluded
+            ]
+            sub = [present[i] for i in rows]
+            if qv is None:
+                out.extend(group_near_duplicates(sub, matrix[rows], threshold))
+            else:
+                group = theme_group(sub, matrix[rows], qv, min_similarity, max_sources)
+                out.extend([group] if len(group) >= 2 else [])
+        return out
+
+    groups = grouped()
+    while candidates.read([k for group in groups for k in group]):
+        groups = grouped()  # regroup without the memories that cannot be sources
     chat = None
     if model is not None and groups:
         from langgraph_tiered_memory.summarizer import _resolve_model
 
         chat = _resolve_model(model)
-    wanted = [k for group in groups for k in group]
-    items: dict[str, Any] = {}
-    for start in range(0, len(wanted), 1000):
-        items.update(tier.get(namespace, wanted[start : start + 1000], now=now))  # no access
     records = []
     merged_ops: list[PutOp] = []
     source_ops: list[PutOp] = []
     for group in groups:
-        group = [k for k in group if k in items]
-        values = [items[k].value for k in group]
-        if len(values) < 2:
-            continue
+        values = [candidates.values[k] for k in group]
         content = _merge(chat, [str(v.get("content") or "") for v in values])
         importance = max(float(v.get("importance", 0.5)) for v in values)
-        merged_key = _merged_key(group)
+        origins = _origins(group, values)
+        done = _unfinished(group, values)
+        if done is None:
+            merged_key, base = _merged_key(group, values), values[0]
+        else:
+            merged_key, base = group[done], values[done]
+        sources = [k for k in group if k != merged_key]
         records.append(
             {
                 "key": merged_key,
                 "namespace": list(namespace),
-                "sources": list(group),
+                "sources": sources,
                 "content": content,
                 "importance": importance,
             }
         )
-        origins = _origins(group, values)
         merged = {
-            **{k: v for k, v in values[0].items() if k not in ("content", "importance")},
+            **{k: v for k, v in base.items() if k not in ("content", "importance")},
             "content": content,
             "importance": importance,
+            "memory_type": _most_restrictive_type(values, shared),
             "consolidated_from": origins,
             "source_count": len(origins),
         }
+        if "memory_type" not in base and merged["memory_type"] == DEFAULT_MEMORY_TYPE:
+            del merged["memory_type"]
         merged.pop("consolidated_into", None)
         merged_ops.append(PutOp(namespace, merged_key, merged))
-        for k, v in zip(group, values, strict=True):
+        for k in sources:
+            v = candidates.values[k]
             if originals == "delete":
                 source_ops.append(PutOp(namespace, k, None))
             else:
@@ -325,7 +422,7 @@ def consolidate(
 
 
 def _merge(chat: Any, contents: list[str]) -> str:
-    """One memory's content from several: their distinct sentences, or the model's merge."""
+    """One memory's content from several: each source's text once, or the model's merge."""
     from langgraph_tiered_memory.consolidation import CONSOLIDATION_PROMPT, merge_contents
 
     if chat is None:
@@ -345,76 +442,3 @@ def _merge(chat: Any, contents: list[str]) -> str:
             " Check the model, or pass model=None to merge without one."
         )
     return content
-
-
-def worth_keeping(item: Item) -> bool:
-    """The default promotion predicate: `importance >= 0.7` or `mentions >= 2`."""
-    importance = item.value.get("importance", 0)
-    mentions = item.value.get("mentions", 0)
-    return (
-        not isinstance(importance, bool)
-        and isinstance(importance, (int, float))
-        and importance >= 0.7
-    ) or (not isinstance(mentions, bool) and isinstance(mentions, int) and mentions >= 2)
-
-
-def long_term_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
-    """The default promotion target: first label `"short_term"` becomes `"memories"`."""
-    if namespace and namespace[0] == "short_term":
-        return ("memories", *namespace[1:])
-    return ("memories", *namespace)
-
-
-def promote(
-    core: TieredStoreCore,
-    namespace_prefix: tuple[str, ...],
-    *,
-    predicate: Callable[[Item], bool] | None,
-    target: Callable[[tuple[str, ...]], tuple[str, ...]] | None,
-    delete: bool,
-    page_size: int,
-) -> list[tuple[tuple[str, ...], str]]:
-    """Copy short-term items the predicate accepts to long-term memory (copy stored first)."""
-    _check_page_size(page_size)
-    check = predicate or worth_keeping
-    move = target or long_term_namespace
-    promoted: list[tuple[tuple[str, ...], str]] = []
-    namespaces: Any
-    (namespaces,) = core._run_batch(
-        [
-            ListNamespacesOp(
-                match_conditions=(MatchCondition("prefix", tuple(namespace_prefix)),),
-                max_depth=None,
-                limit=1_000_000,
-                offset=0,
-            )
-        ]
-    )
-    for ns in namespaces or []:
-        if core.tier_for(ns) != "short":
-            continue
-        offset = 0
-        while True:
-            (found,) = core._run_batch(
-                [SearchOp(ns, None, page_size, offset, None, refresh_ttl=False)]
-            )
-            page: list[Item] = list(cast(list[Item], found or []))
-            removed = 0
-            for item in page:
-                if not check(item):
-                    continue
-                dest = tuple(move(tuple(item.namespace)))
-                if core.tier_for(dest) != "long":
-                    raise ConfigurationError(
-                        f"Promotion target {dest} is routed to the short-term tier;"
-                        " pass target= a function returning a long-term namespace."
-                    )
-                core._run_batch([PutOp(dest, item.key, dict(item.value))])  # stored first
-                promoted.append((dest, item.key))
-                if delete:
-                    core._run_batch([PutOp(tuple(item.namespace), item.key, None)])
-                    removed += 1
-            if len(page) < page_size:
-                break
-            offset += len(page) - removed  # deleted items no longer take a place
-    return promoted

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
 
+from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
@@ -37,8 +38,12 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             no modules are needed.
         redis_client: An existing `redis.Redis` client instead of `redis_url`.
         chroma_client: An existing Chroma client (`PersistentClient`, `HttpClient`, ...).
+            The store takes no lock on its directory and does not close it.
         chroma_path: Directory of the embedded Chroma database, created if missing.
-            Defaults to `TIERED_MEMORY_CHROMA_PATH` or `./.tiered-memory/chroma`.
+            Defaults to `TIERED_MEMORY_CHROMA_PATH` or `./.tiered-memory/chroma`. The
+            store locks it against other processes from first use until `close()`
+            (`ChromaDirectoryInUseError`); to share one between processes, serve it with
+            `chroma run` and pass `chroma_client=chromadb.HttpClient(...)`.
         chroma_hnsw: `ChromaHnswConfig` for the HNSW index of new namespaces.
         index: LangGraph `IndexConfig` (`dims`, `embed`, `fields`) enabling semantic
             search. `embed` may be an `Embeddings`, a function, a `"provider:model"`
@@ -51,13 +56,22 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         tiers: `TierPolicy` routing namespaces to tiers.
         key_prefix: Prefix of every Redis key and Chroma collection of this store, so
             several stores can share one Redis server and one Chroma client.
+            Case-sensitive: `"tm"` and `"TM"` are two stores.
         clock: Function returning the current time in epoch seconds (for tests).
-        allow_non_finite_filters: Accept NaN and infinite numbers in search filters and
-            compare them with IEEE semantics, instead of raising `InvalidFilterError`.
+        allow_non_finite_filters: Accept NaN and infinite numbers in search filters
+            and compare them with IEEE semantics, as LangGraph's own stores do (the
+            default): `{"$lt": float("inf")}` is no upper bound, and NaN matches
+            nothing except under `$ne`. `False` is a strict mode that raises
+            `InvalidFilterError` for them instead, before anything of the batch runs.
         memory_index_path: SQLite file of the memory index (keyword index and access
             statistics) when `chroma_client` is not an embedded `PersistentClient`
             (for example an `HttpClient`). With an embedded Chroma the index lives in
             its directory; with an in-memory client and no path it is in memory.
+        redis_timeout: The most one store call waits on Redis, in seconds (default 15),
+            when the store creates the client from `redis_url`: a frozen or unreachable
+            server then raises `BackendUnavailableError` within this bound. Connection
+            errors are retried within it, timeouts never. With `redis_client=` the
+            client's own timeouts apply.
 
     Example:
         ```python
@@ -88,8 +102,9 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         tiers: TierPolicy | None = None,
         key_prefix: str = DEFAULT_KEY_PREFIX,
         clock: Callable[[], float] | None = None,
-        allow_non_finite_filters: bool = False,
+        allow_non_finite_filters: bool = True,
         memory_index_path: str | None = None,
+        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
     ) -> None:
         self._configure(
             redis_client=redis_client,
@@ -105,6 +120,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             clock=clock,
             allow_non_finite_filters=allow_non_finite_filters,
             memory_index_path=memory_index_path,
+            redis_timeout=redis_timeout,
         )
 
     @classmethod
@@ -135,11 +151,13 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch of operations; results come back in op order."""
-        return self._run_batch(ops)
+        with redis_call():  # the batch's Redis round trips share one time budget
+            return self._run_batch(ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch without blocking the event loop (I/O runs in a thread)."""
-        return await self._arun_batch(ops)
+        with redis_call():  # the batch's Redis round trips share one time budget
+            return await self._arun_batch(ops)
 
     # ------------------------------------------------------------------ memories
     def get_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
@@ -179,6 +197,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             user_id: The caller's user, for `"contextual"` retrieval.
             min_score: Drop hits scoring below this.
         """
+        self._check_search_text(namespace_prefix, query, filter, user_id)
         qv = None
         if self.embeddings is not None and retrieval != "keyword":
             qv = self.embeddings.embed_query(query)
@@ -305,8 +324,16 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         importance and records `consolidated_from` (keys of the original memories; a
         merged source stands for its own sources) and `source_count`.
         It is stored before the originals are deleted or down-weighted, so a crash in
-        between loses nothing; its key is derived from the sources, so a rerun
-        overwrites rather than duplicates it.
+        between loses nothing; its key is derived from the sources' keys and contents,
+        so reused keys with new content never collide and a rerun (after a crash too)
+        writes the same memory again instead of a duplicate.
+
+        Never merged: pinned memories (`"pinned": True`: they stay exactly as they
+        are), memories without a text `content`, down-weighted originals whose merged
+        memory still exists, and memories of different visibility: shared types
+        (`shared_types` of the scoring config, `fact` and `skill` by default) are
+        only merged with each other, never with private ones. The merged memory takes
+        the most restrictive memory type of its sources.
 
         Args:
             namespace: The namespace (long-term tier; the store needs an index).
@@ -315,8 +342,8 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             min_similarity: Cosine similarity to `query` that puts a memory in the theme.
             max_sources: Most memories merged for a theme.
             model: Chat model (or `init_chat_model` string) merging the contents with
-                `consolidation.CONSOLIDATION_PROMPT`; None joins their distinct
-                sentences, the longest memory first.
+                `consolidation.CONSOLIDATION_PROMPT`; None joins their texts, the
+                longest first, leaving out a text already contained in the others.
             originals: `"delete"` the sources after the merged memory is stored, or
                 `"downweight"` them (importance halved, `consolidated_into` set).
             dry_run: Only report the groups; write nothing.
@@ -351,22 +378,33 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
         delete: bool = False,
         page_size: int = 500,
-    ) -> list[tuple[tuple[str, ...], str]]:
+    ) -> maintenance.Promoted:
         """Copy short-term items that deserve it to long-term memory before they expire.
 
-        Each copy is stored before the optional delete of the short-term item.
+        Every item is read, mapped and validated before the first write, and each copy
+        is stored before the optional delete of the short-term item. An item that is
+        not a valid memory (e.g. `importance` 7) is skipped, logged and reported in
+        `.skipped`; it stays in the short-term tier. A copy never replaces another
+        long-term memory: when its key holds different content, it is stored as
+        `promoted-<digest>` (of source namespace, key and content); a copy whose
+        content is already stored there is not written again, so reruns add nothing.
 
         Args:
-            namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`).
+            namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`),
+                taken literally (a `"*"` label is a label, not a wildcard).
             predicate: Which items to promote. Default: `importance >= 0.7` or
                 `mentions >= 2` in the value.
-            target: Long-term namespace of a short-term one. Default: the first label
-                `"short_term"` becomes `"memories"`.
+            target: Long-term namespace of a short-term one. Default: the same user's
+                namespace, `("short_term", "u1", ...)` -> `("users", "u1", "memories",
+                ...)` (the scoring config's `user_label`), so contextual search never
+                shows it to another user; a namespace without a user is skipped.
             delete: Delete the short-term item once its copy is stored.
             page_size: Items read per page.
 
         Returns:
-            The (long-term namespace, key) of each promoted item.
+            The (long-term namespace, key) of each promoted item (a list); its
+            `skipped` attribute lists `{"namespace", "key", "reason"}` of the items
+            the predicate accepted but that could not be promoted.
         """
         return maintenance.promote(
             self,

@@ -8,16 +8,19 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-import redis
-from langgraph.store.base import PutOp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.store.base import InvalidNamespaceError, PutOp
 
 from langgraph_tiered_memory import (
+    AsyncTieredMemoryStore,
     BackendUnavailableError,
     ConfigurationError,
     InvalidFilterError,
     InvalidItemError,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.store._common import MAX_VALUE_DEPTH
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
@@ -56,9 +59,6 @@ def test_unserialisable_values_fail_the_whole_batch(
 @pytest.mark.parametrize(
     "flt",
     [
-        {"x": float("nan")},
-        {"x": {"$lt": float("inf")}},
-        {"x": {"$gt": -math.inf}},
         {"x": {"$in": [1]}},
         {"x') OR 1=1 --": 1},
         {"has space": 1},
@@ -184,29 +184,277 @@ def test_readonly_chroma_dir_is_named(tmp_path: Path, monkeypatch: pytest.Monkey
         store.setup()
 
 
-def test_store_routed_to_redis_works_without_modules(
-    redis_url: str, key_prefix: str, tmp_path: Path
+# --------------------------------------------------------------------------- atomic batches
+
+LONE = "\ud800"  # a lone surrogate: a str Python accepts but UTF-8 cannot encode
+
+
+def _snapshot(store: TieredMemoryStore, skip: tuple[tuple[str, ...], ...] = ()) -> list[object]:
+    """Every namespace and every item (value and timestamps) the store shows."""
+    namespaces = store.list_namespaces(limit=10_000)
+    items = []
+    for ns in namespaces:
+        if ns in skip:
+            continue
+        for it in store.search(ns, limit=10_000):
+            if it.namespace == ns:
+                items.append((it.namespace, it.key, it.value, it.created_at, it.updated_at))
+    return [namespaces, sorted(items, key=lambda x: (x[0], x[1]))]
+
+
+def _nested(depth: int) -> dict:
+    """A value with `depth` nested containers, alternating dicts and lists."""
+    node: object = "leaf"
+    for level in range(depth - 1):
+        node = {"d": node} if level % 2 else [node]
+    return {"d": node}
+
+
+@pytest.mark.parametrize(
+    "op, error",
+    [
+        (PutOp(("bad",), "k", {"text": "a" + LONE}), InvalidItemError),
+        (PutOp(("bad",), "k", {"deep": [{"x": ["ok", LONE]}]}), InvalidItemError),
+        (PutOp(("bad",), "k", {LONE: 1}), InvalidItemError),
+        (PutOp(("bad",), "k" + LONE, {"v": 1}), InvalidItemError),
+        (PutOp(("bad", LONE), "k", {"v": 1}), InvalidNamespaceError),
+        (PutOp(("bad",), "k", {"v": 1}, index=["v" + LONE]), InvalidItemError),
+        (PutOp(("ok",), "a" + LONE, None), InvalidItemError),
+        (PutOp((LONE,), "a", None), InvalidNamespaceError),
+    ],
+    ids=["value", "nested-value", "dict-key", "key", "label", "index-path", "del-key", "del-ns"],
+)
+def test_unencodable_text_fails_the_whole_batch_before_any_write(
+    store: TieredMemoryStore, op: PutOp, error: type[Exception]
 ) -> None:
-    """The Redis tier uses only core commands: no FT.* or JSON.* call is ever made."""
-    client = redis.Redis.from_url(redis_url)
-    store = TieredMemoryStore(
-        redis_client=client,
+    store.put(("ok",), "keep", {"v": 0})
+    before = _snapshot(store)
+    with pytest.raises(error, match="UTF-8") as err:
+        store.batch([PutOp(("ok",), "a", {"v": 1}), PutOp(("ok",), "keep", None), op])
+    assert "surrogate" in str(err.value)
+    assert _snapshot(store) == before
+    assert store.list_namespaces() == [("ok",)]
+
+
+def test_value_depth_limit(store: TieredMemoryStore) -> None:
+    assert MAX_VALUE_DEPTH == 100
+    store.put(("d",), "limit", _nested(MAX_VALUE_DEPTH))
+    assert store.get(("d",), "limit").value == _nested(MAX_VALUE_DEPTH)  # type: ignore[union-attr]
+    for depth in (MAX_VALUE_DEPTH + 1, 1_000, 100_000):
+        with pytest.raises(InvalidItemError, match=f"deeper than {MAX_VALUE_DEPTH}"):
+            store.batch([PutOp(("d",), "first", {"v": 1}), PutOp(("d",), "k", _nested(depth))])
+    assert [it.key for it in store.search(("d",))] == ["limit"]
+
+
+def test_deep_value_fails_before_memory_validation(make_store) -> None:  # type: ignore[no-untyped-def]
+    store = make_store("long", scoring=None, index={"dims": DIMS, "embed": HashingEmbeddings(DIMS)})
+    with pytest.raises(InvalidItemError, match="deeper"):
+        store.put(("m",), "k", {"content": "text", "memory_type": _nested(5_000)})
+    assert store.list_namespaces() == []
+
+
+def _other_dims_namespace(make_store, redis_url: str, tmp_path: Path, key_prefix: str) -> None:  # type: ignore[no-untyped-def]
+    """Store ("old",) on the long tier with embeddings of DIMS * 2 dimensions."""
+    other = make_store(
+        "long",
+        redis_url=redis_url,
+        chroma_path=str(tmp_path / "chroma"),
         key_prefix=key_prefix,
-        tiers={"default": "short"},
-        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS)},
+        index={"dims": DIMS * 2, "embed": HashingEmbeddings(DIMS * 2), "fields": ["text"]},
     )
-    calls: list[str] = []
-    original = client.execute_command
+    other.put(("old",), "o", {"text": "stored with other dims"})
+    other.close()
 
-    def spy(*args: object, **kw: object) -> object:
-        calls.append(str(args[0]).upper())
-        return original(*args, **kw)
 
-    client.execute_command = spy  # type: ignore[method-assign]
-    store.put(("a",), "k", {"text": "x"}, ttl=5)
-    store.get(("a",), "k")
-    store.search(("a",), query="x")
-    store.list_namespaces()
-    store.delete(("a",), "k")
-    client.execute_command = original  # type: ignore[method-assign]
-    assert calls and not any(c.startswith(("FT.", "JSON.")) for c in calls)
+@pytest.mark.parametrize("last", ["put", "delete"])
+def test_namespace_with_other_dims_fails_the_batch_before_any_write(
+    make_store,
+    redis_url: str,
+    tmp_path: Path,
+    key_prefix: str,
+    last: str,  # type: ignore[no-untyped-def]
+) -> None:
+    _other_dims_namespace(make_store, redis_url, tmp_path, key_prefix)
+    # Namespaces under ("s",) go to Redis, the rest to Chroma: the batch spans both tiers.
+    store = make_store(
+        tiers={"default": "long", "short": [("s",)]},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+    )
+    store.put(("keep",), "k", {"text": "kept"})
+    before = _snapshot(store, skip=(("old",),))
+    bad = PutOp(("old",), "o", {"text": "x"} if last == "put" else None)
+    with pytest.raises(ConfigurationError, match="dimensions"):
+        store.batch(
+            [
+                PutOp(("new",), "n", {"text": "new"}),
+                PutOp(("s", "x"), "n", {"text": "short"}),
+                PutOp(("keep",), "k", None),
+                bad,
+            ]
+        )
+    assert _snapshot(store, skip=(("old",),)) == before
+    assert store.list_namespaces() == [("keep",), ("old",)]
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda s: s.get(("r",), "k" + LONE), InvalidItemError),
+        (lambda s: s.get(("r", LONE), "k"), InvalidNamespaceError),
+        (lambda s: s.delete(("r",), "k" + LONE), InvalidItemError),
+        (lambda s: s.delete(("r", LONE), "k"), InvalidNamespaceError),
+        (lambda s: s.search(("r", LONE)), InvalidNamespaceError),
+        (lambda s: s.search(("r",), query="tea" + LONE), InvalidFilterError),
+        (lambda s: s.search(("r",), filter={"text": "tea" + LONE}), InvalidFilterError),
+        (lambda s: s.search(("r",), filter={"text": {"$ne": [LONE]}}), InvalidFilterError),
+        (lambda s: s.search(("r",), filter={"text" + LONE: 1}), InvalidFilterError),
+        (lambda s: s.list_namespaces(prefix=("r", LONE)), InvalidNamespaceError),
+        (lambda s: s.list_namespaces(suffix=(LONE,)), InvalidNamespaceError),
+    ],
+    ids=[
+        "get-key",
+        "get-label",
+        "delete-key",
+        "delete-label",
+        "search-prefix",
+        "search-query",
+        "filter-value",
+        "filter-nested-value",
+        "filter-key",
+        "list-prefix",
+        "list-suffix",
+    ],
+)
+def test_unencodable_text_in_reads_raises_a_package_error(
+    vstore: TieredMemoryStore, call: object, error: type[Exception]
+) -> None:
+    vstore.put(("r",), "k", {"text": "tea"})
+    with pytest.raises(error, match="UTF-8"):
+        call(vstore)  # type: ignore[operator]
+    assert [it.key for it in vstore.search(("r",))] == ["k"]
+
+
+def test_unencodable_text_in_memory_calls_raises_a_package_error(make_store) -> None:  # type: ignore[no-untyped-def]
+    store = make_store("long", scoring=None, index={"dims": DIMS, "embed": HashingEmbeddings(DIMS)})
+    store.put(("u",), "k", {"content": "green tea"})
+    for retrieval in ("hybrid", "keyword", "semantic"):
+        with pytest.raises(InvalidFilterError, match="UTF-8"):
+            store.search(("u",), query="tea" + LONE, filter={"$retrieval": retrieval})
+    with pytest.raises(InvalidFilterError, match="UTF-8"):
+        store.search(("u",), query="tea", filter={"$retrieval": "contextual", "$user": LONE})
+    with pytest.raises(InvalidFilterError, match="UTF-8"):
+        store.search_memories(("u",), "tea" + LONE)
+    with pytest.raises(InvalidFilterError, match="UTF-8"):
+        store.search_memories(("u",), "tea", retrieval="contextual", user_id=LONE)
+    with pytest.raises(InvalidNamespaceError, match="UTF-8"):
+        store.get_memory(("u", LONE), "k")
+    with pytest.raises(InvalidNamespaceError, match="UTF-8"):
+        store.update_importance(("u", LONE), "k", 0.1)
+
+
+async def test_async_batch_with_a_bad_op_writes_nothing(
+    redis_url: str, key_prefix: str, tmp_path: Path, tier: str
+) -> None:
+    async with AsyncTieredMemoryStore.from_conn_string(
+        redis_url,
+        chroma_path=str(tmp_path / "chroma"),
+        key_prefix=key_prefix,
+        tiers={"default": tier},  # type: ignore[typeddict-item]
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+    ) as store:
+        with pytest.raises(InvalidItemError, match="UTF-8"):
+            await store.abatch(
+                [PutOp(("a",), "ok", {"text": "fine"}), PutOp(("a",), "bad", {"text": LONE})]
+            )
+        with pytest.raises(InvalidItemError, match="deeper"):
+            await store.aput(("a",), "deep", _nested(2_000))
+        assert await store.alist_namespaces() == []
+        assert await store.aget(("a",), "ok") is None
+
+
+async def test_async_batch_reaching_other_dims_writes_nothing(
+    make_store,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    _other_dims_namespace(make_store, redis_url, tmp_path, key_prefix)
+    async with AsyncTieredMemoryStore.from_conn_string(
+        redis_url,
+        chroma_path=str(tmp_path / "chroma"),
+        key_prefix=key_prefix,
+        tiers={"default": "long"},
+        scoring={"mode": "similarity"},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+    ) as store:
+        with pytest.raises(ConfigurationError, match="dimensions"):
+            await store.abatch(
+                [PutOp(("new",), "n", {"text": "new"}), PutOp(("old",), "o", {"text": "x"})]
+            )
+        assert await store.alist_namespaces() == [("old",)]
+
+
+# A batch of good puts and deletes with one poisoned op anywhere changes nothing.
+_POISON = {
+    "value": PutOp(("p",), "k", {"text": LONE}),
+    "dict-key": PutOp(("p",), "k", {"text": "x", "n": {LONE: [1]}}),
+    "key": PutOp(("p",), LONE, {"text": "x"}),
+    "label": PutOp(("s", LONE), "k", {"text": "x"}),
+    "index-path": PutOp(("p",), "k", {"text": "x"}, index=[LONE]),
+    "depth": PutOp(("p",), "k", _nested(MAX_VALUE_DEPTH + 1)),
+    "nan": PutOp(("p",), "k", {"x": float("nan")}),
+    "other-dims-put": PutOp(("alien",), "k", {"text": "x"}),
+    "other-dims-delete": PutOp(("alien",), "k", None),
+}
+_NAMESPACES = [("p",), ("q", "1"), ("s",), ("s", "2")]
+
+
+def _batches_around(poison: PutOp) -> st.SearchStrategy[list[PutOp]]:
+    value = st.fixed_dictionaries({"text": st.text(max_size=8), "n": st.integers(0, 9)})
+    good = st.builds(
+        PutOp,
+        namespace=st.sampled_from(_NAMESPACES),
+        key=st.sampled_from(["a", "b", "c"]),
+        value=st.one_of(value, value, st.none()),  # mostly upserts
+    )
+    return st.tuples(st.lists(good, min_size=1, max_size=6), st.integers(0, 6)).map(
+        lambda drawn: [*drawn[0][: drawn[1]], poison, *drawn[0][drawn[1] :]]
+    )
+
+
+@pytest.mark.parametrize("poison", list(_POISON), ids=list(_POISON))
+def test_any_batch_with_one_poisoned_op_leaves_the_store_unchanged(
+    make_store,
+    poison: str,  # type: ignore[no-untyped-def]
+) -> None:
+    """Ops of both tiers around the bad one: ("s", ...) goes to Redis, the rest to Chroma."""
+    # ("alien",) was stored by a store without an index (0 dimensions).
+    alien = make_store("long")
+    alien.put(("alien",), "k", {"text": "other"})
+    alien.close()
+    store = make_store(
+        tiers={"default": "long", "short": [("s",)]},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+    )
+    store.batch([PutOp(ns, "a", {"text": "seed", "n": 0}) for ns in _NAMESPACES])
+    skip = (("alien",),)
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(batch=_batches_around(_POISON[poison]))
+    def check(batch: list[PutOp]) -> None:
+        before = _snapshot(store, skip)
+        with pytest.raises((InvalidItemError, InvalidNamespaceError, ConfigurationError)):
+            store.batch(batch)
+        assert _snapshot(store, skip) == before
+
+    check()
+
+
+def test_batch_above_chromas_batch_size_is_written_whole(make_store) -> None:  # type: ignore[no-untyped-def]
+    store = make_store("long")
+    size = int(store.tiers["long"].client.get_max_batch_size()) + 1  # type: ignore[attr-defined]
+    store.batch(
+        [PutOp(("a",), "x", {"v": 0})] + [PutOp(("b",), f"k{i}", {"v": i}) for i in range(size)]
+    )
+    assert store.get(("a",), "x") is not None
+    assert len(store.search(("b",), limit=size + 1)) == size

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,8 +19,10 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+from langgraph.store.memory import InMemoryStore
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.errors import InvalidFilterError
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
@@ -396,6 +400,147 @@ def test_list_namespaces_matching_depth_and_paging(store: TieredMemoryStore) -> 
 def test_empty_store_lists_nothing(store: TieredMemoryStore) -> None:
     assert store.list_namespaces() == []
     assert store.search(()) == []
+
+
+# --------------------------------------------------------------------------- non-finite filters
+
+_INF, _NAN = math.inf, math.nan
+_ORDERING = ("$gt", "$gte", "$lt", "$lte")
+_MISSING = object()
+_GRID_VALUES: dict[str, Any] = {
+    "int": 5,
+    "neg": -3,
+    "zero": 0,
+    "float": 2.5,
+    "tiny": -1e-300,
+    "max": 1.7976931348623157e308,
+    "huge": 10**30,
+    "str": "abc",
+    "numstr": "1.5",
+    "true": True,
+    "false": False,
+    "none": None,
+    "list": [1, 2],
+    "dict": {"a": 1},
+    "missing": _MISSING,
+}
+
+
+def _grid_filters() -> list[dict[str, Any]]:
+    """Every operator and plain equality with +inf, -inf and NaN, top-level and nested."""
+    out: list[dict[str, Any]] = []
+    for key in ("x", "o.x"):
+        for operand in (_INF, -_INF, _NAN):
+            out.append({key: operand})
+            out.extend({key: {op: operand}} for op in ("$eq", "$ne", *_ORDERING))
+    out += [
+        {"x": {"$gt": -_INF, "$lt": _INF}},
+        {"x": {"$gte": 0, "$lt": _INF}},
+        {"x": {"$ne": _NAN}, "o.x": {"$lte": _INF}},
+        {"o": {"x": _INF}},
+        {"x": [1, _INF]},
+    ]
+    return out
+
+
+def _grid_value(name: str) -> dict[str, Any]:
+    stored = _GRID_VALUES[name]
+    value: dict[str, Any] = {"content": f"apple note {name}"}
+    if stored is not _MISSING:
+        value.update(x=stored, o={"x": stored})
+    return value
+
+
+def _inmemory_keys(filter: dict[str, Any]) -> set[str]:
+    """Keys `InMemoryStore` returns, except where this store documents a difference.
+
+    InMemoryStore reads a dotted key as a literal top-level key, so its copy of each
+    item also holds the nested field under `"o.x"`. It applies `float()` to both sides
+    of an ordering operator: it raises on None, lists, dicts and most strings, and
+    orders booleans and numeric strings as numbers.
+    This store orders numbers only with numbers (bools are not numbers) and strings
+    only with strings; anything else does not match.
+    """
+    ref = InMemoryStore()
+    for name, stored in _GRID_VALUES.items():
+        flat = {} if stored is _MISSING else {"o.x": stored}
+        ref.put(("ref", name), "k", {**_grid_value(name), **flat})
+    keys = set()
+    for name, stored in _GRID_VALUES.items():
+        verdicts = []
+        for key, cond in filter.items():
+            ordering = isinstance(cond, dict) and any(op in _ORDERING for op in cond)
+            if ordering and (isinstance(stored, bool) or not isinstance(stored, (int, float))):
+                verdicts.append(False)
+                continue
+            verdicts.append(bool(ref.search(("ref", name), filter={key: cond})))
+        if all(verdicts):
+            keys.add(name)
+    return keys
+
+
+def test_non_finite_filters_agree_with_inmemory_store(
+    make_store: Callable[..., TieredMemoryStore],
+    tier: str,
+    embeddings: HashingEmbeddings,
+    tmp_path: Path,
+) -> None:
+    index = {"dims": DIMS, "embed": embeddings, "fields": ["content"]}
+    similarity = make_store(tier, index=index)
+    memory = make_store(tier, index=index, scoring=None, chroma_path=str(tmp_path / "mem"))
+    ns = ("grid", "u1")
+    for store in (similarity, memory):
+        store.batch([PutOp(ns, name, _grid_value(name)) for name in _GRID_VALUES])
+    checked = 0
+    for flt in _grid_filters():
+        expected = _inmemory_keys(flt)
+        for store in (similarity, memory):
+            for query in (None, "apple note"):
+                found = store.search(("grid",), query=query, filter=flt, limit=100)
+                assert {r.key for r in found} == expected, (flt, query, store.scoring)
+                checked += 1
+        if tier == "long":  # memories live on the long tier only
+            hits = memory.search_memories(("grid",), "apple note", filter=flt, limit=100)
+            assert {h.entry.id for h in hits} == expected, flt
+    assert checked == 4 * len(_grid_filters())
+    # The grid is not vacuous: infinite bounds keep every number, NaN keeps nothing.
+    numbers = {"int", "neg", "zero", "float", "tiny", "max", "huge"}
+    assert _inmemory_keys({"x": {"$lt": _INF}}) == numbers
+    assert _inmemory_keys({"x": {"$gte": _NAN}}) == set()
+    assert _inmemory_keys({"x": {"$ne": _NAN}}) == set(_GRID_VALUES)
+
+
+def test_strict_filter_mode_refuses_non_finite_numbers_before_writing(
+    make_store: Callable[..., TieredMemoryStore], tier: str, tmp_path: Path
+) -> None:
+    default = make_store(tier)
+    strict = make_store(tier, allow_non_finite_filters=False, chroma_path=str(tmp_path / "s"))
+    ns = ("items",)
+    for store in (default, strict):
+        for i, price in enumerate([10, 20, 30]):
+            store.put(ns, str(i), {"price": price, "meta": {"n": i}})
+    flts: list[dict[str, Any]] = [
+        {"price": {"$lt": _INF}},
+        {"price": {"$gt": -_INF}},
+        {"price": {"$eq": _NAN}},
+        {"price": _NAN},
+        {"price": {"$ne": _NAN}},
+        {"meta": {"n": {"$lte": _INF}}},
+        {"meta.n": [_INF]},
+    ]
+    for flt in flts:
+        default.search(ns, filter=flt)  # accepted by default
+        with pytest.raises(InvalidFilterError) as err:
+            strict.search(ns, filter=flt)
+        message = str(err.value)
+        assert "strict mode" in message and "allow_non_finite_filters=True" in message
+        assert repr(next(iter(flt))) in message  # names the filter key
+    assert len(default.search(ns, filter={"price": {"$lt": _INF}})) == 3
+    assert len(strict.search(ns, filter={"price": {"$lt": 10**400}})) == 3  # finite: fine
+    # The refusal happens while planning, so the batch's earlier put is not written.
+    with pytest.raises(InvalidFilterError):
+        strict.batch([PutOp(ns, "new", {"price": 1}), SearchOp(ns, {"price": {"$lt": _INF}})])
+    assert strict.get(ns, "new") is None
 
 
 # --------------------------------------------------------------------------- graphs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from langgraph_tiered_memory.store._common import ItemWrite, Namespace, StoredItem
@@ -28,8 +28,24 @@ class Tier(Protocol):
     ) -> dict[str, StoredItem]:
         """Live items of `namespace` with the given keys."""
 
+    def check_writes(self, namespaces: Sequence[Namespace]) -> None:
+        """Raise now if a write to one of `namespaces` would be refused; write nothing.
+
+        The store calls it for every batch after planning and before embedding and
+        writing, so a batch that one of its tiers cannot take fails before its first
+        write on any tier. It may read (and cache) what it checks, but never creates.
+
+        Raises:
+            ConfigurationError: a namespace was stored with a setting this store does
+                not share (on the long tier: another embedding size).
+        """
+
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
-        """Apply upserts and deletes (vectors, value and metadata together)."""
+        """Apply upserts and deletes (vectors, value and metadata together).
+
+        Everything a write can refuse is checked before: values by the store's
+        planning, namespaces by `check_writes`.
+        """
 
     def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Restart the TTL of items that have one."""
@@ -42,11 +58,13 @@ class Tier(Protocol):
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
     ) -> list[ScoredItem]:
         """Best `limit` live items under `prefix` matching `filter`.
 
         With a query vector, items come by descending cosine similarity, then the
-        unindexed ones with score None. Without one, in storage order.
+        unindexed ones with score None. Without one, in storage order. With
+        `namespace_filter`, only the namespaces it accepts are searched.
         """
 
     def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:

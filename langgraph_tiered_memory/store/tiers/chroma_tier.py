@@ -88,7 +88,7 @@ class ChromaTier:
         *,
         key_prefix: str,
         dims: int,
-        client_factory: Callable[[], Any] | None = None,
+        client_factory: Callable[[], tuple[Any, Callable[[], None]]] | None = None,
         owns_client: bool = False,
         hnsw: Mapping[str, int] | None = None,
         describe: Callable[[dict[str, Any]], tuple[str, str, Any] | None] | None = None,
@@ -98,6 +98,7 @@ class ChromaTier:
             raise ValueError("ChromaTier needs a client or a client_factory.")
         self._client = client
         self._client_factory = client_factory
+        self._close_client: Callable[[], None] | None = None
         self._lock = threading.RLock()
         self.prefix = key_prefix
         self.dims = dims
@@ -115,12 +116,16 @@ class ChromaTier:
 
     @property
     def client(self) -> Any:
-        """The Chroma client, created on first use when the tier owns it."""
+        """The Chroma client, created on first use when the tier owns it.
+
+        `client_factory` returns the client and the function that closes it (for an
+        embedded Chroma, that also releases the directory's inter-process lock).
+        """
         if self._client is None:
             with self._lock:
                 if self._client is None:
                     assert self._client_factory is not None
-                    self._client = self._client_factory()
+                    self._client, self._close_client = self._client_factory()
         return self._client
 
     @property
@@ -139,6 +144,7 @@ class ChromaTier:
         if not getattr(settings, "is_persistent", False) or not directory:
             return None
         mirror = DocMirror(directory)
+        mirror.move_legacy_keyword_index(self.prefix)
         mirror.recover(self.prefix, self._read_primaries, self._row_of_meta)
         # The Chroma registry is small and authoritative: copy it on every open.
         registry = self._registered_in_chroma(())
@@ -191,6 +197,7 @@ class ChromaTier:
                             " scoring={'mode': 'similarity'}."
                         )
                     idx = DocMirror(self._memory_index_path or ":memory:")
+                    idx.move_legacy_keyword_index(self.prefix)
                     idx.recover(self.prefix, self._read_primaries, self._row_of_meta, docs=False)
                     self._fill_memories(idx, self._registered_in_chroma(()))
                     self._memindex = idx
@@ -255,7 +262,11 @@ class ChromaTier:
         self._registry_collection()
 
     def close(self) -> None:
-        """Forget cached collections, stop the worker threads, close the mirror."""
+        """Forget cached collections, stop the worker threads, close the mirror.
+
+        A client the tier created is closed too, which releases the embedded Chroma
+        directory for other processes; a client passed in is left open.
+        """
         self._pool.shutdown(wait=True)
         if self._mirror is not None:
             self._mirror.close()
@@ -266,6 +277,11 @@ class ChromaTier:
             self._memindex = None
         self._collections.clear()
         self._registry = None
+        with self._lock:
+            close, self._close_client = self._close_client, None
+            if close is not None:
+                self._client = None
+                close()
 
     def _registry_collection(self) -> Any:
         if self._registry is None:
@@ -430,18 +446,21 @@ class ChromaTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
     ) -> list[ScoredItem]:
         """Search each matching namespace's collection and merge the results.
 
         With a query, the collection of `prefix` itself is searched while the registry
         lookup for deeper namespaces runs in a worker thread (Chroma releases the GIL),
-        so the common single-namespace search costs one HNSW query.
+        so the common single-namespace search costs one HNSW query. With
+        `namespace_filter`, only the namespaces it accepts are searched.
         """
         if limit <= 0:
             return []
         results: list[ScoredItem] = []
         done: set[Namespace] = set()
-        if query_vector is not None and prefix and self.mirror is None:
+        keep = namespace_filter or (lambda ns: True)
+        if query_vector is not None and prefix and self.mirror is None and keep(prefix):
             own = self._collection(prefix, create=False)
             if own is not None:
                 pending = self._pool.submit(self._registered, prefix)
@@ -454,7 +473,7 @@ class ChromaTier:
                 registered = self._registered(prefix)
         else:
             registered = self._registered(prefix)
-        for ns in sorted(ns for ns, _ in registered if ns not in done):
+        for ns in sorted(ns for ns, _ in registered if ns not in done and keep(ns)):
             col = self._collection(ns, create=False)
             if col is None:
                 continue
@@ -478,6 +497,7 @@ class ChromaTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
     ) -> list[Candidate]:
         """Candidates for memory ranking: the best `limit` of each retrieval channel.
 
@@ -488,6 +508,7 @@ class ChromaTier:
             filter: Value filter every candidate must match.
             limit: Candidates per channel.
             now: Current time (epoch seconds).
+            namespace_filter: When given, only the namespaces it accepts are searched.
 
         Returns:
             Live candidates with their dense similarity and BM25 score (None when the
@@ -498,7 +519,11 @@ class ChromaTier:
             raise ConfigurationError("Memory retrieval needs scoring={'mode': 'memory'}.")
         dense: list[tuple[StoredItem, float, float | None, float | None]] = []
         keyword: list[tuple[StoredItem, float]] = []
-        for ns in sorted(ns for ns, _ in self._registered(prefix)):
+        for ns in sorted(
+            ns
+            for ns, _ in self._registered(prefix)
+            if namespace_filter is None or namespace_filter(ns)
+        ):
             col = self._collection(ns, create=False)
             if col is None:
                 continue
@@ -773,6 +798,19 @@ class ChromaTier:
         return {k: self._decode(ns, k, m) for k, m in metas.items()}
 
     # ----------------------------------------------------------------- writes
+    def check_writes(self, namespaces: Sequence[Namespace]) -> None:
+        """Check the embedding size each existing target namespace was stored with.
+
+        Loads (and caches) the namespaces' collections without creating any, so a
+        batch reaching a namespace of other dimensions fails before its first write.
+
+        Raises:
+            ConfigurationError: a namespace was stored with other dimensions.
+        """
+        with self._lock:
+            for ns in namespaces:
+                self._collection(ns, create=False)
+
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
         """Apply upserts and deletes namespace by namespace."""
         by_ns: dict[Namespace, list[ItemWrite]] = {}
@@ -851,8 +889,11 @@ class ChromaTier:
                 metadatas.append({"_k": w.key, "_w": write_id})
             if prev is not None:  # every extra vector of the previous write is stale now
                 stale.extend(_extra_ids(w.key, prev))
-        if ids:
-            col.upsert(ids=ids, embeddings=embeddings, metadatas=metadatas)
+        # Chroma refuses upserts above its batch size (5,461 ids embedded): send chunks.
+        step = max(1, int(self.client.get_max_batch_size())) if ids else 1
+        for at in range(0, len(ids), step):
+            end = at + step
+            col.upsert(ids=ids[at:end], embeddings=embeddings[at:end], metadatas=metadatas[at:end])
         for w in deletes:
             prev = old_docs.get(w.key)
             if prev is not None:

@@ -16,17 +16,21 @@ it is meant for session-sized namespaces (up to a few thousand items each).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import redis
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from langgraph_tiered_memory._redact import mask_url
+from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import BackendUnavailableError
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
@@ -42,25 +46,47 @@ from langgraph_tiered_memory.store.tiers.base import ScoredItem
 
 __all__ = ["RedisTier"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 
-def _mask(url: str) -> str:
-    if "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.split('@', 1)[1]}"
-    return url
+
+def describe_client(client: Any) -> str:
+    """Where a `redis.Redis` client connects, as a URL without credentials."""
+    kwargs = client.connection_pool.connection_kwargs
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
+    return f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
 
 
 @contextmanager
-def redis_errors(where: str) -> Iterator[None]:
+def redis_errors(where: str, timeout: float | None = None) -> Iterator[None]:
     """Turn connection failures into `BackendUnavailableError` naming the fix."""
     try:
         yield
-    except (RedisConnectionError, RedisTimeoutError) as e:
+    except RedisAuthenticationError as e:
         raise BackendUnavailableError(
-            f"Redis is unreachable at {where}: {e}. Start Redis (or use"
-            " langgraph_tiered_memory.embedded.EmbeddedRedis), check the URL given as"
-            " redis_url / REDIS_URL, and that the server accepts connections."
+            f"Redis at {mask_url(where)} refused the credentials: {e}. Check the user name"
+            " and password in redis_url / REDIS_URL (or the ACL of that user)."
         ) from e
+    except (RedisConnectionError, RedisTimeoutError) as e:
+        bound = f" (each store call waits on Redis at most {timeout:g} s)" if timeout else ""
+        raise BackendUnavailableError(
+            f"Redis is unreachable at {mask_url(where)}: {e}{bound}. Check that the server"
+            " is running, accepts connections at that address and is not paused or"
+            " overloaded; check the URL given as redis_url / REDIS_URL. Without a server,"
+            " use langgraph_tiered_memory.embedded.EmbeddedRedis."
+        ) from e
+
+
+def _one_call(method: Callable[P, R]) -> Callable[P, R]:
+    """Run a tier operation as one Redis call: its round trips share one time budget."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with redis_call():
+            return method(*args, **kwargs)
+
+    return wrapper
 
 
 class RedisTier:
@@ -72,9 +98,10 @@ class RedisTier:
         self.client = client
         self.prefix = key_prefix
         self._owns_client = owns_client
-        kwargs = client.connection_pool.connection_kwargs
-        self._where = _mask(
-            f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+        self._where = describe_client(client)
+        # The per-call bound of clients made from a URL (see `_redis_client`), for messages.
+        self._timeout: float | None = getattr(
+            client.connection_pool.connection_class, "budget", None
         )
         self._registry = f"{key_prefix}:{{registry}}:ns"
 
@@ -82,9 +109,10 @@ class RedisTier:
     def _base(self, namespace: Namespace) -> str:
         return f"{self.prefix}:{{{namespace_id(namespace)}}}"
 
+    @_one_call
     def setup(self) -> None:
         """Check that Redis answers."""
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             self.client.ping()
 
     def close(self) -> None:
@@ -107,6 +135,7 @@ class RedisTier:
         )
 
     # ----------------------------------------------------------------- reads
+    @_one_call
     def get(
         self, namespace: Namespace, keys: Sequence[str], *, now: float
     ) -> dict[str, StoredItem]:
@@ -114,7 +143,7 @@ class RedisTier:
         if not keys:
             return {}
         base = self._base(namespace)
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             raws = self.client.mget([f"{base}:i:{k}" for k in keys])
         out: dict[str, StoredItem] = {}
         for key, raw in zip(keys, raws, strict=True):
@@ -126,7 +155,7 @@ class RedisTier:
 
     def _registered(self, prefix: Namespace) -> list[Namespace]:
         members: list[Any]
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             if prefix:
                 enc = encode_namespace(prefix).encode("utf-8")
                 members = self.client.zrangebylex(self._registry, b"[" + enc, b"[" + enc + b"\xff")
@@ -136,13 +165,14 @@ class RedisTier:
             decode_namespace(m.decode("utf-8") if isinstance(m, bytes) else str(m)) for m in members
         ]
 
+    @_one_call
     def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
         """Namespaces under `prefix` with at least one live item."""
         candidates = self._registered(prefix)
         if not candidates:
             return []
         now_ms = now * 1000
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
             for ns in candidates:
                 pipe.zcount(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
@@ -151,7 +181,7 @@ class RedisTier:
 
     def _live_keys(self, namespaces: list[Namespace], now: float) -> list[list[str]]:
         now_ms = now * 1000
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
             for ns in namespaces:
                 pipe.zrangebyscore(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
@@ -160,6 +190,7 @@ class RedisTier:
             sorted(m.decode("utf-8") if isinstance(m, bytes) else m for m in keys) for keys in res
         ]
 
+    @_one_call
     def search(
         self,
         prefix: Namespace,
@@ -168,13 +199,19 @@ class RedisTier:
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
     ) -> list[ScoredItem]:
         """Rank the live items under `prefix` in-process.
 
         With a query, only the vectors of every live item are read; documents are
-        then fetched in rank order until `limit` items pass the filter.
+        then fetched in rank order until `limit` items pass the filter. With
+        `namespace_filter`, only the namespaces it accepts are read.
         """
-        namespaces = sorted(self._registered(prefix))
+        namespaces = sorted(
+            ns
+            for ns in self._registered(prefix)
+            if namespace_filter is None or namespace_filter(ns)
+        )
         if not namespaces:
             return []
         keys_per_ns = self._live_keys(namespaces, now)
@@ -217,7 +254,7 @@ class RedisTier:
 
     def _mget(self, names: list[str], chunk: int = 2000) -> list[Any]:
         out: list[Any] = []
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             for start in range(0, len(names), chunk):
                 out.extend(self.client.mget(names[start : start + chunk]))
         return out
@@ -246,12 +283,16 @@ class RedisTier:
         return found
 
     # ----------------------------------------------------------------- writes
+    def check_writes(self, namespaces: Sequence[Namespace]) -> None:
+        """Nothing to check: Redis keeps no per-namespace settings (no I/O)."""
+
+    @_one_call
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
         """Write each namespace's changes in one MULTI/EXEC transaction."""
         by_ns: dict[Namespace, list[ItemWrite]] = {}
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             for ns, group in by_ns.items():
                 self._write_namespace(ns, group, now)
 
@@ -289,12 +330,13 @@ class RedisTier:
             pipe.zadd(f"{base}:z", {w.key: expires * 1000 if expires is not None else math.inf})
         pipe.execute()
 
+    @_one_call
     def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Restart the TTL clock of items that have one (document, vectors and index)."""
         todo = [it for it in items if it.ttl is not None]
         if not todo:
             return
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
             for it in todo:
                 base = self._base(it.namespace)
@@ -315,11 +357,12 @@ class RedisTier:
                 )
             pipe.execute()
 
+    @_one_call
     def sweep(self, *, now: float) -> int:
         """Drop expired members from the per-namespace key sets (Redis expires the items)."""
         removed = 0
         now_ms = now * 1000
-        with redis_errors(self._where):
+        with redis_errors(self._where, self._timeout):
             for ns in self._registered(()):
                 removed += int(self.client.zremrangebyscore(f"{self._base(ns)}:z", "-inf", now_ms))
         return removed
