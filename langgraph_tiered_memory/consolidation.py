@@ -6,8 +6,9 @@ have a cosine similarity of at least `threshold` with a seed memory form a group
 the memories whose own-text vectors are at least `min_similarity` cosine to the query.
 
 A group of two or more becomes one consolidated memory. Without a model its content is
-the group's distinct sentences (the longest memory first); with a model, the model
-merges them with `CONSOLIDATION_PROMPT`. Its importance is the group's highest, and
+every source's text once (the longest memory first; a source already contained in the
+text is left out, see `merge_contents`); with a model, the model merges them with
+`CONSOLIDATION_PROMPT`. Its importance is the group's highest, and
 `consolidated_from` / `source_count` record the sources. The consolidated memory is
 written first; only then are the originals deleted (or down-weighted), so a crash in
 between loses nothing.
@@ -103,14 +104,36 @@ def theme_group(
     return [keys[j] for j in order[:max_sources] if sims[j] >= min_similarity]
 
 
+def _sentences(content: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(content.strip()) if s.strip()]
+
+
+def _norm(sentence: str) -> str:
+    return " ".join(sentence.casefold().split())
+
+
+def _contains(kept: list[str], part: list[str]) -> bool:
+    """Whether `part` occurs in `kept` as a run of consecutive sentences."""
+    width = len(part)
+    return any(kept[i : i + width] == part for i in range(len(kept) - width + 1))
+
+
 def merge_contents(contents: Sequence[str]) -> str:
-    """The distinct sentences of several memories, the longest memory's first."""
-    seen: set[str] = set()
-    out: list[str] = []
+    """Every source's text once, the longest first; nothing of any source is lost.
+
+    A source whose sentences already occur, consecutively and in order, in the text
+    kept so far (case and spacing aside) adds nothing and is left out; any other
+    source is appended whole. Dropping single repeated sentences instead would cut
+    sentences that the splitter broke at an abbreviation ("Ask Dr. Smith." would
+    lose "Smith." to "Meet Dr. Smith."), so it is not done.
+    """
+    kept: list[str] = []
+    norms: list[str] = []
     for content in sorted(contents, key=len, reverse=True):
-        for sentence in _SENTENCE.split(content.strip()):
-            norm = " ".join(sentence.lower().split())
-            if norm and norm not in seen:
-                seen.add(norm)
-                out.append(sentence.strip())
-    return " ".join(out)
+        sentences = _sentences(content)
+        part = [_norm(s) for s in sentences]
+        if not part or _contains(norms, part):
+            continue
+        kept.extend(sentences)
+        norms.extend(part)
+    return " ".join(kept)

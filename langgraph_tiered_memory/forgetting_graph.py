@@ -6,12 +6,14 @@
 - **decide** sends a dry run straight to the report, and a real run on to consolidation
   (or to deletion when consolidation is off);
 - **consolidate** merges near-duplicates (and, for each of `themes`, the memories about
-  it) in every namespace under the prefix, leaving the flagged memories out;
+  it) in every namespace under the prefix, leaving the flagged memories out (and pinned
+  ones: they are never merged);
 - **delete** forgets the flagged memories, each judged again on its current statistics
   (`TieredMemoryStore.forget`), so a memory used or pinned since the scan stays;
 - **report** is the graph's output: `{"report": {forgotten_count, details, scanned,
   dry_run, consolidated, now}}`.
 
+The namespace prefix is literal in every step (a `"*"` label matches only `"*"`).
 The store comes from the graph's runtime (`compile(store=...)` or the LangGraph server)
 or from `store=`. Every step judges at one instant, taken once from `clock` at the scan.
 """
@@ -101,10 +103,11 @@ def create_forgetting_graph(
 
     Args:
         model: Chat model or `init_chat_model` string that merges consolidated
-            memories; None merges without a model (distinct sentences).
+            memories; None merges without a model (every source's text once).
         store: The `TieredMemoryStore` / `AsyncTieredMemoryStore` to maintain; default:
             the store the graph is compiled or served with.
         namespace: Namespace prefix to maintain (default: every long-term namespace).
+            Every step takes it literally: a `"*"` label is a label, not a wildcard.
         policy: Overrides of `DEFAULT_FORGETTING_POLICY` (e.g. `GARBAGE_COLLECT_POLICY`).
         dry_run: Report what would be forgotten; change nothing.
         consolidate: Merge near-duplicate memories before forgetting. None (the
@@ -237,12 +240,21 @@ def create_forgetting_graph(
             "now": now,
         }
 
-    def _long(found: Any, namespaces: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
-        return [tuple(ns) for ns in namespaces if found.tier_for(tuple(ns)) == "long"]
+    def _long(
+        found: Any, namespaces: list[tuple[str, ...]], prefix: tuple[str, ...]
+    ) -> list[tuple[str, ...]]:
+        # `list_namespaces` reads a "*" label as a wildcard; every step of this graph
+        # takes the prefix literally, so only namespaces that start with it stay.
+        return [
+            tuple(ns)
+            for ns in namespaces
+            if tuple(ns[: len(prefix)]) == prefix and found.tier_for(tuple(ns)) == "long"
+        ]
 
     def consolidate_node(state: ForgettingState) -> dict[str, Any]:
         found = _sync_store()
-        spaces = _long(found, found.list_namespaces(prefix=_prefix(state), limit=1_000_000))
+        at = _prefix(state)
+        spaces = _long(found, found.list_namespaces(prefix=at, limit=1_000_000), at)
         merged: list[dict[str, Any]] = []
         for ns, query, exclude in _plan(state, spaces):
             merged.extend(found.consolidate(ns, **_options(query, exclude, state["now"])))
@@ -250,7 +262,8 @@ def create_forgetting_graph(
 
     async def aconsolidate_node(state: ForgettingState) -> dict[str, Any]:
         found = _store()
-        spaces = _long(found, await found.alist_namespaces(prefix=_prefix(state), limit=1_000_000))
+        at = _prefix(state)
+        spaces = _long(found, await found.alist_namespaces(prefix=at, limit=1_000_000), at)
         merged: list[dict[str, Any]] = []
         for ns, query, exclude in _plan(state, spaces):
             merged.extend(await found.aconsolidate(ns, **_options(query, exclude, state["now"])))

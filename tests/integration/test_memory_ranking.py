@@ -356,8 +356,8 @@ def test_promotion_copies_worthy_short_term_items_to_long_term(
     store.put(("short_term", "s1"), "noise", {"content": "ok thanks"}, ttl=5)
     promoted = store.promote(("short_term",), page_size=2)
     assert sorted(k for _, k in promoted) == ["again", "pref"]
-    assert {ns for ns, _ in promoted} == {("memories", "s1")}
-    entry = store.get_memory(("memories", "s1"), "pref")
+    assert {ns for ns, _ in promoted} == {("users", "s1", "memories")}  # the user's own
+    entry = store.get_memory(("users", "s1", "memories"), "pref")
     assert entry is not None and entry.content == "likes jazz"
     assert store.get(("short_term", "s1"), "pref") is not None  # copied, not moved
     moved = store.promote(
