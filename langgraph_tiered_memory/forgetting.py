@@ -259,6 +259,19 @@ def should_forget(
 
     Returns:
         (True, reason) for the first rule that holds, else (False, "").
+
+    Example:
+        ```python
+        from datetime import datetime, timezone
+        from langgraph_tiered_memory import MemoryEntry, should_forget
+
+        t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        parking = MemoryEntry("parking", "parked on level 3", "experience", 0.1, t0, None, 0)
+        tea = MemoryEntry("tea", "likes green tea", "preference", 0.9, t0, None, 0)
+        week_later = t0.timestamp() + 7 * 86_400
+        assert should_forget(parking, now=week_later) == (True, "importance 0.1 < 0.2")
+        assert should_forget(tea, now=week_later) == (False, "")
+        ```
     """
     rules = ForgettingRules(policy)
     now = time.time() if now is None else now

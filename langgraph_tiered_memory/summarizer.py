@@ -379,6 +379,20 @@ async def asummarize_messages(
         prompt: System prompt of the model, with a `{summary}` placeholder.
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary.
+
+    Example:
+        ```python
+        import asyncio
+
+        from langchain_core.language_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph_tiered_memory import asummarize_messages
+
+        model = GenericFakeChatModel(messages=iter([AIMessage("The user counted to 19.")]))
+        chat = [HumanMessage(f"I am message {i}.", id=str(i)) for i in range(25)]
+        result = asyncio.run(asummarize_messages(chat, model=model, max_messages=20))
+        assert result.summary == "The user counted to 19." and len(result.kept) == 5
+        ```
     """
     step = _step(
         messages,
@@ -435,6 +449,17 @@ def trim_working_memory(
         messages: Working memory, oldest first.
         max_tokens: Token budget of the result.
         token_counter: Counts the tokens of a list of messages.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        from langgraph_tiered_memory import trim_working_memory
+
+        chat = [SystemMessage("Be brief."), HumanMessage("hi"), AIMessage("hello!")]
+        chat.append(HumanMessage("What is 2 + 2?"))
+        window = trim_working_memory(chat, max_tokens=2, token_counter=len)  # 1 message = 1 token
+        assert [m.content for m in window] == ["Be brief.", "What is 2 + 2?"]
+        ```
     """
     from langchain_core.messages import trim_messages
 
@@ -476,6 +501,21 @@ class SummarizationNode:
             `RemoveMessage` per folded message. The summarizer graph uses this so its
             output, applied by the parent graph's `add_messages`, removes the folded
             messages there too.
+
+    Example:
+        ```python
+        from langchain_core.messages import HumanMessage
+        from langgraph.graph import START, StateGraph
+        from langgraph_tiered_memory import SummarizationNode
+        from langgraph_tiered_memory.summarizer import SummaryState
+
+        builder = StateGraph(SummaryState)
+        builder.add_node("summarize", SummarizationNode(max_messages=4, keep_last=2))
+        builder.add_edge(START, "summarize")
+        chat = [HumanMessage(f"My number {i} is {i * 7}.", id=str(i)) for i in range(6)]
+        out = builder.compile().invoke({"messages": chat})
+        assert [m.id for m in out["messages"]] == ["4", "5"] and "number 0" in out["summary"]
+        ```
     """
 
     def __init__(
