@@ -7,18 +7,18 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from blockbuster import BlockBuster, blockbuster_ctx
+from blockbuster import BlockBuster, BlockingError, blockbuster_ctx
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore
 from tests.conftest import DIMS
-from tests.fakes import HashingEmbeddings
+from tests.fakes import Clock, HashingEmbeddings
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 async def astore(
-    redis_url: str, key_prefix: str, tmp_path: Path, tier: str
+    redis_url: str, key_prefix: str, tmp_path: Path, tier: str, clock: Clock
 ) -> AsyncIterator[AsyncTieredMemoryStore]:
     async with AsyncTieredMemoryStore.from_conn_string(
         redis_url,
@@ -26,6 +26,7 @@ async def astore(
         key_prefix=key_prefix,
         tiers={"default": tier},  # type: ignore[typeddict-item]
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
+        clock=clock,
     ) as store:
         yield store
 
@@ -69,14 +70,18 @@ async def test_concurrent_calls_are_batched_and_answered_in_order(
 
 
 async def test_async_store_never_blocks_the_event_loop(
-    astore: AsyncTieredMemoryStore, blockbuster: BlockBuster
+    astore: AsyncTieredMemoryStore, blockbuster: BlockBuster, clock: Clock
 ) -> None:
     await astore.aput(("b", "x"), "k", {"text": "hello"}, ttl=5)
+    await astore.aput(("b", "y"), "gone", {"text": "hello there"}, ttl=1)
     assert (await astore.aget(("b", "x"), "k")) is not None
-    assert (await astore.asearch(("b",), query="hello"))[0].key == "k"
+    clock.now += 120  # "gone" has expired, "k" has 3 of its 5 minutes left
+    assert [r.key for r in await astore.asearch(("b",), query="hello")] == ["k"]
+    assert await astore.asweep_ttl() == 1  # "gone", expired but not yet swept
+    assert await astore.asweep_ttl() == 0
     assert await astore.alist_namespaces() == [("b", "x")]
     await astore.adelete(("b", "x"), "k")
-    assert await astore.asweep_ttl() >= 0
+    assert await astore.alist_namespaces() == []
 
 
 def test_blockbuster_catches_a_blocking_store() -> None:
@@ -86,7 +91,7 @@ def test_blockbuster_catches_a_blocking_store() -> None:
     async def blocking() -> None:
         time.sleep(0.01)
 
-    with blockbuster_ctx(), pytest.raises(Exception, match="Blocking call"):
+    with blockbuster_ctx(), pytest.raises(BlockingError, match="Blocking call"):
         asyncio.run(blocking())
 
 

@@ -52,6 +52,11 @@ filters = st.one_of(
     st.builds(lambda v: {"l": v}, st.lists(st.integers(0, 2), max_size=2)),
 )
 keys = st.sampled_from(["k1", "k2", "k3", "k4"])
+# Small pages, so that limit and offset cut into results of a few items.
+LIMITS = st.integers(1, 4)
+OFFSETS = st.integers(0, 5)
+SCORE_TOLERANCE = 1e-4  # vectors are stored as float32 by both tiers
+MAX_PAGES = 8
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("put"), st.sampled_from(NAMESPACES), keys, values),
@@ -70,14 +75,16 @@ ops = st.lists(
             st.sampled_from(PREFIXES),
             filters,
             st.sampled_from([None, "apple", "red", "tea"]),
+            LIMITS,
+            OFFSETS,
         ),
         st.tuples(
             st.just("list"),
             st.sampled_from([None, ("a",), ("a", "*"), ("*", "b")]),
             st.sampled_from([None, ("a",), ("b",), ("*", "c")]),
             st.sampled_from([None, 1, 2]),
-            st.integers(1, 10),
-            st.integers(0, 3),
+            LIMITS,
+            OFFSETS,
         ),
     ),
     min_size=1,
@@ -94,6 +101,62 @@ def _search_view(results: list[Any], query: str | None) -> Any:
     )
 
 
+def _ids(results: list[Any]) -> list[tuple[tuple[str, ...], str]]:
+    return [(r.namespace, r.key) for r in results]
+
+
+def _check_search_pages(
+    ours: BaseStore, ref: BaseStore, op: tuple, full: list[Any], ref_full: list[Any]
+) -> None:
+    """One page of a search against InMemoryStore's, and pages against the full result.
+
+    LangGraph's contract orders results with a query by score (best first); without a
+    query it leaves the order to the store (InMemoryStore returns insertion order, this
+    store goes namespace by namespace), so there only page sizes and membership are
+    compared with the reference. In both cases this store's pages must cut its own full result
+    into consecutive, disjoint slices, so that paging never skips or repeats an item.
+    """
+    _, prefix, flt, query, limit, offset = op
+    page = ours.search(prefix, filter=flt, query=query, limit=limit, offset=offset)
+    ref_page = ref.search(prefix, filter=flt, query=query, limit=limit, offset=offset)
+    expected_size = len(ref_full[offset : offset + limit])
+    assert len(page) == len(ref_page) == expected_size, op
+    if query is None:
+        assert set(_ids(page)) <= set(_ids(ref_full)), op
+    else:
+        # Same scores in the same places as the reference page; each item with its own
+        # score (items with equal scores may trade places at the edge of a page).
+        ref_scores = {(r.namespace, r.key): r.score for r in ref_full}
+        for ours_hit, ref_hit in zip(page, ref_page, strict=True):
+            assert ours_hit.score == pytest.approx(ref_hit.score, abs=SCORE_TOLERANCE), op
+            own = ref_scores[(ours_hit.namespace, ours_hit.key)]
+            assert ours_hit.score == pytest.approx(own, abs=SCORE_TOLERANCE), op
+    # Pages are consecutive slices of the full result.
+    pages: list[Any] = []
+    for n in range(MAX_PAGES):
+        chunk = ours.search(prefix, filter=flt, query=query, limit=limit, offset=n * limit)
+        pages.extend(chunk)
+        if len(chunk) < limit:
+            break
+    assert _ids(pages) == _ids(full)[: len(pages)], op
+    assert _ids(page) == _ids(full)[offset : offset + limit], op
+
+
+def _check_list_pages(ours: BaseStore, op: tuple, full: list[tuple[str, ...]]) -> None:
+    """Pages of `list_namespaces` are consecutive slices of the sorted full listing."""
+    _, prefix, suffix, depth, limit, _ = op
+    assert full == sorted(full), op
+    pages: list[tuple[str, ...]] = []
+    for n in range(MAX_PAGES):
+        chunk = ours.list_namespaces(
+            prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=n * limit
+        )
+        pages.extend(chunk)
+        if len(chunk) < limit:
+            break
+    assert pages == full[: len(pages)], op
+
+
 class ReferenceStore(InMemoryStore):
     """InMemoryStore, minus one quirk: deleting from an unknown namespace creates it empty.
 
@@ -107,7 +170,14 @@ class ReferenceStore(InMemoryStore):
         return results
 
 
-def run_and_compare(ours: BaseStore, ref: BaseStore, sequence: list[tuple]) -> None:
+def run_and_compare(
+    ours: BaseStore,
+    ref: BaseStore,
+    sequence: list[tuple],
+    page: tuple[int, int] = (100, 0),
+    prefixes: tuple[tuple[str, ...], ...] = ((),),
+) -> None:
+    """Replay `sequence` on both stores, then page through the final state by `page`."""
     for op in sequence:
         kind = op[0]
         if kind == "put":
@@ -132,7 +202,7 @@ def run_and_compare(ours: BaseStore, ref: BaseStore, sequence: list[tuple]) -> N
             if a is not None and b is not None:
                 assert (a.namespace, a.key, a.value) == (b.namespace, b.key, b.value)
         elif kind == "search":
-            _, prefix, flt, query = op
+            _, prefix, flt, query, _, _ = op
             a = ours.search(prefix, filter=flt, query=query, limit=100)
             b = ref.search(prefix, filter=flt, query=query, limit=100)
             assert _search_view(a, query) == _search_view(b, query), op
@@ -144,6 +214,7 @@ def run_and_compare(ours: BaseStore, ref: BaseStore, sequence: list[tuple]) -> N
                 for r in a:
                     seen_none = seen_none or r.score is None
                     assert not (seen_none and r.score is not None)
+            _check_search_pages(ours, ref, op, a, b)
         elif kind == "list":
             _, prefix, suffix, depth, limit, offset = op
             a = ours.list_namespaces(
@@ -152,11 +223,19 @@ def run_and_compare(ours: BaseStore, ref: BaseStore, sequence: list[tuple]) -> N
             b = ref.list_namespaces(
                 prefix=prefix, suffix=suffix, max_depth=depth, limit=limit, offset=offset
             )
-            assert a == b, op
+            assert a == b, op  # sorted, then paged: the order is part of the contract
+            full = ours.list_namespaces(prefix=prefix, suffix=suffix, max_depth=depth, limit=1000)
+            _check_list_pages(ours, op, full)
     # Final state: every namespace holds the same items.
     a_all = ours.search((), limit=1000)
     b_all = ref.search((), limit=1000)
     assert _search_view(a_all, None) == _search_view(b_all, None)
+    # Paging over everything stored, with and without a query.
+    for prefix in prefixes:
+        for query in (None, "tea"):
+            a = ours.search(prefix, query=query, limit=1000)
+            b = ref.search(prefix, query=query, limit=1000)
+            _check_search_pages(ours, ref, ("search", prefix, None, query, *page), a, b)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +258,8 @@ def test_random_sequences_match_inmemory_store(
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(sequence=ops)
-    def check(sequence: list[tuple]) -> None:
+    @given(sequence=ops, page=st.tuples(LIMITS, OFFSETS))
+    def check(sequence: list[tuple], page: tuple[int, int]) -> None:
         prefix = "p" + uuid.uuid4().hex[:12]
         index = {"dims": DIMS, "embed": EMB, "fields": ["text"]}
         ours = TieredMemoryStore(
@@ -194,7 +273,8 @@ def test_random_sequences_match_inmemory_store(
         )
         ours.setup()
         try:
-            run_and_compare(ours, ReferenceStore(index=index), sequence)  # type: ignore[arg-type]
+            ref = ReferenceStore(index=index)  # type: ignore[arg-type]
+            run_and_compare(ours, ref, sequence, page, ((), ("a",)))
         finally:
             if tier == "short":
                 stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
@@ -221,14 +301,16 @@ def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client
                 st.sampled_from([(), ("short_term",), ("a",)]),
                 filters,
                 st.sampled_from([None, "tea"]),
+                LIMITS,
+                OFFSETS,
             ),
             st.tuples(
                 st.just("list"),
                 st.sampled_from([None, ("short_term",)]),
                 st.none(),
                 st.sampled_from([None, 1]),
-                st.just(10),
-                st.just(0),
+                LIMITS,
+                OFFSETS,
             ),
         ),
         min_size=1,
@@ -236,8 +318,8 @@ def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client
     )
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(sequence=seq)
-    def check(sequence: list[tuple]) -> None:
+    @given(sequence=seq, page=st.tuples(LIMITS, OFFSETS))
+    def check(sequence: list[tuple], page: tuple[int, int]) -> None:
         prefix = "m" + uuid.uuid4().hex[:12]
         index = {"dims": DIMS, "embed": EMB, "fields": ["text"]}
         ours = TieredMemoryStore(
@@ -248,13 +330,72 @@ def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client
             index=index,  # type: ignore[arg-type]
         )
         try:
-            run_and_compare(ours, ReferenceStore(index=index), sequence)  # type: ignore[arg-type]
+            ref = ReferenceStore(index=index)  # type: ignore[arg-type]
+            run_and_compare(ours, ref, sequence, page, ((), ("short_term",)))
             for ns, _ in [(r.namespace, r.key) for r in ours.search((), limit=1000)]:
                 assert ours.tier_for(ns) == ("short" if ns[0] == "short_term" else "long")
         finally:
             stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
             if stale:
                 client.delete(*stale)
+
+    check()
+    client.close()
+
+
+# Labels that nearly collide once encoded: JSON escapes, the separator, a wildcard,
+# non-ASCII. `namespace_families` derives every namespace of an example from one, so
+# labels are string prefixes of each other (("a",), ("ab",), ("a", "b"), ...).
+NEAR_LABELS = st.text(st.sampled_from('ab"\\, *é'), min_size=1, max_size=3)
+
+
+@pytest.mark.parametrize("tier", ["short", "long"])
+def test_prefix_reads_never_reach_a_near_namespace(
+    tier: str, redis_url: str, chroma_client: Any
+) -> None:
+    """Searches and listings under a prefix return exactly the namespaces it prefixes."""
+    from langgraph_tiered_memory.store._common import has_prefix
+    from tests.unit.test_pure import namespace_families
+
+    client = redis.Redis.from_url(redis_url)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(family=namespace_families(NEAR_LABELS), page=st.tuples(LIMITS, OFFSETS))
+    def check(family: list[tuple[str, ...]], page: tuple[int, int]) -> None:
+        prefix = "n" + uuid.uuid4().hex[:12]
+        index = {"dims": DIMS, "embed": EMB, "fields": ["text"]}
+        ours = TieredMemoryStore(
+            redis_client=client if tier == "short" else None,
+            redis_url=None,
+            chroma_client=chroma_client if tier == "long" else None,
+            tiers={"default": tier},  # type: ignore[typeddict-item]
+            key_prefix=prefix,
+            scoring={"mode": "similarity"},
+            index=index,  # type: ignore[arg-type]
+        )
+        ours.setup()
+        sequence: list[tuple] = [
+            ("put", ns, "k", {"n": i, "s": "x", "text": WORDS[i % 3]})
+            for i, ns in enumerate(family)
+        ]
+        for ns in family:
+            sequence += [("search", ns, None, q, *page) for q in (None, "apple")]
+            sequence.append(("list", ns, None, None, *page))
+        try:
+            run_and_compare(ours, ReferenceStore(index=index), sequence, page, tuple(family))
+            for p in family:
+                under = sorted(ns for ns in family if has_prefix(ns, p))
+                found = sorted(tuple(r.namespace) for r in ours.search(p, limit=100))
+                assert found == under, p
+                found = sorted(tuple(r.namespace) for r in ours.search(p, query="a", limit=100))
+                assert found == under, p
+                if "*" not in p:  # "*" is a wildcard in list_namespaces
+                    assert ours.list_namespaces(prefix=p, limit=100) == under, p
+        finally:
+            if tier == "short":
+                stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+                if stale:
+                    client.delete(*stale)
 
     check()
     client.close()

@@ -1,73 +1,129 @@
-"""TTL with real expiry on both tiers: default TTL, refresh on read, sweeping."""
+"""TTL on both tiers: expiry, default TTL, refresh on read, sweeping.
+
+Expiry is judged by the store's clock on both tiers (each item carries its expiry time),
+so most tests move a settable clock instead of sleeping, and hold on a busy machine.
+Redis also expires the keys natively, in real time: one test shows that with a TTL of
+seconds and a generous deadline.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+import redis
 
 from langgraph_tiered_memory import TieredMemoryStore
+from tests.fakes import Clock
 
 pytestmark = pytest.mark.integration
 
-TTL_MIN = 0.025  # 1.5 seconds
+TTL_MIN = 1.0  # one minute of the settable clock
+TTL_S = TTL_MIN * 60
+
+
+@pytest.fixture
+def cstore(
+    make_store: Callable[..., TieredMemoryStore], tier: str, clock: Clock
+) -> TieredMemoryStore:
+    """A store on the tier under test whose clock the test moves."""
+    return make_store(tier, clock=clock)
 
 
 def test_supports_ttl_flag(store: TieredMemoryStore) -> None:
     assert store.supports_ttl is True
 
 
-def test_item_expires_and_is_never_returned(store: TieredMemoryStore) -> None:
+def test_item_expires_and_is_never_returned(cstore: TieredMemoryStore, clock: Clock) -> None:
     ns = ("ttl", "a")
-    store.put(ns, "short", {"v": 1}, ttl=TTL_MIN)
-    store.put(ns, "forever", {"v": 2})
-    store.put(("ttl", "only-short"), "x", {"v": 3}, ttl=TTL_MIN)
-    assert store.get(ns, "short", refresh_ttl=False) is not None
-    time.sleep(TTL_MIN * 60 + 0.6)
-    assert store.get(ns, "short") is None
-    assert [r.key for r in store.search(ns)] == ["forever"]
-    assert store.search(("ttl", "only-short")) == []
-    assert store.list_namespaces(prefix=("ttl",)) == [ns]
+    cstore.put(ns, "short", {"v": 1}, ttl=TTL_MIN)
+    cstore.put(ns, "forever", {"v": 2})
+    cstore.put(("ttl", "only-short"), "x", {"v": 3}, ttl=TTL_MIN)
+    clock.now += TTL_S - 1
+    assert cstore.get(ns, "short", refresh_ttl=False) is not None
+    assert sorted(r.key for r in cstore.search(ns, refresh_ttl=False)) == ["forever", "short"]
+    assert cstore.list_namespaces(prefix=("ttl",)) == [ns, ("ttl", "only-short")]
+    clock.now += 2
+    assert cstore.get(ns, "short") is None
+    assert [r.key for r in cstore.search(ns)] == ["forever"]
+    assert cstore.search(("ttl", "only-short")) == []
+    assert cstore.list_namespaces(prefix=("ttl",)) == [ns]
 
 
-def test_reads_refresh_ttl_unless_told_not_to(store: TieredMemoryStore) -> None:
+def test_reads_refresh_ttl_unless_told_not_to(cstore: TieredMemoryStore, clock: Clock) -> None:
     ns = ("ttl", "r")
-    store.put(ns, "g", {"v": 1}, ttl=TTL_MIN)
-    store.put(ns, "s", {"v": 2}, ttl=TTL_MIN)
-    store.put(ns, "n", {"v": 3}, ttl=TTL_MIN)
-    for _ in range(3):
-        time.sleep(TTL_MIN * 60 * 0.5)
-        assert store.get(ns, "g") is not None  # refreshes
-        assert {r.key for r in store.search(ns, filter={"v": 2})} == {"s"}  # refreshes "s"
-        store.get(ns, "n", refresh_ttl=False)
+    cstore.put(ns, "g", {"v": 1}, ttl=TTL_MIN)
+    cstore.put(ns, "s", {"v": 2}, ttl=TTL_MIN)
+    cstore.put(ns, "n", {"v": 3}, ttl=TTL_MIN)
+    for step in range(3):
+        clock.now += TTL_S * 0.5
+        assert cstore.get(ns, "g") is not None  # refreshes
+        assert {r.key for r in cstore.search(ns, filter={"v": 2})} == {"s"}  # refreshes "s"
+        if step == 0:
+            assert cstore.get(ns, "n", refresh_ttl=False) is not None  # does not refresh
     # 1.5 TTLs have passed: the refreshed items live on, the other one expired.
-    assert store.get(ns, "n", refresh_ttl=False) is None
-    assert store.get(ns, "g", refresh_ttl=False) is not None
-    assert store.get(ns, "s", refresh_ttl=False) is not None
-    time.sleep(TTL_MIN * 60 + 0.6)
-    assert store.search(ns) == []
+    assert cstore.get(ns, "n", refresh_ttl=False) is None
+    assert cstore.get(ns, "g", refresh_ttl=False) is not None
+    assert cstore.get(ns, "s", refresh_ttl=False) is not None
+    clock.now += TTL_S - 1  # last refreshed 1 s less than a TTL ago
+    assert {r.key for r in cstore.search(ns, refresh_ttl=False)} == {"g", "s"}
+    clock.now += 2
+    assert cstore.search(ns) == []
 
 
 def test_default_ttl_and_refresh_on_read_config(
-    make_store: Callable[..., TieredMemoryStore], tier: str
+    make_store: Callable[..., TieredMemoryStore], tier: str, clock: Clock, tmp_path: Path
 ) -> None:
-    store = make_store(tier, ttl={"default_ttl": TTL_MIN, "refresh_on_read": False})
+    store = make_store(tier, clock=clock, ttl={"default_ttl": TTL_MIN, "refresh_on_read": False})
     store.put(("d",), "a", {"v": 1})
     store.put(("d",), "b", {"v": 2}, ttl=None)  # explicit None: never expires
-    time.sleep(TTL_MIN * 60 * 0.6)
+    clock.now += TTL_S * 0.6
     assert store.get(("d",), "a") is not None  # read does not refresh by default
-    time.sleep(TTL_MIN * 60 * 0.6)
+    clock.now += TTL_S * 0.6
     assert store.get(("d",), "a") is None
     assert store.get(("d",), "b") is not None
+    refreshing = make_store(
+        tier, clock=clock, chroma_path=str(tmp_path / "chroma-r"), ttl={"default_ttl": TTL_MIN}
+    )
+    refreshing.put(("r",), "a", {"v": 1})
+    clock.now += TTL_S * 0.6
+    assert refreshing.get(("r",), "a") is not None  # refresh_on_read defaults to True
+    clock.now += TTL_S * 0.6
+    assert refreshing.get(("r",), "a") is not None
 
 
-def test_rewrite_without_ttl_makes_item_permanent(store: TieredMemoryStore) -> None:
-    store.put(("p",), "k", {"v": 1}, ttl=TTL_MIN)
-    store.put(("p",), "k", {"v": 2})
-    time.sleep(TTL_MIN * 60 + 0.6)
-    item = store.get(("p",), "k")
+def test_rewrite_without_ttl_makes_item_permanent(cstore: TieredMemoryStore, clock: Clock) -> None:
+    cstore.put(("p",), "k", {"v": 1}, ttl=TTL_MIN)
+    cstore.put(("p",), "k", {"v": 2})
+    clock.now += 1000 * TTL_S
+    item = cstore.get(("p",), "k")
     assert item is not None and item.value == {"v": 2}
+
+
+def test_redis_expires_keys_in_real_time(
+    make_store: Callable[..., TieredMemoryStore], redis_url: str
+) -> None:
+    """Redis drops an expired item's keys by itself (real clock, wide margins)."""
+    store = make_store("short")  # the wall clock
+    ttl_min = 0.05  # 3 seconds: far more than a put and a get take on a busy machine
+    store.put(("real",), "k", {"text": "soon gone"}, ttl=ttl_min)
+    store.put(("real",), "keep", {"text": "stays"})
+    assert store.get(("real",), "k", refresh_ttl=False) is not None
+    client = redis.Redis.from_url(redis_url)
+    try:
+        item_keys = [k for k in client.scan_iter(match=f"{store.key_prefix}:*:i:k")]
+        assert len(item_keys) == 1
+        assert 0 < client.pttl(item_keys[0]) <= ttl_min * 60_000
+        deadline = time.monotonic() + 60
+        while client.exists(*item_keys) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not client.exists(*item_keys)
+    finally:
+        client.close()
+    assert store.get(("real",), "k") is None
+    assert [r.key for r in store.search(("real",))] == ["keep"]
 
 
 def test_sweep_deletes_expired_chroma_records(
@@ -93,8 +149,8 @@ def test_background_sweeper_removes_expired_items(
     store = make_store("long", ttl={"sweep_interval_minutes": 0.01})  # type: ignore[typeddict-item]
     store.put(("bg",), "k", {"v": 1}, ttl=0.005)
     col = store.tiers["long"]._collection(("bg",), create=False)  # type: ignore[attr-defined]
-    deadline = time.time() + 10
-    while col.count() and time.time() < deadline:
+    deadline = time.monotonic() + 60
+    while col.count() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert col.count() == 0
     store.close()

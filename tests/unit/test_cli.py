@@ -67,13 +67,16 @@ def test_bench_store_json_reports_plausible_figures() -> None:
         assert row["put_per_s"] > 0
         assert row["get_hit_rate"] == 1.0
         for key in ("get_p50_ms", "get_p95_ms", "search_p50_ms", "search_p95_ms"):
-            assert row[key] >= 0
+            assert row[key] > 0, key  # every call was timed
         assert row["get_p50_ms"] <= row["get_p95_ms"]
         assert row["search_p50_ms"] <= row["search_p95_ms"]
-        assert 0.0 <= row["recall_at_10"] <= 1.0
-        assert 0.0 <= row["source_at_1"] <= 1.0
-    # InMemoryStore scans exactly, so it must find the exact top 10.
+        # 200 items are far too few for HNSW to miss more than one of the top 10, and
+        # each query is its source's vector plus small noise, so the source ranks first.
+        assert row["recall_at_10"] >= 0.9, row
+        assert row["source_at_1"] >= 0.9, row
+    # InMemoryStore scans exactly, so it must find the exact top 10 and every source.
     assert rows["inmemory"]["recall_at_10"] == 1.0
+    assert rows["inmemory"]["source_at_1"] == 1.0
     # The human-readable table comes before the JSON line.
     assert "recall@10" in result.stdout
 

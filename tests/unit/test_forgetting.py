@@ -6,7 +6,7 @@ import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory import (
@@ -146,6 +146,70 @@ def test_theme_group_keeps_the_most_similar_above_the_floor() -> None:
     assert theme_group([], [], [1.0, 0.0], 0.5, 10) == []
 
 
+def _design_decay(importance: float, count: int, idle_days: float, half_life: float = 30) -> float:
+    """The README's decay formula, written out independently of the package."""
+    fade = 1 - 0.5 ** (idle_days / half_life)  # 1 - exp(-ln 2 * t / h)
+    shield = 1 - 0.2 * importance - 0.05 * math.log(1 + count)
+    return min(1.0, max(0.0, fade * shield))
+
+
+def _design_forget(importance: float, count: int, age_days: float, idle_days: float) -> bool:
+    """The README's default rules: any one of them forgets the memory."""
+    return (
+        _design_decay(importance, count, idle_days) > 0.8
+        or (age_days > 90 and count == 0)
+        or (age_days > 180 and importance < 0.4)
+        or importance < 0.2
+    )
+
+
+@pytest.mark.parametrize(
+    ("importance", "count", "age_days", "idle_days", "decay", "forget"),
+    [
+        # fade 1 - 2**-2 = 0.75, shield 1 - 0.06 - 0.05 * ln 2 = 0.905343
+        (0.3, 1, 200, 60, 0.679007, True),  # 200 days old, importance < 0.4
+        # fade 1 - 2**-(10/30) = 0.206299, shield 1 - 0.1 - 0.05 * ln 4 = 0.830685
+        (0.5, 3, 100, 10, 0.17137, False),
+        # fade 1 - 2**-5 = 0.96875, shield 1 - 0.18 = 0.82
+        (0.9, 0, 150, 150, 0.794375, True),  # never accessed in 150 days
+        # fade 1 - 2**-6 = 0.984375, shield 1 - 0.12 - 0.05 * ln 2 = 0.845343
+        (0.6, 1, 180, 180, 0.832134, True),  # decay > 0.8
+        # fade 0.984375, shield 1 - 0.18 - 0.05 * ln 3 = 0.765069
+        (0.9, 2, 180, 180, 0.753115, False),
+        (0.19, 40, 1, 0, 0.0, True),  # importance < 0.2, just used
+    ],
+)
+def test_decay_and_rules_match_hand_computed_values(
+    importance: float, count: int, age_days: float, idle_days: float, decay: float, forget: bool
+) -> None:
+    e, now = entry(importance, age_days=age_days, idle_days=idle_days, count=count)
+    assert calculate_decay(e, now=now) == pytest.approx(decay, abs=1e-6)
+    assert should_forget(e, now=now)[0] is forget
+
+
+@settings(max_examples=300)
+@given(
+    st.floats(0, 1) | st.sampled_from([0.0, 0.19, 0.21, 0.39, 0.41, 0.6, 1.0]),
+    st.integers(0, 3) | st.integers(0, 1000),
+    st.floats(0, 400) | st.sampled_from([89.0, 91.0, 100.0, 179.0, 181.0]),
+    st.floats(0, 1),
+    st.booleans(),
+)
+def test_decay_and_rules_match_the_design_formulas(
+    importance: float, count: int, age_days: float, idle_share: float, accessed: bool
+) -> None:
+    idle_days = age_days * idle_share if accessed else None
+    e, now = entry(importance, age_days=age_days, idle_days=idle_days, count=count)
+    idle = age_days if idle_days is None else idle_days
+    assert calculate_decay(e, now=now) == pytest.approx(
+        _design_decay(importance, count, idle), abs=1e-9
+    )
+    expected = _design_forget(importance, count, age_days, idle)
+    decay = _design_decay(importance, count, idle)
+    if abs(decay - 0.8) > 1e-9 and abs(importance - 0.2) > 1e-9:  # not on a rule's edge
+        assert should_forget(e, now=now)[0] is expected
+
+
 def test_rules_object_matches_the_public_functions() -> None:
     from langgraph_tiered_memory.forgetting import ForgettingRules
 
@@ -158,5 +222,8 @@ def test_rules_object_matches_the_public_functions() -> None:
         last_accessed=e.last_accessed.timestamp(),  # type: ignore[union-attr]
         now=now,
     )
-    assert should_forget(e, now=now) == (True, reason) and "200 days old" in reason
-    assert rules.decay(0.3, 3, 10) == pytest.approx(calculate_decay(e, now=now))
+    assert reason == "200 days old (> 180) with importance 0.3 < 0.4"
+    assert should_forget(e, now=now) == (True, reason)
+    # (1 - 2**-(1/3)) * (1 - 0.06 - 0.05 * ln 4) = 0.206299 * 0.870685
+    assert rules.decay(0.3, 3, 10) == pytest.approx(0.179622, abs=1e-6)
+    assert calculate_decay(e, now=now) == pytest.approx(0.179622, abs=1e-6)

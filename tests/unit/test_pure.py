@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 from langgraph.store.memory import _compare_values
@@ -13,6 +13,7 @@ from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterErro
 from langgraph_tiered_memory.store._common import (
     decode_namespace,
     encode_namespace,
+    has_prefix,
     matches_filter,
     namespace_id,
     select_namespaces,
@@ -21,8 +22,61 @@ from langgraph_tiered_memory.store._common import (
 )
 from langgraph_tiered_memory.store.routing import TierRouter
 
-labels = st.text(min_size=1, max_size=6).filter(lambda s: "." not in s)
+# Labels lean on the characters that matter to the encodings: JSON escapes, the
+# separator, a wildcard, non-ASCII (UTF-8 byte order differs from code point order).
+label_chars = st.one_of(st.sampled_from('ab"\\, *é\u00ff\U0010ffff'), st.characters(codec="utf-8"))
+labels = st.text(label_chars, min_size=1, max_size=6).filter(lambda s: "." not in s)
 namespaces = st.lists(labels, min_size=1, max_size=4).map(tuple)
+
+
+def _derive(draw: st.DrawFn, a: tuple[str, ...], labels: st.SearchStrategy[str]) -> tuple[str, ...]:
+    """A namespace derived from `a` so that the two nearly collide."""
+    i = draw(st.integers(0, len(a) - 1))
+    how = draw(
+        st.sampled_from(["extend", "truncate", "append", "drop", "share", "same", "unrelated"])
+    )
+    if how == "extend":  # ("a",) -> ("ab",): a label grows by characters
+        tail = draw(st.sampled_from([(), a[i + 1 :]]))
+        return (*a[:i], a[i] + draw(labels), *tail)
+    if how == "truncate" and len(a[i]) > 1:  # ("ab",) -> ("a",)
+        return (*a[:i], a[i][: draw(st.integers(1, len(a[i]) - 1))], *a[i + 1 :])
+    if how == "append":  # ("a",) -> ("a", "b")
+        return a + tuple(draw(st.lists(labels, min_size=1, max_size=2)))
+    if how == "drop" and len(a) > 1:  # ("a", "b") -> ("a",)
+        return a[: draw(st.integers(1, len(a) - 1))]
+    if how == "share":  # ("a", "b") -> ("a", "c")
+        return a[:i] + tuple(draw(st.lists(labels, min_size=1, max_size=2)))
+    if how == "unrelated":
+        return tuple(draw(st.lists(labels, min_size=1, max_size=4)))
+    return a
+
+
+@st.composite
+def related_namespaces(
+    draw: st.DrawFn, labels: st.SearchStrategy[str] = labels
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Two namespaces, the second derived from the first so that they nearly collide.
+
+    The second one is the first with a label extended or truncated by characters
+    (`("a",)` vs `("ab",)`), with labels appended or dropped, sharing only some leading
+    labels, or equal; the pair comes in either order.
+    """
+    a = tuple(draw(st.lists(labels, min_size=1, max_size=4)))
+    b = _derive(draw, a, labels)
+    return (b, a) if draw(st.booleans()) else (a, b)
+
+
+@st.composite
+def namespace_families(
+    draw: st.DrawFn, labels: st.SearchStrategy[str] = labels, max_size: int = 5
+) -> list[tuple[str, ...]]:
+    """Distinct namespaces all derived from one, so that they nearly collide pairwise."""
+    base = tuple(draw(st.lists(labels, min_size=1, max_size=3)))
+    family = {base}
+    for _ in range(draw(st.integers(1, max_size - 1))):
+        family.add(_derive(draw, draw(st.sampled_from(sorted(family))), labels))
+    return sorted(family)
+
 
 # Values where InMemoryStore's comparison has no Python quirks (no bools next to ints,
 # ordering operators only on numbers).
@@ -36,17 +90,64 @@ json_values = st.recursive(
 )
 
 
-@given(namespaces, namespaces)
-def test_encoded_prefix_iff_namespace_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+@settings(max_examples=300)
+@given(related_namespaces())
+def test_encoded_prefix_iff_namespace_prefix(pair: tuple[tuple[str, ...], ...]) -> None:
+    a, b = pair
     assert decode_namespace(encode_namespace(a)) == a
     is_prefix = b[: len(a)] == a
-    assert encode_namespace(b).startswith(encode_namespace(a)) == is_prefix
+    assert has_prefix(b, a) == is_prefix
+    enc_a, enc_b = encode_namespace(a), encode_namespace(b)
+    assert enc_b.startswith(enc_a) == is_prefix
+    # The range scans the tiers run for a prefix select exactly the namespaces under it:
+    # Redis ZRANGEBYLEX over UTF-8 bytes, SQLite's binary collation over the text.
+    raw_a, raw_b = enc_a.encode("utf-8"), enc_b.encode("utf-8")
+    assert (raw_a <= raw_b < raw_a + b"\xff") == is_prefix
+    assert (enc_a <= enc_b < enc_a + "\U0010ffff") == is_prefix
+    if "*" not in a:  # a "*" label is a wildcard in list_namespaces conditions
+        matched = select_namespaces([b], (MatchCondition("prefix", a),), None, 10, 0)
+        assert (matched == [b]) == is_prefix
 
 
-@given(namespaces, namespaces)
-def test_namespace_ids_distinguish_namespaces(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+@settings(max_examples=300)
+@given(related_namespaces())
+def test_namespace_ids_distinguish_namespaces(pair: tuple[tuple[str, ...], ...]) -> None:
+    a, b = pair
     assert (namespace_id(a) == namespace_id(b)) == (a == b)
     assert len(namespace_id(a)) == 32
+
+
+def test_related_pairs_cover_the_near_collisions() -> None:
+    """The strategy does produce the pairs the properties above are about."""
+
+    def label_prefix_only(pair: tuple[tuple[str, ...], ...]) -> bool:
+        a, b = pair
+        return len(a) == len(b) and a[:-1] == b[:-1] and a[-1] != b[-1] and b[-1].startswith(a[-1])
+
+    def namespace_prefix(pair: tuple[tuple[str, ...], ...]) -> bool:
+        a, b = pair
+        return len(a) < len(b) and b[: len(a)] == a
+
+    for condition in (label_prefix_only, namespace_prefix):
+        find(related_namespaces(), condition, settings=settings(max_examples=200))
+
+
+def test_label_prefixes_are_not_namespace_prefixes() -> None:
+    """Hand-picked near collisions, in case the strategy above ever drifts."""
+    cases = [
+        (("a",), ("ab",)),
+        (("a", "b"), ("a", "bc")),
+        (("a",), ("a", "b")),
+        (('a"',), ("a",)),
+        (("a,",), ("a", "")),
+        (("é",), ("\u00e9x",)),
+        (("\u00ff",), ("\u00ff\U0010ffff",)),
+    ]
+    for a, b in cases:
+        for x, y in ((a, b), (b, a)):
+            expected = y[: len(x)] == x
+            assert encode_namespace(y).startswith(encode_namespace(x)) == expected, (x, y)
+            assert has_prefix(y, x) == expected
 
 
 @given(
