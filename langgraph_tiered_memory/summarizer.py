@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -39,6 +39,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired, TypedDict
@@ -564,7 +565,9 @@ class SummarizationNode:
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         return None if thread is None else str(thread)
 
-    def __call__(self, state: Any, config: Any = None) -> dict[str, Any]:
+    # LangGraph passes the run config only to a parameter annotated exactly
+    # "RunnableConfig" or "Optional[RunnableConfig]" (annotations are strings here).
+    def __call__(self, state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
         """Summarize if a trigger fires (sync)."""
         result = summarize_messages(
             state[self.messages_key],
@@ -577,7 +580,7 @@ class SummarizationNode:
             self.sessions.set_summary(thread, result.summary)
         return self._update(result)
 
-    async def acall(self, state: Any, config: Any = None) -> dict[str, Any]:
+    async def acall(self, state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
         """Summarize if a trigger fires (async)."""
         result = await asummarize_messages(
             state[self.messages_key],

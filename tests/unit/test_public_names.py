@@ -292,12 +292,6 @@ def test_summarization_node_reads_and_writes_custom_keys() -> None:
     assert set(sessions.saved) == {"t1"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SummarizationNode.__call__ types `config` as Any, so LangGraph does not pass the"
-    " run config to a node added directly and the summary never reaches `sessions`"
-    " (as_runnable() works). Type it RunnableConfig | None, then drop this marker.",
-)
 def test_summarization_node_added_directly_saves_the_session_summary() -> None:
     sessions = _Sessions()
     node = SummarizationNode(max_messages=4, keep_last=2, sessions=sessions)
