@@ -19,6 +19,7 @@ from langgraph.store.base import PutOp
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import PINNED_FIELD, ForgettingPolicy, ForgettingRules
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
+from langgraph_tiered_memory.store._common import check_labels, check_search_text, validate_key
 from langgraph_tiered_memory.store.promotion import (
     Promoted,
     _check_page_size,
@@ -143,6 +144,7 @@ def garbage_collect(
     """
     _require_memory_mode(core, "Garbage collection")
     _check_page_size(page_size)
+    check_labels(namespace_prefix)
     rules = ForgettingRules(policy)
     now = core.clock() if now is None else float(now)
     details: list[dict[str, Any]] = []
@@ -186,7 +188,7 @@ def forget(
     core._check_memory_namespace(namespace)
     rules = ForgettingRules(policy)
     now = core.clock() if now is None else float(now)
-    wanted = list(dict.fromkeys(keys))
+    wanted = [validate_key(k) for k in dict.fromkeys(keys)]
     reasons: list[tuple[str, str]] = []
     if rules.max_memories is None:
         for start in range(0, len(wanted), 1000):
@@ -316,6 +318,7 @@ def consolidate(
             raise ValueError(f"{name} must be a cosine similarity in [-1, 1], got {val!r}.")
     if query is not None and (not isinstance(query, str) or not query.strip()):
         raise ValueError("query must be a non-empty theme such as 'food preferences', or None.")
+    check_search_text(query, None)
     namespace = tuple(namespace)
     core._check_memory_namespace(namespace)
     if core.embeddings is None:

@@ -374,3 +374,22 @@ def _random_maintenance(
         }
         for ns, key in pinned:
             assert (ns, key) in after, f"pinned memory {ns}/{key} is gone"
+
+
+def test_maintenance_refuses_text_utf8_cannot_encode_before_touching_anything(
+    mstore: TieredMemoryStore,
+) -> None:
+    from langgraph.store.base import InvalidNamespaceError
+
+    from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
+
+    ns = ("users", "u1", "memories")
+    mstore.put(ns, "a", {"content": "Ana likes tea.", "importance": 0.0})
+    before = mstore.search(ns, limit=10)
+    with pytest.raises(InvalidItemError, match="UTF-8"):
+        mstore.forget(ns, ["a", "\ud800"])
+    with pytest.raises(InvalidNamespaceError, match="UTF-8"):
+        mstore.garbage_collect(("users", "\ud800"), dry_run=False)
+    with pytest.raises(InvalidFilterError, match="UTF-8"):
+        mstore.consolidate(ns, query="tea \ud800")
+    assert [i.key for i in mstore.search(ns, limit=10)] == [i.key for i in before]
