@@ -60,6 +60,30 @@ def main() -> None:
 # --------------------------------------------------------------------------- helpers
 
 
+def _gc_prefix(namespace: str | None, labels: list[str] | None) -> tuple[str, ...]:
+    """The namespace prefix of `gc`: whole store only when neither option is given.
+
+    An empty or malformed `--namespace` (an unset shell variable, `/`, `a//b`) is an
+    error rather than the whole store.
+    """
+    if namespace is not None and labels:
+        raise typer.BadParameter("Pass either --namespace or --label, not both.")
+    if labels:
+        if any(not lab for lab in labels):
+            raise typer.BadParameter("--label must not be empty.")
+        return tuple(labels)
+    if namespace is None:
+        return ()
+    parts = namespace.split("/")
+    if not namespace.strip() or any(not p for p in parts):
+        raise typer.BadParameter(
+            f"--namespace {namespace!r} has an empty label: give labels joined by '/' such"
+            " as users/u1 (omit --namespace to run on the whole store, or use --label for"
+            " labels that contain '/')."
+        )
+    return tuple(parts)
+
+
 def _parse_sizes(text: str) -> list[int]:
     """Parse ``1000,10k,1_000`` into item counts.
 
@@ -604,6 +628,14 @@ def gc(
         str | None,
         typer.Option(
             help="Only namespaces under this prefix, labels joined by '/' (e.g. users/u1)."
+            " Empty labels are refused; use --label for labels that contain '/'."
+        ),
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="One label of the namespace prefix, taken literally (repeatable, in order);"
+            " instead of --namespace."
         ),
     ] = None,
     policy: Annotated[
@@ -669,7 +701,7 @@ def gc(
             "--consolidate and --theme write merged memories, which are embedded: pass"
             " --embed with the store's embeddings (e.g. --embed local)."
         )
-    prefix = tuple(p for p in (namespace or "").split("/") if p)
+    prefix = _gc_prefix(namespace, label)
     store = TieredMemoryStore(
         chroma_path=chroma_path,
         tiers={"default": "long"},

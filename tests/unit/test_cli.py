@@ -275,3 +275,50 @@ def test_gc_command_applies_a_budget(tmp_path: Any) -> None:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert sorted(d["id"] for d in report["details"]) == ["k0", "k1"]
     assert all("max_memories 1" in d["reason"] for d in report["details"])
+
+
+def test_gc_command_refuses_empty_or_malformed_namespaces_and_takes_literal_labels(
+    tmp_path: Any,
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from langgraph_tiered_memory import TieredMemoryStore
+    from langgraph_tiered_memory.cli import app
+    from tests.fakes import HashingEmbeddings
+
+    path = str(tmp_path / "chroma")
+
+    def open_store() -> TieredMemoryStore:
+        return TieredMemoryStore(
+            chroma_path=path,
+            tiers={"default": "long"},
+            index={"dims": 16, "embed": HashingEmbeddings(16), "fields": ["content"]},
+            key_prefix="gcn",
+        )
+
+    store = open_store()
+    store.put(("users", "u1"), "junk", {"content": "meh", "importance": 0.05})
+    store.put(("teams", "a/b"), "junk", {"content": "meh", "importance": 0.05})
+    store.close()
+    base = ["gc", "--chroma-path", path, "--key-prefix", "gcn", "--dims", "16", "--json"]
+    runner = CliRunner()
+    for bad in ["", "/", "users//u1", "users/", " "]:
+        result = runner.invoke(app, [*base, "--namespace", bad])
+        assert result.exit_code != 0, bad
+        assert "empty" in result.output, result.output
+    both = runner.invoke(app, [*base, "--namespace", "users", "--label", "users"])
+    assert both.exit_code != 0 and "not both" in both.output
+    # Nothing was deleted by the refused runs.
+    check = open_store()
+    assert check.get_memory(("users", "u1"), "junk") is not None
+    check.close()
+    labelled = runner.invoke(app, [*base, "--label", "teams", "--label", "a/b"])
+    assert labelled.exit_code == 0, labelled.output
+    report = json.loads(labelled.stdout.strip().splitlines()[-1])
+    assert [(d["namespace"], d["id"]) for d in report["details"]] == [(["teams", "a/b"], "junk")]
+    after = open_store()
+    assert after.get_memory(("teams", "a/b"), "junk") is None
+    assert after.get_memory(("users", "u1"), "junk") is not None
+    after.close()
