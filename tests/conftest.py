@@ -29,6 +29,11 @@ def key_prefix(redis_url: str) -> Iterator[str]:
     """A fresh key prefix; its Redis keys are removed after the test."""
     prefix = "t" + uuid.uuid4().hex[:12]
     yield prefix
+    drop_redis_keys(redis_url, prefix)
+
+
+def drop_redis_keys(redis_url: str, prefix: str) -> None:
+    """Delete every Redis key a store with `prefix` created."""
     client = redis.Redis.from_url(redis_url)
     try:
         keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))

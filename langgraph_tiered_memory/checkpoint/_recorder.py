@@ -78,6 +78,23 @@ def _merge(pending: _Records, session_id: str, user_id: str | None, count: int |
     pending[session_id] = (user_id, count)
 
 
+def _requeue(pending: _Records, batch: _Records) -> None:
+    """Put a failed batch back; records queued since then are newer and win."""
+    for sid, rec in batch.items():
+        pending.setdefault(sid, rec)
+
+
+def _failed(streak: _Streak, count: int, error: BaseException, raise_errors: bool) -> None:
+    """Count a failed write in the streak, then re-raise it when the caller waits for it."""
+    streak.failed(count, error)
+    if not raise_errors:
+        return
+    translated = _pending_error(error)
+    if translated is None:
+        raise error
+    raise translated from error
+
+
 class Recorder:
     """Batches session records: at most one registry write per `interval` seconds."""
 
@@ -123,17 +140,11 @@ class Recorder:
                 self._registry.record_many(batch)
             except BaseException as e:
                 with self._lock:
-                    for sid, rec in batch.items():
-                        self._pending.setdefault(sid, rec)
+                    _requeue(self._pending, batch)
                     if self._timer is None:  # retry later even if nothing else is written
                         self._start_timer()
-                self._streak.failed(len(batch), e)
-                if not raise_errors:
-                    return
-                error = _pending_error(e)
-                if error is None:
-                    raise
-                raise error from e
+                _failed(self._streak, len(batch), e, raise_errors)
+                return
             self._streak.succeeded(len(batch))
 
     def close(self) -> None:
@@ -180,16 +191,10 @@ class AsyncRecorder:
             try:
                 await self._registry.record_many(batch)
             except BaseException as e:
-                for sid, rec in batch.items():
-                    self._pending.setdefault(sid, rec)
+                _requeue(self._pending, batch)
                 self._schedule()
-                self._streak.failed(len(batch), e)
-                if not raise_errors:
-                    return
-                error = _pending_error(e)
-                if error is None:
-                    raise
-                raise error from e
+                _failed(self._streak, len(batch), e, raise_errors)
+                return
             self._streak.succeeded(len(batch))
 
     async def close(self) -> None:

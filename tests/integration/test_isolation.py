@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import IndexConfig
@@ -22,7 +21,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.ranking import RetrievalMode, user_scope
-from tests.conftest import DIMS
+from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import HashingEmbeddings
 
 INDEX: IndexConfig = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
@@ -278,10 +277,4 @@ def test_no_search_ever_returns_an_item_outside_the_callers_scope(
                 assert {(h.entry.namespace, h.entry.id) for h in hits} <= visible
     finally:
         store.close()
-        client = redis.Redis.from_url(redis_url)
-        try:
-            keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-            if keys:
-                client.delete(*keys)
-        finally:
-            client.close()
+        drop_redis_keys(redis_url, prefix)

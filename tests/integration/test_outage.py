@@ -9,7 +9,6 @@ import asyncio
 import logging
 import os
 import signal
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -38,23 +37,16 @@ from langgraph_tiered_memory.checkpoint import (
 from langgraph_tiered_memory.checkpoint._outage import is_translated, public_methods
 from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, SessionRegistry
 from langgraph_tiered_memory.embedded import EmbeddedRedis
+from tests.net import free_port
 
 BOUND = 2.0
 MARGIN = 1.5  # scheduling slack on a busy machine
 
 
-def _free_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = int(probe.getsockname()[1])
-    probe.close()
-    return port
-
-
 @pytest.fixture
 def server() -> Iterator[EmbeddedRedis]:
     """A private Redis with modules on a fixed port (so it can be restarted there)."""
-    with EmbeddedRedis(port=_free_port()) as srv:
+    with EmbeddedRedis(port=free_port()) as srv:
         yield srv
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,22 +14,15 @@ from langgraph_tiered_memory import BackendUnavailableError, TieredMemoryStore
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
 from langgraph_tiered_memory.cli import app
 from langgraph_tiered_memory.embedded import EmbeddedRedis
+from tests.net import free_port
 
 PASSWORD = "Pa55-w0rd-zq7"
-
-
-def _free_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = int(probe.getsockname()[1])
-    probe.close()
-    return port
 
 
 @pytest.fixture
 def protected() -> Iterator[tuple[EmbeddedRedis, str]]:
     """A private server that requires PASSWORD, and the URL that carries it."""
-    with EmbeddedRedis(port=_free_port()) as server:
+    with EmbeddedRedis(port=free_port()) as server:
         client = redis.Redis(port=server.port)
         client.config_set("requirepass", PASSWORD)
         client.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,9 @@ from chromadb.config import Settings
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
+from tests.net import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +30,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
         found = shutil.which("chroma")
         assert found, "the chroma CLI (installed with chromadb) is missing"
         exe = Path(found)
-    port = _free_port()
+    port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     log = open(path / "server.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(

@@ -14,6 +14,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_tiered_memory import TieredMemoryStore
+from tests.conftest import drop_redis_keys
 from tests.fakes import HashingEmbeddings
 
 pytestmark = pytest.mark.integration
@@ -277,9 +278,7 @@ def test_random_sequences_match_inmemory_store(
             run_and_compare(ours, ref, sequence, page, ((), ("a",)))
         finally:
             if tier == "short":
-                stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-                if stale:
-                    client.delete(*stale)
+                drop_redis_keys(redis_url, prefix)
 
     check()
     client.close()
@@ -335,9 +334,7 @@ def test_mixed_tier_sequences_match_inmemory_store(redis_url: str, chroma_client
             for ns, _ in [(r.namespace, r.key) for r in ours.search((), limit=1000)]:
                 assert ours.tier_for(ns) == ("short" if ns[0] == "short_term" else "long")
         finally:
-            stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-            if stale:
-                client.delete(*stale)
+            drop_redis_keys(redis_url, prefix)
 
     check()
     client.close()
@@ -393,9 +390,7 @@ def test_prefix_reads_never_reach_a_near_namespace(
                     assert ours.list_namespaces(prefix=p, limit=100) == under, p
         finally:
             if tier == "short":
-                stale = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-                if stale:
-                    client.delete(*stale)
+                drop_redis_keys(redis_url, prefix)
 
     check()
     client.close()
