@@ -67,6 +67,8 @@ class ItemWrite:
     vectors: list[list[float]] | None = None
     """Embeddings of the item's indexed texts; None when the item is not indexed."""
     ttl: float | None = None
+    expires_at: float | None = None
+    """Expiry kept by a rewrite (epoch seconds); None: `now + ttl` when there is a TTL."""
     keyword_text: str | None = None
     """Text for the keyword index (memory mode on the long tier), or None."""
     context_text: str | None = None

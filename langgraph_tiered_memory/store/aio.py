@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
@@ -195,6 +195,8 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
         reinforced = await asyncio.to_thread(_reinforced, self, namespace, key, delta)
         if reinforced is None:
             return None
-        value, importance = reinforced
-        await self.aput(namespace, key, value)
+        value, importance, item = reinforced
+        ns = tuple(namespace)
+        with redis_call():
+            await self._arun_batch([PutOp(ns, key, value)], keep={(ns, key): item})
         return importance

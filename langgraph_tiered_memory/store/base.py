@@ -299,8 +299,16 @@ class TieredStoreCore:
         return sum(tier.sweep(now=now) for tier in self._tiers.values())
 
     # ----------------------------------------------------------------- running
-    def _run_batch(self, ops: Iterable[Op]) -> list[Result]:
+    def _run_batch(
+        self, ops: Iterable[Op], *, keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None
+    ) -> list[Result]:
+        """Run a batch of operations.
+
+        `keep` maps the (namespace, key) of rewritten items to the stored items whose
+        TTL and expiry the rewrite keeps (internal rewrites only).
+        """
         plan = self._plan(ops)
+        _keep_expiries(plan, keep)
         self._prepare(plan)
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
@@ -310,8 +318,11 @@ class TieredStoreCore:
             queries = {q: self.embeddings.embed_query(q) for q in plan.queries}
         return self._execute(plan, vectors, queries)
 
-    async def _arun_batch(self, ops: Iterable[Op]) -> list[Result]:
+    async def _arun_batch(
+        self, ops: Iterable[Op], *, keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None
+    ) -> list[Result]:
         plan = self._plan(ops)
+        _keep_expiries(plan, keep)
         if plan.writes:
             await asyncio.to_thread(self._prepare, plan)
         vectors: list[list[float]] = []
@@ -924,10 +935,24 @@ class TieredStoreCore:
         )
 
 
+def _keep_expiries(plan: _Plan, keep: Mapping[tuple[tuple[str, ...], str], Any] | None) -> None:
+    """Give rewrites of stored items the TTL and expiry those items have now.
+
+    Maintenance and reinforcement rewrite memories; a rewrite is not a new write, so a
+    TTL memory keeps its expiry (and a memory without a TTL keeps none).
+    """
+    if not keep:
+        return
+    for w in plan.writes:
+        item = keep.get((w.namespace, w.key))
+        if item is not None and w.value is not None:
+            w.ttl, w.expires_at = item.ttl, item.expires_at
+
+
 def _reinforced(
     core: TieredStoreCore, namespace: tuple[str, ...], key: str, delta: float
-) -> tuple[dict[str, Any], float] | None:
-    """The reinforced value and its new importance, or None when there is no memory.
+) -> tuple[dict[str, Any], float, StoredItem] | None:
+    """The reinforced value, its new importance and the stored item, or None.
 
     `importance` moves by `delta` and is clamped to [0, 1].
     """
@@ -942,7 +967,7 @@ def _reinforced(
     value = dict(item.value)
     current = memory_fields(value, key=key).importance
     value["importance"] = min(1.0, max(0.0, current + float(delta)))
-    return value, float(value["importance"])
+    return value, float(value["importance"]), item
 
 
 def _checked_clock(clock: Callable[[], float]) -> Callable[[], float]:

@@ -10,6 +10,7 @@ batch path, so vectors, keyword rows, statistics and the document copy stay in s
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,12 @@ from langgraph.store.base import PutOp
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import PINNED_FIELD, ForgettingPolicy, ForgettingRules
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
-from langgraph_tiered_memory.store._common import check_labels, check_search_text, validate_key
+from langgraph_tiered_memory.store._common import (
+    StoredItem,
+    check_labels,
+    check_search_text,
+    validate_key,
+)
 from langgraph_tiered_memory.store.promotion import (
     Promoted,
     _check_page_size,
@@ -34,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["Promoted", "consolidate", "forget", "garbage_collect", "promote"]
 
 PREVIEW_CHARS = 80
+TTL_EXPIRED = "ttl expired"
+"""Report reason of a memory whose TTL ran out (swept, or would be in a dry run)."""
 
 
 def _require_memory_mode(core: TieredStoreCore, what: str) -> None:
@@ -53,10 +61,26 @@ def _detail(ns: tuple[str, ...], key: str, value: dict[str, Any], reason: str) -
     }
 
 
-def _long_namespaces(core: TieredStoreCore, prefix: tuple[str, ...], now: float) -> Iterator[Any]:
-    for ns in core._long().namespaces(prefix, now=now):
+def _long_namespaces(core: TieredStoreCore, prefix: tuple[str, ...]) -> Iterator[Any]:
+    # Every namespace, also one holding only expired items (swept by the caller, if at all).
+    for ns in core._long().namespaces(prefix, now=None):
         if core._router.tier_for(ns) == "long":
             yield ns
+
+
+def _expired(
+    core: TieredStoreCore,
+    ns: tuple[str, ...],
+    *,
+    dry_run: bool,
+    keys: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Report rows of the items whose TTL ran out on the store's clock; swept unless dry.
+
+    A hypothetical `now` never sweeps: TTLs run on the store's clock only.
+    """
+    gone = core._long().expired(ns, now=core.clock(), delete=not dry_run, keys=keys)
+    return [_detail(ns, it.key, it.value, TTL_EXPIRED) for it in gone]
 
 
 def _stats_of(st: Any, now: float) -> dict[str, Any]:
@@ -70,13 +94,14 @@ def _stats_of(st: Any, now: float) -> dict[str, Any]:
 
 
 def _reported(
-    core: TieredStoreCore, ns: tuple[str, ...], reasons: list[tuple[str, str]], now: float
+    core: TieredStoreCore, ns: tuple[str, ...], reasons: list[tuple[str, str]]
 ) -> list[dict[str, Any]]:
-    """Report rows of flagged memories; pinned ones (and vanished ones) are left out."""
+    """Report rows of flagged memories; pinned, expired and vanished ones are left out."""
     out = []
     for start in range(0, len(reasons), 1000):
         chunk = reasons[start : start + 1000]
-        items = core._long().get(ns, [k for k, _ in chunk], now=now)  # not an access
+        # Live on the store's clock (a dry run's `now` may be ahead); not an access.
+        items = core._long().get(ns, [k for k, _ in chunk], now=core.clock())
         for key, reason in chunk:
             item = items.get(key)
             if item is not None and item.value.get(PINNED_FIELD) is not True:
@@ -141,6 +166,10 @@ def garbage_collect(
     `dry_run`, are deleted from every index in one batch per page. With
     `max_memories`, a heap of at most that many entries per namespace picks the
     memories beyond it, which go once the namespace has been read.
+
+    Memories whose TTL ran out on the store's clock are swept first (reason
+    `TTL_EXPIRED`); `now` only moves the forgetting rules, never a TTL. A dry run
+    writes nothing at all and reports exactly what the same real run would delete.
     """
     _require_memory_mode(core, "Garbage collection")
     _check_page_size(page_size)
@@ -149,17 +178,22 @@ def garbage_collect(
     now = core.clock() if now is None else float(now)
     details: list[dict[str, Any]] = []
     scanned = 0
-    for ns in _long_namespaces(core, tuple(namespace_prefix), now):
+    for ns in _long_namespaces(core, tuple(namespace_prefix)):
+        swept = _expired(core, ns, dry_run=dry_run)
+        details.extend(swept)
+        gone = {d["id"] for d in swept}  # in a dry run, still listed below: skip them
+        scanned += len(gone)
         judge = _Judge(rules, now)
-        for page in core._long().iter_memory_stats(ns, page_size):
+        for listed in core._long().iter_memory_stats(ns, page_size):
+            page = [(k, st) for k, st in listed if k not in gone]
             scanned += len(page)
-            flagged = _reported(core, ns, judge.page(page), now)
+            flagged = _reported(core, ns, judge.page(page))
             details.extend(flagged)
             if not dry_run:
                 _delete(core, ns, [d["id"] for d in flagged])
             if progress is not None:
                 progress(len(page))
-        evicted = _reported(core, ns, judge.over_capacity(), now)
+        evicted = _reported(core, ns, judge.over_capacity())
         details.extend(evicted)
         if not dry_run:
             _delete(core, ns, [d["id"] for d in evicted])
@@ -201,9 +235,9 @@ def forget(
         for page in core._long().iter_memory_stats(namespace, page_size):
             reasons.extend(r for r in judge.page(page) if r[0] in asked)
         reasons.extend(r for r in judge.over_capacity() if r[0] in asked)
-    out = _reported(core, namespace, reasons, now)
+    out = _reported(core, namespace, reasons)
     _delete(core, namespace, [d["id"] for d in out])
-    return out
+    return out + _expired(core, namespace, dry_run=False, keys=wanted)
 
 
 def _merged_key(keys: list[str], values: list[dict[str, Any]]) -> str:
@@ -259,16 +293,25 @@ class _Candidates:
         self.tier = tier
         self.namespace = namespace
         self.now = now
+        self.items: dict[str, StoredItem] = {}
         self.values: dict[str, dict[str, Any]] = {}
         self.excluded: set[str] = set()
+        self.expiring: set[str] = set()
+        """Keys of memories with a TTL: merged only with each other."""
         self._exists: dict[str, bool] = {}
 
     def read(self, keys: list[str]) -> bool:
-        """Read the values of `keys` not read yet; True when one of them is excluded."""
+        """Read the values of `keys` not read yet.
+
+        True when one of them is excluded or has a TTL: the groups must be made again.
+        """
         wanted = [k for k in dict.fromkeys(keys) if k not in self.values]
+        expiring = len(self.expiring)
         for start in range(0, len(wanted), 1000):
             got = self.tier.get(self.namespace, wanted[start : start + 1000], now=self.now)
+            self.items.update(got)
             self.values.update({k: item.value for k, item in got.items()})  # not an access
+            self.expiring.update(k for k, item in got.items() if item.expires_at is not None)
         targets = {
             t
             for k in wanted
@@ -280,7 +323,18 @@ class _Candidates:
             self._exists.update({t: t in got for t in targets})
         before = len(self.excluded)
         self.excluded.update(k for k in wanted if not self._usable(k))
-        return len(self.excluded) > before
+        return len(self.excluded) > before or len(self.expiring) > expiring
+
+    def kept_expiry(self, group: list[str]) -> StoredItem | None:
+        """The source whose TTL and expiry a group's merged memory takes.
+
+        Groups never mix memories with and without a TTL. Merged TTL memories expire
+        when the last of their sources would have; without a TTL, None.
+        """
+        items = [self.items[k] for k in group]
+        if any(it.expires_at is None for it in items):
+            return None
+        return max(items, key=lambda it: it.expires_at or 0.0)
 
     def _usable(self, key: str) -> bool:
         value = self.values.get(key)
@@ -349,13 +403,16 @@ def consolidate(
     candidates = _Candidates(tier, namespace, now)
 
     def grouped() -> list[list[str]]:
-        # Shared types (facts, skills) and private ones are never merged together.
+        # Shared types (facts, skills) and private ones are never merged together, nor
+        # memories with a TTL and memories without one.
         out: list[list[str]] = []
-        for visibility in (True, False):
+        for visibility, expiring in itertools.product((True, False), (True, False)):
             rows = [
                 i
                 for i, k in enumerate(present)
-                if is_shared[k] is visibility and k not in candidates.excluded
+                if is_shared[k] is visibility
+                and (k in candidates.expiring) is expiring
+                and k not in candidates.excluded
             ]
             sub = [present[i] for i in rows]
             if qv is None:
@@ -376,6 +433,7 @@ def consolidate(
     records = []
     merged_ops: list[PutOp] = []
     source_ops: list[PutOp] = []
+    keep: dict[tuple[tuple[str, ...], str], StoredItem] = {}  # TTLs the rewrites keep
     for group in groups:
         values = [candidates.values[k] for k in group]
         content = _merge(chat, [str(v.get("content") or "") for v in values])
@@ -408,6 +466,9 @@ def consolidate(
             del merged["memory_type"]
         merged.pop("consolidated_into", None)
         merged_ops.append(PutOp(namespace, merged_key, merged))
+        expiry = candidates.kept_expiry(group)
+        if expiry is not None:
+            keep[(namespace, merged_key)] = expiry
         for k in sources:
             v = candidates.values[k]
             if originals == "delete":
@@ -415,12 +476,13 @@ def consolidate(
             else:
                 weaker = {**v, "importance": float(v.get("importance", 0.5)) / 2}
                 source_ops.append(PutOp(namespace, k, {**weaker, "consolidated_into": merged_key}))
+                keep[(namespace, k)] = candidates.items[k]
     if dry_run:
         return records
     # Every merged memory is stored before any source changes: a crash loses nothing.
     for ops in (merged_ops, source_ops):
         for start in range(0, len(ops), 500):
-            core._run_batch(ops[start : start + 500])
+            core._run_batch(ops[start : start + 500], keep=keep)
     return records
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from langgraph.store.base import BaseStore, IndexConfig, Item, Op, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
@@ -217,7 +217,7 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
     def update_importance(self, namespace: tuple[str, ...], key: str, delta: float) -> float | None:
         """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
 
-        The value is written back with `put` (statistics are kept).
+        The value is written back with its statistics, TTL and expiry kept.
 
         Args:
             namespace: The memory's namespace (long-term tier).
@@ -230,8 +230,10 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         reinforced = _reinforced(self, namespace, key, delta)
         if reinforced is None:
             return None
-        value, importance = reinforced
-        self.put(namespace, key, value)
+        value, importance, item = reinforced
+        ns = tuple(namespace)
+        with redis_call():
+            self._run_batch([PutOp(ns, key, value)], keep={(ns, key): item})
         return importance
 
     def garbage_collect(

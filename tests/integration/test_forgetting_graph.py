@@ -184,11 +184,11 @@ def test_a_crash_after_the_merge_loses_nothing(
     mstore.put(("u",), "b", {"content": "Eli is allergic to nuts.", "importance": 0.3})
     real = mstore._run_batch
 
-    def crash_on_delete(ops: Any) -> Any:
+    def crash_on_delete(ops: Any, **kwargs: Any) -> Any:
         ops = list(ops)
         if any(isinstance(op, PutOp) and op.value is None for op in ops):
             raise RuntimeError("power cut")
-        return real(ops)
+        return real(ops, **kwargs)
 
     monkeypatch.setattr(mstore, "_run_batch", crash_on_delete)
     with pytest.raises(RuntimeError, match="power cut"):

@@ -83,11 +83,11 @@ def test_a_rerun_after_a_crash_finishes_the_same_merge(
     mstore.put(ns, "b", {"content": "Eli is allergic to nuts.", "importance": 0.3})
     real = mstore._run_batch
 
-    def crash_on_delete(ops: Any) -> Any:
+    def crash_on_delete(ops: Any, **kwargs: Any) -> Any:
         ops = list(ops)
         if any(isinstance(op, PutOp) and op.value is None for op in ops):
             raise RuntimeError("power cut")
-        return real(ops)
+        return real(ops, **kwargs)
 
     monkeypatch.setattr(mstore, "_run_batch", crash_on_delete)
     with pytest.raises(RuntimeError, match="power cut"):
@@ -287,8 +287,11 @@ memory = st.fixed_dictionaries(
         "pinned": st.booleans(),
     }
 )
+ttl = st.sampled_from([None, None, 5 * 24 * 60.0, 100 * 24 * 60.0])  # minutes
 step = st.tuples(
-    st.sampled_from(["gc", "forget", "consolidate", "downweight", "promote", "graph"]),
+    st.sampled_from(
+        ["gc", "gc_ahead", "forget", "consolidate", "downweight", "promote", "graph", "graph_ahead"]
+    ),
     st.sampled_from([*LONG_SPACES, ("users",), ("users", "u1"), ("short_term", "*")]),
     st.booleans(),  # dry run
     st.sampled_from([0.0, 10 * DAY, 200 * DAY]),  # clock advance
@@ -301,14 +304,14 @@ step = st.tuples(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    st.lists(st.tuples(st.sampled_from(LONG_SPACES + SHORT_SPACES), memory), max_size=12),
+    st.lists(st.tuples(st.sampled_from(LONG_SPACES + SHORT_SPACES), memory, ttl), max_size=12),
     st.lists(step, min_size=1, max_size=3),
 )
 def test_maintenance_never_changes_anything_outside_its_scope(
     redis_url: str,
     key_prefix: str,
     tmp_path: Any,
-    writes: list[tuple[tuple[str, ...], dict[str, Any]]],
+    writes: list[tuple[tuple[str, ...], dict[str, Any], float | None]],
     steps: list[tuple[str, tuple[str, ...], bool, float]],
 ) -> None:
     run = next(_counter)
@@ -331,22 +334,43 @@ def test_maintenance_never_changes_anything_outside_its_scope(
                 client.close()
 
 
+def _raw(store: TieredMemoryStore) -> dict[Any, tuple[Any, float | None]]:
+    """Every stored item (value, expiry) of `ALL_SPACES`, expired or not.
+
+    Read below the store's read rules, so a dry run that deleted an expired item, or
+    a rewrite that changed an expiry, shows.
+    """
+    out: dict[Any, tuple[Any, float | None]] = {}
+    for ns in ALL_SPACES:
+        tier: Any = store._tiers[store.tier_for(ns)]
+        if store.tier_for(ns) == "long":
+            keys = [k for page in tier.iter_memory_stats(ns) for k, _ in page]
+        else:
+            (keys,) = tier._live_keys([ns], 0.0)
+        for key, item in tier.get(ns, keys, now=0.0).items():
+            out[(ns, key)] = (item.value, item.expires_at)
+    return out
+
+
 def _random_maintenance(
     store: TieredMemoryStore,
     clock: Clock,
-    writes: list[tuple[tuple[str, ...], dict[str, Any]]],
+    writes: list[tuple[tuple[str, ...], dict[str, Any], float | None]],
     steps: list[tuple[str, tuple[str, ...], bool, float]],
 ) -> None:
-    for i, (ns, value) in enumerate(writes):
-        store.put(ns, f"k{i}", value)
+    for i, (ns, value, minutes) in enumerate(writes):
+        store.put(ns, f"k{i}", value, ttl=minutes)
     pinned = {
-        (ns, f"k{i}") for i, (ns, v) in enumerate(writes) if v["pinned"] and ns in LONG_SPACES
+        (ns, f"k{i}")
+        for i, (ns, v, minutes) in enumerate(writes)
+        if v["pinned"] and ns in LONG_SPACES
     }
     for op, scope, dry, advance in steps:
         clock.now += advance
-        before = _snapshot(store, ALL_SPACES)
-        if op == "gc":
-            store.garbage_collect(scope, dry_run=dry)
+        before = _raw(store)
+        if op in ("gc", "gc_ahead"):
+            ahead = clock.now + 30 * DAY if op == "gc_ahead" else None
+            store.garbage_collect(scope, dry_run=dry, now=ahead)
         elif op == "forget" and not dry and store.tier_for(scope) == "long":
             store.forget(scope, [f"k{i}" for i in range(len(writes))])
         elif op in ("consolidate", "downweight") and store.tier_for(scope) == "long":
@@ -354,12 +378,15 @@ def _random_maintenance(
             store.consolidate(scope, threshold=0.8, dry_run=dry, originals=originals)
         elif op == "promote" and not dry:
             store.promote(("short_term", *scope[1:2]) if scope[0] == "users" else scope)
-        elif op == "graph":
-            graph = create_forgetting_graph(namespace=scope, dry_run=dry, clock=clock)
+        elif op in ("graph", "graph_ahead"):
+            shift = 30 * DAY if op == "graph_ahead" else 0.0
+            graph = create_forgetting_graph(
+                namespace=scope, dry_run=dry, clock=lambda s=shift: clock.now + s
+            )
             graph.compile(store=store).invoke({})
-        after = _snapshot(store, ALL_SPACES)
+        after = _raw(store)
         if dry:
-            assert after == before
+            assert after == before, "a dry run changed the store"
         if op == "promote":
             source = ("short_term", *scope[1:2]) if scope[0] == "users" else scope
             allowed = [ns for ns in SHORT_SPACES if _under(ns, source)]
@@ -372,8 +399,13 @@ def _random_maintenance(
         assert {k: v for k, v in after.items() if k[0] in outside} == {
             k: v for k, v in before.items() if k[0] in outside
         }
+        for key, (_, expires) in before.items():
+            if key in after and key[1].startswith("k"):
+                assert after[key][1] == expires, f"{key} changed its expiry"
         for ns, key in pinned:
-            assert (ns, key) in after, f"pinned memory {ns}/{key} is gone"
+            live = before.get((ns, key))
+            if live is not None and (live[1] is None or live[1] > clock.now):
+                assert (ns, key) in after, f"pinned memory {ns}/{key} is gone"
 
 
 def test_maintenance_refuses_text_utf8_cannot_encode_before_touching_anything(

@@ -422,21 +422,34 @@ class ChromaTier:
                 out[key] = item
         return out
 
-    def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
-        """Registered namespaces under `prefix`; namespaces with TTL items are swept first."""
+    def namespaces(self, prefix: Namespace, *, now: float | None) -> list[Namespace]:
+        """Registered namespaces under `prefix` holding a live item at `now`.
+
+        A read only: expired items are left for `sweep` (or a garbage collection that is
+        not a dry run) to delete, so listing never writes, whatever `now` is. With
+        `now=None`, every registered namespace, also those holding only expired items.
+        """
         out = []
         for ns, has_ttl in self._registered(prefix):
-            if has_ttl:
+            if has_ttl and now is not None:
                 col = self._collection(ns, create=False)
                 if col is None:
                     continue
-                with self._lock:
-                    self._sweep_collection(ns, col, now)
-                    if not col.get(limit=1, include=[])["ids"]:
-                        self._unregister(ns)
-                        continue
+                if not self._has_live(ns, col, now):
+                    continue
             out.append(ns)
         return out
+
+    def _has_live(self, ns: Namespace, col: Any, now: float) -> bool:
+        mirror = self.mirror
+        if mirror is not None:
+            return mirror.has_docs(self.prefix, namespace_id(ns), live_at=now)
+        expired = len(col.get(where={"_e": {"$lte": now}}, include=[])["ids"])
+        if not expired:
+            return bool(col.get(limit=1, include=[])["ids"])
+        # A Chroma `where` cannot ask for a missing key: count the item records.
+        items = sum(rid.startswith("p:") for rid in col.get(include=[])["ids"])
+        return items > expired
 
     def search(
         self,
@@ -864,7 +877,7 @@ class ChromaTier:
             )
             meta: dict[str, Any] = {"_d": doc}
             if w.ttl is not None:
-                meta["_e"] = now + w.ttl * 60
+                meta["_e"] = w.expires_at if w.expires_at is not None else now + w.ttl * 60
             elif prev is not None and prev.get("t") is not None:
                 meta["_e"] = None  # Chroma drops a metadata key set to None
             if memindex is not None and w.memory is not None:
@@ -983,23 +996,59 @@ class ChromaTier:
                         self.prefix, namespace_id(ns), expiries=expiries, done=list(expiries)
                     )
 
-    def _sweep_collection(self, ns: Namespace, col: Any, now: float) -> int:
-        res = col.get(where={"_e": {"$lte": now}}, include=["metadatas"])
-        if not res["ids"]:
-            return 0
-        doomed: list[str] = []
+    def expired(
+        self, namespace: Namespace, *, now: float, delete: bool, keys: Sequence[str] | None = None
+    ) -> list[StoredItem]:
+        """Items of `namespace` (or of its `keys`) whose TTL ran out at `now`.
+
+        With `delete`, they are swept: removed with everything a delete removes (extra
+        vectors, the document copy, keyword rows, and the context vector their text
+        gave the memory written after them). Without it, nothing is written.
+        """
+        col = self._collection(namespace, create=False)
+        if col is None or (keys is not None and not keys):
+            return []
+        with self._lock:
+            if delete:
+                items = self._sweep_collection(namespace, col, now, keys)
+                if items:
+                    self._unregister_if_empty(namespace, col)
+                return items
+            return [item for item, _ in self._expired_records(namespace, col, now, keys)]
+
+    def _expired_records(
+        self, ns: Namespace, col: Any, now: float, keys: Sequence[str] | None = None
+    ) -> list[tuple[StoredItem, list[str]]]:
+        """(item, record ids) of each expired item of a collection (locked)."""
+        where = {"_e": {"$lte": now}}
+        if keys is None:
+            res = col.get(where=where, include=["metadatas"])
+        else:
+            res = col.get(ids=[f"p:{k}" for k in keys], where=where, include=["metadatas"])
+        out = []
         for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
-            doomed.append(rid)
-            doomed.extend(_extra_ids(rid[2:], json.loads(meta["_d"])))
-        keys = [rid[2:] for rid in res["ids"]]
-        mirror = self.mirror
-        memindex = self.memindex
-        for idx in {id(x): x for x in (mirror, memindex) if x is not None}.values():
-            idx.begin(self.prefix, namespace_id(ns), keys)
+            item = self._decode(ns, rid[2:], meta)[0]
+            out.append((item, [rid, *_extra_ids(rid[2:], json.loads(meta["_d"]))]))
+        return out
+
+    def _sweep_collection(
+        self, ns: Namespace, col: Any, now: float, keys: Sequence[str] | None = None
+    ) -> list[StoredItem]:
+        records = self._expired_records(ns, col, now, keys)
+        if not records:
+            return []
+        gone = [item.key for item, _ in records]
+        doomed = [rid for _, ids in records for rid in ids]
+        # Like a delete: the next memory's context vector was made with the swept text.
+        doomed.extend(self._unkey_successors(ns, col, gone, gone))
+        nsid = namespace_id(ns)
+        indexes = {id(x): x for x in (self.mirror, self.memindex) if x is not None}.values()
+        for idx in indexes:
+            idx.begin(self.prefix, nsid, gone)
         col.delete(ids=doomed)
-        for idx in {id(x): x for x in (mirror, memindex) if x is not None}.values():
-            idx.commit(self.prefix, namespace_id(ns), deletes=keys, done=keys, docs=idx is mirror)
-        return len(res["ids"])
+        for idx in indexes:
+            idx.commit(self.prefix, nsid, deletes=gone, done=gone, docs=idx is self.mirror)
+        return [item for item, _ in records]
 
     def sweep(self, *, now: float) -> int:
         """Delete expired items from every namespace that has held TTL items."""
@@ -1011,6 +1060,6 @@ class ChromaTier:
                 col = self._collection(ns, create=False)
                 if col is None:
                     continue
-                removed += self._sweep_collection(ns, col, now)
+                removed += len(self._sweep_collection(ns, col, now))
                 self._unregister_if_empty(ns, col)
         return removed

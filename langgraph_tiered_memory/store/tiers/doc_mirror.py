@@ -166,12 +166,15 @@ class DocMirror:
                 out.update((k, loads(m)) for k, m in rows)
         return out
 
-    def has_docs(self, prefix: str, nsid: str) -> bool:
-        """Whether the namespace still holds any item."""
+    def has_docs(self, prefix: str, nsid: str, *, live_at: float | None = None) -> bool:
+        """Whether the namespace still holds any item (with `live_at`: a live one then)."""
+        sql = "SELECT 1 FROM docs WHERE prefix=? AND nsid=?"
+        args: tuple[Any, ...] = (prefix, nsid)
+        if live_at is not None:
+            sql += " AND coalesce(json_extract(meta, '$._e') > ?, 1)"
+            args = (*args, live_at)
         with self._lock:
-            row = self._conn.execute(
-                "SELECT 1 FROM docs WHERE prefix=? AND nsid=? LIMIT 1", (prefix, nsid)
-            ).fetchone()
+            row = self._conn.execute(sql + " LIMIT 1", args).fetchone()
         return row is not None
 
     def begin(self, prefix: str, nsid: str, keys: Iterable[str]) -> None:

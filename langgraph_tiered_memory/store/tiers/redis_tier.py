@@ -315,12 +315,15 @@ class RedisTier:
                 pipe.delete(item_key, vec_key)
                 pipe.zrem(f"{base}:z", w.key)
                 continue
-            expires = now + w.ttl * 60 if w.ttl is not None else None
+            expires = None
+            px = None
+            if w.ttl is not None:
+                expires = w.expires_at if w.expires_at is not None else now + w.ttl * 60
+                px = max(1, int((expires - now) * 1000))
             doc = (
                 f'{{"c":{created.get(w.key, now)!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
                 f'"e":{json.dumps(expires)},"value":{w.encoded}}}'
             )
-            px = max(1, int(w.ttl * 60_000)) if w.ttl is not None else None
             pipe.set(item_key, doc, px=px)
             if w.vectors:
                 blob = np.asarray(w.vectors, dtype=np.float32).tobytes()
