@@ -1,10 +1,14 @@
 """Batched session records: what the savers write to the session registry.
 
 A graph writes a checkpoint per super-step; the registry only needs the latest
-activity of each session, so records are coalesced (the newest message count wins)
-and written by a timer `interval` seconds after the first pending one, in one round
-trip. Reads of the registry, deletes and `close()` write pending records first, so
+activity of each session, so records are coalesced and written by a timer `interval`
+seconds after the first pending one, in one round trip (plus one for the owners'
+indexes). Reads of the registry, deletes and `close()` write pending records first, so
 they see every acknowledged checkpoint.
+
+Coalescing never decides ownership by timing: a pending record keeps every user id it
+saw, oldest first, so the registry gives the session to the first one (if it has no
+owner yet) and records the others as participants. The newest known message count wins.
 
 Records whose write fails stay pending and are retried every `interval` seconds.
 A background failure is logged on `langgraph_tiered_memory.checkpoint`: one warning
@@ -27,7 +31,9 @@ __all__ = ["Recorder", "AsyncRecorder"]
 
 _log = logging.getLogger("langgraph_tiered_memory.checkpoint")
 
-_Records = dict[str, tuple[str | None, int | None]]
+_Pending = tuple[tuple[str, ...], int | None]
+"""A pending record: the user ids seen, oldest first, and the newest known message count."""
+_Records = dict[str, _Pending]
 
 
 class _Streak:
@@ -71,17 +77,24 @@ def _pending_error(error: BaseException) -> BaseException | None:
     )
 
 
+def _combined(older: _Pending, newer: _Pending) -> _Pending:
+    """One record of two: the older one's users first, the newer known count."""
+    users = older[0] + tuple(u for u in newer[0] if u not in older[0])
+    return users, (older[1] if newer[1] is None else newer[1])
+
+
 def _merge(pending: _Records, session_id: str, user_id: str | None, count: int | None) -> None:
+    """Coalesce a record into `pending`: a later user never displaces an earlier one."""
+    record: _Pending = ((user_id,) if user_id else (), count)
     previous = pending.get(session_id)
-    if previous is not None and user_id is None:
-        user_id = previous[0]
-    pending[session_id] = (user_id, count)
+    pending[session_id] = record if previous is None else _combined(previous, record)
 
 
 def _requeue(pending: _Records, batch: _Records) -> None:
-    """Put a failed batch back; records queued since then are newer and win."""
+    """Put a failed batch back: its users come first, records queued since are newer."""
     for sid, rec in batch.items():
-        pending.setdefault(sid, rec)
+        newer = pending.get(sid)
+        pending[sid] = rec if newer is None else _combined(rec, newer)
 
 
 def _failed(streak: _Streak, count: int, error: BaseException, raise_errors: bool) -> None:

@@ -1,24 +1,41 @@
 """Session registry: what the short-term tier knows about each thread (session).
 
-One Redis hash per session holds its `SessionMeta` (user, creation and last-activity
-times, message count, status), one string its running summary, and one sorted set
-per user the user's session ids scored by last activity. The hash and the summary
-carry the session TTL (refreshed on every touch and read) so they never outlive the
-checkpoints; the user index keeps ids only and reports a session whose hash is gone
-as `"expired"`.
+One Redis hash per session holds its `SessionMeta` (owner, participants, creation and
+last-activity times, message count, status), one string its running summary, and one
+sorted set per user the ids of the sessions the user owns, scored by last activity.
+The hash and the summary carry the session TTL (refreshed on every record and read) so
+they never outlive the checkpoints; the user index keeps ids only and reports a session
+whose hash is gone as `"expired"`.
+
+Ownership: the first `user_id` recorded for a session owns it, for good. A later record
+with another `user_id` never changes the owner: that user is added to the session's
+participants (once; a warning is logged on `langgraph_tiered_memory.checkpoint`).
+`list_sessions(user)` lists the sessions the user owns, not those they took part in.
+
+User index: every record of a session with a known owner (whether or not the record
+names a user) sets the session's score in the owner's index to the time of the record
+and restarts the index key's expiry (2 x TTL). Entries idle for more than 2 x TTL are
+pruned; a session in use therefore stays listed however old it is, and a session whose
+owner is first named on a later turn is listed from that turn on.
 
 Key layout, for a key prefix P (hash tags keep one session's keys in one cluster slot):
 
-- `P:session:{<session id>}`: hash of the session's metadata;
+- `P:session:{<session id>}`: hash of the session's metadata; field `participant:<user>`
+  holds when that user first wrote to the session;
 - `P:summary:{<session id>}`: the running summary (JSON);
 - `P:user:<user id>`: sorted set of session ids, score = last activity (epoch seconds).
+
+The index lives in another cluster slot than the session, so a record takes two round
+trips: one script per session (owner, participants, counts, TTLs; it returns the owner),
+then the index writes of the owners, one pipeline per batch.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -41,38 +58,98 @@ SessionStatus = Literal["active", "archived", "expired"]
 DEFAULT_SESSION_TTL = 7 * 24 * 3600.0
 """Seconds a session lives after its last activity (7 days)."""
 _STATUSES = ("active", "archived", "expired")
+_PARTICIPANT = "participant:"
+_log = logging.getLogger("langgraph_tiered_memory.checkpoint")
 
-# KEYS: session hash, summary. ARGV: now, ttl seconds ("" = none), user id ("" = none),
-# message count ("" = unknown). Returns 1 when the session was created.
+UserIds = str | Sequence[str] | None
+"""The user of a record: one id, or the ids seen in a batch, oldest first (or None)."""
+
+# KEYS: session hash, summary. ARGV: now, ttl seconds ("" = none), message count
+# ("" = unknown), messages to add ("" = none), then the user ids seen, oldest first.
+# The first user id ever recorded owns the session; any other becomes a participant.
+# Returns {created (0/1), owner ("" = none), the users who just became participants...}.
 _RECORD = """
 local created = redis.call('HSETNX', KEYS[1], 'created_at', ARGV[1])
 if created == 1 then
     redis.call('HSET', KEYS[1], 'status', 'active', 'message_count', 0)
 end
 redis.call('HSET', KEYS[1], 'last_active', ARGV[1])
-if ARGV[4] ~= '' then
-    redis.call('HSET', KEYS[1], 'message_count', ARGV[4])
-end
 if ARGV[3] ~= '' then
-    redis.call('HSETNX', KEYS[1], 'user_id', ARGV[3])
+    redis.call('HSET', KEYS[1], 'message_count', ARGV[3])
 end
+if ARGV[4] ~= '' then
+    redis.call('HINCRBY', KEYS[1], 'message_count', ARGV[4])
+end
+local reply = {created, ''}
+for i = 5, #ARGV do
+    if redis.call('HSETNX', KEYS[1], 'user_id', ARGV[i]) == 0
+        and redis.call('HGET', KEYS[1], 'user_id') ~= ARGV[i]
+        and redis.call('HSETNX', KEYS[1], 'participant:' .. ARGV[i], ARGV[1]) == 1 then
+        table.insert(reply, ARGV[i])
+    end
+end
+reply[2] = redis.call('HGET', KEYS[1], 'user_id') or ''
 if ARGV[2] ~= '' then
     redis.call('EXPIRE', KEYS[1], ARGV[2])
     redis.call('EXPIRE', KEYS[2], ARGV[2])
 end
-return created
+return reply
 """
 
 
+def _users(user_ids: UserIds) -> list[str]:
+    """The distinct non-empty user ids of a record, oldest first."""
+    seen = [user_ids] if isinstance(user_ids, str) else list(user_ids or ())
+    return [u for i, u in enumerate(seen) if u and u not in seen[:i]]
+
+
 def _record_args(
-    now: float, ttl: float | None, user_id: str | None, message_count: int | None
+    now: float,
+    ttl: float | None,
+    user_ids: UserIds,
+    message_count: int | None = None,
+    add: int | None = None,
 ) -> list[str]:
     return [
         repr(now),
         "" if ttl is None else str(int(ttl)),
-        user_id or "",
         "" if message_count is None else str(int(message_count)),
+        "" if add is None else str(int(add)),
+        *_users(user_ids),
     ]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _owners(sids: Sequence[str], replies: Sequence[Any]) -> dict[str, list[str]]:
+    """Owner -> the owner's sessions among `replies` of `_RECORD`; logs new participants."""
+    owners: dict[str, list[str]] = {}
+    for sid, reply in zip(sids, replies, strict=True):
+        owner = _text(reply[1])
+        for joined in reply[2:]:
+            _log.warning(
+                "Session %r belongs to user %r; user %r also wrote to it and is recorded as"
+                " a participant (the owner does not change).",
+                sid,
+                owner,
+                _text(joined),
+            )
+        if owner:
+            owners.setdefault(owner, []).append(sid)
+    return owners
+
+
+def _queue_index(
+    pipe: Any, user_key: str, sids: Sequence[str], now: float, ttl: float | None
+) -> None:
+    """Queue the owner's index update: score = this activity, expiry restarted."""
+    pipe.zadd(user_key, dict.fromkeys(sids, now))
+    if ttl is not None:
+        # Ids of sessions idle for longer than twice the TTL are dropped for good.
+        pipe.zremrangebyscore(user_key, "-inf", now - 2 * ttl)
+        pipe.expire(user_key, int(2 * ttl))
 
 
 # Set the status only on a live session: a plain HSET would recreate an expired hash
@@ -90,8 +167,11 @@ return 0
 class SessionMeta:
     """What the registry knows about one session (a LangGraph thread).
 
-    For an `"expired"` session only `session_id`, `user_id` and `last_active` are
-    known; the other fields are None.
+    `user_id` is the session's owner: the first user recorded for it, never replaced.
+    `participants` are the other users who wrote to it, in the order they first did;
+    the session is listed for its owner only. For an `"expired"` session only
+    `session_id`, `user_id` and `last_active` are known; the other fields are None
+    (`participants` is empty).
     """
 
     session_id: str
@@ -100,6 +180,7 @@ class SessionMeta:
     last_active: datetime
     message_count: int | None
     status: SessionStatus
+    participants: tuple[str, ...] = ()
 
 
 def _dt(ts: float) -> datetime:
@@ -146,6 +227,11 @@ def _decode(raw: Mapping[Any, Any]) -> dict[str, str]:
 
 
 def _meta(sid: str, fields: Mapping[str, str]) -> SessionMeta:
+    joined = sorted(
+        (float(since), name[len(_PARTICIPANT) :])
+        for name, since in fields.items()
+        if name.startswith(_PARTICIPANT)
+    )
     return SessionMeta(
         session_id=sid,
         user_id=fields.get("user_id") or None,
@@ -153,6 +239,7 @@ def _meta(sid: str, fields: Mapping[str, str]) -> SessionMeta:
         last_active=_dt(float(fields["last_active"])),
         message_count=int(fields.get("message_count", 0)),
         status=fields.get("status", "active"),  # type: ignore[arg-type]
+        participants=tuple(user for _, user in joined),
     )
 
 
@@ -161,20 +248,12 @@ def _check_status(status: str | None) -> None:
         raise ValueError(f"status must be one of {list(_STATUSES)} or None, got {status!r}.")
 
 
-@translate_outages
-class SessionRegistry:
-    """Session metadata and running summaries in Redis (synchronous).
-
-    Args:
-        client: A `redis.Redis` client (any Redis; no modules needed).
-        key_prefix: Prefix of the registry's keys.
-        ttl: Seconds a session lives after its last activity; None keeps it forever.
-        clock: Current time in epoch seconds (for tests).
-    """
+class _Registry:
+    """What both registries share: configuration, key names and the record script."""
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: Any,
         *,
         key_prefix: str = "tm_session",
         ttl: float | None = DEFAULT_SESSION_TTL,
@@ -186,75 +265,101 @@ class SessionRegistry:
         self.clock = clock or time.time
         self._record: Any = None
 
+    def session_keys(self, session_id: str) -> list[str]:
+        """The registry keys of one session (metadata hash and summary)."""
+        sid = _check_id("session_id", session_id)
+        return [self.keys.session(sid), self.keys.summary(sid)]
+
+    def _script(self) -> Any:
+        if self._record is None:
+            self._record = self.client.register_script(_RECORD)
+        return self._record
+
+
+@translate_outages
+class SessionRegistry(_Registry):
+    """Session metadata and running summaries in Redis (synchronous).
+
+    Args:
+        client: A `redis.Redis` client (any Redis; no modules needed).
+        key_prefix: Prefix of the registry's keys.
+        ttl: Seconds a session lives after its last activity; None keeps it forever.
+        clock: Current time in epoch seconds (for tests).
+    """
+
+    client: redis.Redis
+
     def touch(
         self, session_id: str, *, user_id: str | None = None, messages: int = 0
     ) -> SessionMeta:
         """Record activity: create the session if new, add `messages`, refresh the TTL.
 
+        Ownership and the user index follow the same rules as `record`.
+
         Args:
             session_id: The thread id.
-            user_id: The session's user (kept from the first touch that names one).
+            user_id: A user of the session: its owner if it has none yet, else a
+                participant when it differs from the owner.
             messages: Messages added by this activity.
         """
         sid = _check_id("session_id", session_id)
         now = self.clock()
-        key = self.keys.session(sid)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hsetnx(key, "created_at", repr(now))
-        pipe.hsetnx(key, "status", "active")
-        if user_id:
-            pipe.hsetnx(key, "user_id", user_id)
-        pipe.hset(key, "last_active", repr(now))
-        pipe.hincrby(key, "message_count", int(messages))
-        if self.ttl is not None:
-            pipe.expire(key, int(self.ttl))
-            pipe.expire(self.keys.summary(sid), int(self.ttl))
-        pipe.hgetall(key)
-        fields = _decode(pipe.execute()[-1])
-        owner = fields.get("user_id")
-        if owner:
-            self._index(owner, sid, now)
-        return _meta(sid, fields)
+        pipe = self.client.pipeline(transaction=False)
+        self._script()(
+            keys=self.session_keys(sid),
+            args=_record_args(now, self.ttl, user_id, add=messages),
+            client=pipe,
+        )
+        pipe.hgetall(self.keys.session(sid))
+        reply, raw = pipe.execute()
+        self._index(_owners([sid], [reply]), now)
+        return _meta(sid, _decode(raw))
 
     def record(
-        self, session_id: str, *, user_id: str | None = None, message_count: int | None = None
+        self, session_id: str, *, user_id: UserIds = None, message_count: int | None = None
     ) -> None:
-        """Record activity in one round trip (what the savers call on every checkpoint).
+        """Record activity (what the savers do, batched, for every checkpoint).
 
-        One server-side script updates the session hash and the TTLs; the user index
-        is written only when the session is created.
+        The first user id ever recorded owns the session and is never replaced; another
+        one is added to the session's participants (a warning is logged the first time).
+        When the session has an owner, its entry in the owner's index is scored with
+        this activity and the index's expiry restarts, whether or not this record names
+        the user.
 
         Args:
             session_id: The thread id.
-            user_id: The session's user (the first one recorded stays the owner).
+            user_id: The session's user, or the users seen since the last record,
+                oldest first.
             message_count: The session's current number of messages, if known.
         """
         self.record_many({session_id: (user_id, message_count)})
 
-    def record_many(self, records: Mapping[str, tuple[str | None, int | None]]) -> None:
-        """`record` several sessions in one round trip.
+    def record_many(self, records: Mapping[str, tuple[UserIds, int | None]]) -> None:
+        """`record` several sessions: one round trip, plus one for the owners' indexes.
 
         Args:
-            records: Session id -> (user id, message count).
+            records: Session id -> (user id or ids, message count).
         """
         if not records:
             return
-        if self._record is None:
-            self._record = self.client.register_script(_RECORD)
         now = self.clock()
+        sids = [_check_id("session_id", sid) for sid in records]
         pipe = self.client.pipeline(transaction=False)
-        items = list(records.items())
-        for sid, (user_id, count) in items:
-            sid = _check_id("session_id", sid)
-            self._record(
-                keys=[self.keys.session(sid), self.keys.summary(sid)],
-                args=_record_args(now, self.ttl, user_id, count),
+        for sid, (user_ids, count) in zip(sids, records.values(), strict=True):
+            self._script()(
+                keys=self.session_keys(sid),
+                args=_record_args(now, self.ttl, user_ids, count),
                 client=pipe,
             )
-        created = pipe.execute()
-        for (sid, (user_id, _)), new in zip(items, created, strict=True):
-            if new and user_id:
-                self._index(user_id, sid, now)
+        self._index(_owners(sids, pipe.execute()), now)
+
+    def _index(self, owners: Mapping[str, Sequence[str]], now: float) -> None:
+        if not owners:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for owner, sids in owners.items():
+            _queue_index(pipe, self.keys.user(owner), sids, now, self.ttl)
+        pipe.execute()
 
     def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
@@ -263,11 +368,6 @@ class SessionRegistry:
         pipe = self.client.pipeline(transaction=False)
         for key in self.session_keys(session_id):
             pipe.expire(key, int(self.ttl), xx=True)
-        pipe.execute()
-
-    def _index(self, user_id: str, sid: str, now: float) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        _queue_index(pipe, self.keys.user(user_id), sid, now, self.ttl)
         pipe.execute()
 
     def get_session(self, session_id: str) -> SessionMeta | None:
@@ -316,11 +416,6 @@ class SessionRegistry:
             removed += self.client.zrem(self.keys.user(fields["user_id"]), sid)
         return bool(removed)
 
-    def session_keys(self, session_id: str) -> list[str]:
-        """The registry keys of one session (metadata hash and summary)."""
-        sid = _check_id("session_id", session_id)
-        return [self.keys.session(sid), self.keys.summary(sid)]
-
     def get_summary(self, session_id: str) -> str | None:
         """The session's running summary, or None."""
         raw = self.client.get(self.keys.summary(_check_id("session_id", session_id)))
@@ -337,7 +432,7 @@ class SessionRegistry:
 
 
 @translate_outages
-class AsyncSessionRegistry:
+class AsyncSessionRegistry(_Registry):
     """The asyncio twin of `SessionRegistry` (same keys, same behaviour).
 
     Args:
@@ -347,19 +442,7 @@ class AsyncSessionRegistry:
         clock: Current time in epoch seconds (for tests).
     """
 
-    def __init__(
-        self,
-        client: aredis.Redis,
-        *,
-        key_prefix: str = "tm_session",
-        ttl: float | None = DEFAULT_SESSION_TTL,
-        clock: Callable[[], float] | None = None,
-    ) -> None:
-        self.client = client
-        self.keys = _Keys(key_prefix)
-        self.ttl = _check_ttl(ttl)
-        self.clock = clock or time.time
-        self._record: Any = None
+    client: aredis.Redis
 
     async def touch(
         self, session_id: str, *, user_id: str | None = None, messages: int = 0
@@ -368,70 +451,62 @@ class AsyncSessionRegistry:
 
         Args:
             session_id: The thread id.
-            user_id: The session's user (kept from the first touch that names one).
+            user_id: A user of the session: its owner if it has none yet, else a
+                participant when it differs from the owner.
             messages: Messages added by this activity.
         """
         sid = _check_id("session_id", session_id)
         now = self.clock()
-        key = self.keys.session(sid)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hsetnx(key, "created_at", repr(now))
-        pipe.hsetnx(key, "status", "active")
-        if user_id:
-            pipe.hsetnx(key, "user_id", user_id)
-        pipe.hset(key, "last_active", repr(now))
-        pipe.hincrby(key, "message_count", int(messages))
-        if self.ttl is not None:
-            pipe.expire(key, int(self.ttl))
-            pipe.expire(self.keys.summary(sid), int(self.ttl))
-        pipe.hgetall(key)
-        fields = _decode((await pipe.execute())[-1])
-        owner = fields.get("user_id")
-        if owner:
-            await self._index(owner, sid, now)
-        return _meta(sid, fields)
-
-    async def _index(self, user_id: str, sid: str, now: float) -> None:
         pipe = self.client.pipeline(transaction=False)
-        _queue_index(pipe, self.keys.user(user_id), sid, now, self.ttl)
-        await pipe.execute()
+        await self._script()(
+            keys=self.session_keys(sid),
+            args=_record_args(now, self.ttl, user_id, add=messages),
+            client=pipe,
+        )
+        pipe.hgetall(self.keys.session(sid))
+        reply, raw = await pipe.execute()
+        await self._index(_owners([sid], [reply]), now)
+        return _meta(sid, _decode(raw))
 
     async def record(
-        self, session_id: str, *, user_id: str | None = None, message_count: int | None = None
+        self, session_id: str, *, user_id: UserIds = None, message_count: int | None = None
     ) -> None:
-        """Record activity in one round trip (see `SessionRegistry.record`).
+        """Record activity (see `SessionRegistry.record`: ownership, participants, index).
 
         Args:
             session_id: The thread id.
-            user_id: The session's user (the first one recorded stays the owner).
+            user_id: The session's user, or the users seen since the last record,
+                oldest first.
             message_count: The session's current number of messages, if known.
         """
         await self.record_many({session_id: (user_id, message_count)})
 
-    async def record_many(self, records: Mapping[str, tuple[str | None, int | None]]) -> None:
-        """`record` several sessions in one round trip.
+    async def record_many(self, records: Mapping[str, tuple[UserIds, int | None]]) -> None:
+        """`record` several sessions: one round trip, plus one for the owners' indexes.
 
         Args:
-            records: Session id -> (user id, message count).
+            records: Session id -> (user id or ids, message count).
         """
         if not records:
             return
-        if self._record is None:
-            self._record = self.client.register_script(_RECORD)
         now = self.clock()
+        sids = [_check_id("session_id", sid) for sid in records]
         pipe = self.client.pipeline(transaction=False)
-        items = list(records.items())
-        for sid, (user_id, count) in items:
-            sid = _check_id("session_id", sid)
-            await self._record(
-                keys=[self.keys.session(sid), self.keys.summary(sid)],
-                args=_record_args(now, self.ttl, user_id, count),
+        for sid, (user_ids, count) in zip(sids, records.values(), strict=True):
+            await self._script()(
+                keys=self.session_keys(sid),
+                args=_record_args(now, self.ttl, user_ids, count),
                 client=pipe,
             )
-        created = await pipe.execute()
-        for (sid, (user_id, _)), new in zip(items, created, strict=True):
-            if new and user_id:
-                await self._index(user_id, sid, now)
+        await self._index(_owners(sids, await pipe.execute()), now)
+
+    async def _index(self, owners: Mapping[str, Sequence[str]], now: float) -> None:
+        if not owners:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for owner, sids in owners.items():
+            _queue_index(pipe, self.keys.user(owner), sids, now, self.ttl)
+        await pipe.execute()
 
     async def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
@@ -483,11 +558,6 @@ class AsyncSessionRegistry:
             removed += await self.client.zrem(self.keys.user(fields["user_id"]), sid)
         return bool(removed)
 
-    def session_keys(self, session_id: str) -> list[str]:
-        """The registry keys of one session (metadata hash and summary)."""
-        sid = _check_id("session_id", session_id)
-        return [self.keys.session(sid), self.keys.summary(sid)]
-
     async def get_summary(self, session_id: str) -> str | None:
         """The session's running summary, or None."""
         raw = await self.client.get(self.keys.summary(_check_id("session_id", session_id)))
@@ -501,15 +571,6 @@ class AsyncSessionRegistry:
         payload = json.dumps({"summary": summary, "updated_at": self.clock()})
         ex = int(self.ttl) if self.ttl is not None else None
         await self.client.set(self.keys.summary(sid), payload, ex=ex)
-
-
-def _queue_index(pipe: Any, user_key: str, sid: str, now: float, ttl: float | None) -> None:
-    """Queue the user-index update of a session on `pipe`."""
-    pipe.zadd(user_key, {sid: now})
-    if ttl is not None:
-        # Ids of sessions idle for longer than twice the TTL are dropped for good.
-        pipe.zremrangebyscore(user_key, "-inf", now - 2 * ttl)
-        pipe.expire(user_key, int(2 * ttl))
 
 
 def _ids(entries: Any) -> list[tuple[str, float]]:
@@ -527,9 +588,10 @@ def _select(
     status: str | None,
     limit: int,
 ) -> list[SessionMeta]:
-    """Sessions of the user index, newest activity first.
+    """The owner's sessions among those of the user index, newest activity first.
 
-    The index's score is when the session was indexed; the hash holds its last activity.
+    The index's score is the last activity recorded; an entry whose hash is gone is
+    reported as `"expired"` with that time.
     """
     out: list[SessionMeta] = []
     for (sid, indexed), raw in zip(ids, found, strict=True):

@@ -582,7 +582,8 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         """Write pending session records now.
 
         Checkpoints are recorded in the session registry at most once a second (the
-        latest activity of each session, in one round trip), so the registry adds no
+        latest activity of each session, in one round trip plus one for the owners'
+        user indexes), so the registry adds no
         round trip to a graph's super-steps. This saver's own reads flush first.
         """
         self._recorder.flush()

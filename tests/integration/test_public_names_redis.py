@@ -40,6 +40,7 @@ def test_session_meta_fields_follow_the_session(
         "last_active",
         "message_count",
         "status",
+        "participants",
     ]
     first = reg.touch("t1", user_id="ana", messages=2)
     assert first == SessionMeta(
