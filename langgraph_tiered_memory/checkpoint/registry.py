@@ -33,18 +33,32 @@ then the index writes of the owners, one pipeline per batch.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 import redis
 import redis.asyncio as aredis
 
 from langgraph_tiered_memory.checkpoint._outage import translate_outages
-from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.checkpoint._registry_keys import (
+    ARCHIVE_SCRIPT,
+    PARTICIPANT,
+    RECORD_SCRIPT,
+    Keys,
+    UserIds,
+    check_id,
+    check_status,
+    check_ttl,
+    decode_hash,
+    index_entries,
+    queue_index,
+    record_args,
+    record_owners,
+    utc,
+)
 
 __all__ = [
     "SessionMeta",
@@ -57,110 +71,6 @@ __all__ = [
 SessionStatus = Literal["active", "archived", "expired"]
 DEFAULT_SESSION_TTL = 7 * 24 * 3600.0
 """Seconds a session lives after its last activity (7 days)."""
-_STATUSES = ("active", "archived", "expired")
-_PARTICIPANT = "participant:"
-_log = logging.getLogger("langgraph_tiered_memory.checkpoint")
-
-UserIds = str | Sequence[str] | None
-"""The user of a record: one id, or the ids seen in a batch, oldest first (or None)."""
-
-# KEYS: session hash, summary. ARGV: now, ttl seconds ("" = none), message count
-# ("" = unknown), messages to add ("" = none), then the user ids seen, oldest first.
-# The first user id ever recorded owns the session; any other becomes a participant.
-# Returns {created (0/1), owner ("" = none), the users who just became participants...}.
-_RECORD = """
-local created = redis.call('HSETNX', KEYS[1], 'created_at', ARGV[1])
-if created == 1 then
-    redis.call('HSET', KEYS[1], 'status', 'active', 'message_count', 0)
-end
-redis.call('HSET', KEYS[1], 'last_active', ARGV[1])
-if ARGV[3] ~= '' then
-    redis.call('HSET', KEYS[1], 'message_count', ARGV[3])
-end
-if ARGV[4] ~= '' then
-    redis.call('HINCRBY', KEYS[1], 'message_count', ARGV[4])
-end
-local reply = {created, ''}
-for i = 5, #ARGV do
-    if redis.call('HSETNX', KEYS[1], 'user_id', ARGV[i]) == 0
-        and redis.call('HGET', KEYS[1], 'user_id') ~= ARGV[i]
-        and redis.call('HSETNX', KEYS[1], 'participant:' .. ARGV[i], ARGV[1]) == 1 then
-        table.insert(reply, ARGV[i])
-    end
-end
-reply[2] = redis.call('HGET', KEYS[1], 'user_id') or ''
-if ARGV[2] ~= '' then
-    redis.call('EXPIRE', KEYS[1], ARGV[2])
-    redis.call('EXPIRE', KEYS[2], ARGV[2])
-end
-return reply
-"""
-
-
-def _users(user_ids: UserIds) -> list[str]:
-    """The distinct non-empty user ids of a record, oldest first."""
-    seen = [user_ids] if isinstance(user_ids, str) else list(user_ids or ())
-    return [u for i, u in enumerate(seen) if u and u not in seen[:i]]
-
-
-def _record_args(
-    now: float,
-    ttl: float | None,
-    user_ids: UserIds,
-    message_count: int | None = None,
-    add: int | None = None,
-) -> list[str]:
-    return [
-        repr(now),
-        "" if ttl is None else str(int(ttl)),
-        "" if message_count is None else str(int(message_count)),
-        "" if add is None else str(int(add)),
-        *_users(user_ids),
-    ]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _owners(sids: Sequence[str], replies: Sequence[Any]) -> dict[str, list[str]]:
-    """Owner -> the owner's sessions among `replies` of `_RECORD`; logs new participants."""
-    owners: dict[str, list[str]] = {}
-    for sid, reply in zip(sids, replies, strict=True):
-        owner = _text(reply[1])
-        for joined in reply[2:]:
-            _log.warning(
-                "Session %r belongs to user %r; user %r also wrote to it and is recorded as"
-                " a participant (the owner does not change).",
-                sid,
-                owner,
-                _text(joined),
-            )
-        if owner:
-            owners.setdefault(owner, []).append(sid)
-    return owners
-
-
-def _queue_index(
-    pipe: Any, user_key: str, sids: Sequence[str], now: float, ttl: float | None
-) -> None:
-    """Queue the owner's index update: score = this activity, expiry restarted."""
-    pipe.zadd(user_key, dict.fromkeys(sids, now))
-    if ttl is not None:
-        # Ids of sessions idle for longer than twice the TTL are dropped for good.
-        pipe.zremrangebyscore(user_key, "-inf", now - 2 * ttl)
-        pipe.expire(user_key, int(2 * ttl))
-
-
-# Set the status only on a live session: a plain HSET would recreate an expired hash
-# without its TTL.
-_ARCHIVE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-    redis.call('HSET', KEYS[1], 'status', 'archived')
-    return 1
-end
-return 0
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,69 +93,21 @@ class SessionMeta:
     participants: tuple[str, ...] = ()
 
 
-def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
-
-
-def _check_ttl(ttl: float | None) -> float | None:
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
-        raise ConfigurationError(
-            f"Session ttl must be a positive number of seconds or None (no expiry), got {ttl!r}."
-        )
-    return float(ttl)
-
-
-def _check_id(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}.")
-    return value
-
-
-class _Keys:
-    def __init__(self, prefix: str) -> None:
-        if not isinstance(prefix, str) or not prefix:
-            raise ConfigurationError(f"key_prefix must be a non-empty string, got {prefix!r}.")
-        self.prefix = prefix
-
-    def session(self, sid: str) -> str:
-        return f"{self.prefix}:session:{{{sid}}}"
-
-    def summary(self, sid: str) -> str:
-        return f"{self.prefix}:summary:{{{sid}}}"
-
-    def user(self, uid: str) -> str:
-        return f"{self.prefix}:user:{uid}"
-
-
-def _decode(raw: Mapping[Any, Any]) -> dict[str, str]:
-    return {
-        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-        for k, v in raw.items()
-    }
-
-
 def _meta(sid: str, fields: Mapping[str, str]) -> SessionMeta:
     joined = sorted(
-        (float(since), name[len(_PARTICIPANT) :])
+        (float(since), name[len(PARTICIPANT) :])
         for name, since in fields.items()
-        if name.startswith(_PARTICIPANT)
+        if name.startswith(PARTICIPANT)
     )
     return SessionMeta(
         session_id=sid,
         user_id=fields.get("user_id") or None,
-        created_at=_dt(float(fields["created_at"])),
-        last_active=_dt(float(fields["last_active"])),
+        created_at=utc(float(fields["created_at"])),
+        last_active=utc(float(fields["last_active"])),
         message_count=int(fields.get("message_count", 0)),
         status=fields.get("status", "active"),  # type: ignore[arg-type]
         participants=tuple(user for _, user in joined),
     )
-
-
-def _check_status(status: str | None) -> None:
-    if status is not None and status not in _STATUSES:
-        raise ValueError(f"status must be one of {list(_STATUSES)} or None, got {status!r}.")
 
 
 class _Registry:
@@ -260,20 +122,54 @@ class _Registry:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.client = client
-        self.keys = _Keys(key_prefix)
-        self.ttl = _check_ttl(ttl)
+        self.keys = Keys(key_prefix)
+        self.ttl = check_ttl(ttl)
         self.clock = clock or time.time
         self._record: Any = None
 
     def session_keys(self, session_id: str) -> list[str]:
         """The registry keys of one session (metadata hash and summary)."""
-        sid = _check_id("session_id", session_id)
+        sid = check_id("session_id", session_id)
         return [self.keys.session(sid), self.keys.summary(sid)]
 
-    def _script(self) -> Any:
+    def _pipeline(self) -> Any:
+        return self.client.pipeline(transaction=False)
+
+    def _checked_ids(self, records: Mapping[str, Any]) -> list[str]:
+        return [check_id("session_id", sid) for sid in records]
+
+    def _index_pipeline(self, owners: Mapping[str, Sequence[str]], now: float) -> Any:
+        """The owners' user-index updates for a record at ``now`` (None: no owner)."""
+        if not owners:
+            return None
+        pipe = self._pipeline()
+        for owner, sids in owners.items():
+            queue_index(pipe, self.keys.user(owner), sids, now, self.ttl)
+        return pipe
+
+    def _refresh_pipeline(self, session_id: str) -> Any:
+        """Restarts of the session keys' TTL (None: sessions never expire)."""
+        if self.ttl is None:
+            return None
+        pipe = self._pipeline()
+        for key in self.session_keys(session_id):
+            pipe.expire(key, int(self.ttl), xx=True)
+        return pipe
+
+    def _queue_record(
+        self,
+        pipe: Any,
+        sid: str,
+        now: float,
+        user_ids: UserIds,
+        count: int | None = None,
+        add: int | None = None,
+    ) -> Any:
+        """Queue the record script of one session on ``pipe`` (awaitable if async)."""
         if self._record is None:
-            self._record = self.client.register_script(_RECORD)
-        return self._record
+            self._record = self.client.register_script(RECORD_SCRIPT)
+        args = record_args(now, self.ttl, user_ids, count, add)
+        return self._record(keys=self.session_keys(sid), args=args, client=pipe)
 
 
 @translate_outages
@@ -302,18 +198,14 @@ class SessionRegistry(_Registry):
                 participant when it differs from the owner.
             messages: Messages added by this activity.
         """
-        sid = _check_id("session_id", session_id)
+        sid = check_id("session_id", session_id)
         now = self.clock()
         pipe = self.client.pipeline(transaction=False)
-        self._script()(
-            keys=self.session_keys(sid),
-            args=_record_args(now, self.ttl, user_id, add=messages),
-            client=pipe,
-        )
+        self._queue_record(pipe, sid, now, user_id, add=messages)
         pipe.hgetall(self.keys.session(sid))
         reply, raw = pipe.execute()
-        self._index(_owners([sid], [reply]), now)
-        return _meta(sid, _decode(raw))
+        self._index(record_owners([sid], [reply]), now)
+        return _meta(sid, decode_hash(raw))
 
     def record(
         self, session_id: str, *, user_id: UserIds = None, message_count: int | None = None
@@ -342,38 +234,24 @@ class SessionRegistry(_Registry):
         """
         if not records:
             return
-        now = self.clock()
-        sids = [_check_id("session_id", sid) for sid in records]
-        pipe = self.client.pipeline(transaction=False)
+        now, sids, pipe = self.clock(), self._checked_ids(records), self._pipeline()
         for sid, (user_ids, count) in zip(sids, records.values(), strict=True):
-            self._script()(
-                keys=self.session_keys(sid),
-                args=_record_args(now, self.ttl, user_ids, count),
-                client=pipe,
-            )
-        self._index(_owners(sids, pipe.execute()), now)
+            self._queue_record(pipe, sid, now, user_ids, count)
+        self._index(record_owners(sids, pipe.execute()), now)
 
     def _index(self, owners: Mapping[str, Sequence[str]], now: float) -> None:
-        if not owners:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for owner, sids in owners.items():
-            _queue_index(pipe, self.keys.user(owner), sids, now, self.ttl)
-        pipe.execute()
+        if (pipe := self._index_pipeline(owners, now)) is not None:
+            pipe.execute()
 
     def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
-        if self.ttl is None:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for key in self.session_keys(session_id):
-            pipe.expire(key, int(self.ttl), xx=True)
-        pipe.execute()
+        if (pipe := self._refresh_pipeline(session_id)) is not None:
+            pipe.execute()
 
     def get_session(self, session_id: str) -> SessionMeta | None:
         """The session's metadata, or None when it is unknown or has expired."""
-        sid = _check_id("session_id", session_id)
-        fields = _decode(self.client.hgetall(self.keys.session(sid)))
+        sid = check_id("session_id", session_id)
+        fields = decode_hash(self.client.hgetall(self.keys.session(sid)))
         return _meta(sid, fields) if fields else None
 
     def list_sessions(
@@ -387,21 +265,21 @@ class SessionRegistry(_Registry):
                 have timed out).
             limit: Most sessions to return.
         """
-        uid = _check_id("user_id", user_id)
-        _check_status(status)
+        uid = check_id("user_id", user_id)
+        check_status(status)
         if limit <= 0:
             return []
         entries = self.client.zrevrange(self.keys.user(uid), 0, -1, withscores=True)
         pipe = self.client.pipeline(transaction=False)
-        ids = _ids(entries)
+        ids = index_entries(entries)
         for sid, _ in ids:
             pipe.hgetall(self.keys.session(sid))
         return _select(uid, ids, pipe.execute() if ids else [], status, limit)
 
     def archive_session(self, session_id: str) -> bool:
         """Mark a session archived (its TTL keeps running). False if it is unknown."""
-        sid = _check_id("session_id", session_id)
-        return bool(self.client.eval(_ARCHIVE, 1, self.keys.session(sid)))
+        sid = check_id("session_id", session_id)
+        return bool(self.client.eval(ARCHIVE_SCRIPT, 1, self.keys.session(sid)))
 
     def delete_session(self, session_id: str) -> bool:
         """Remove the session's metadata, summary and user-index entry.
@@ -409,8 +287,8 @@ class SessionRegistry(_Registry):
         Returns:
             Whether anything of the session existed.
         """
-        sid = _check_id("session_id", session_id)
-        fields = _decode(self.client.hgetall(self.keys.session(sid)))
+        sid = check_id("session_id", session_id)
+        fields = decode_hash(self.client.hgetall(self.keys.session(sid)))
         removed = self.client.delete(self.keys.session(sid), self.keys.summary(sid))
         if fields.get("user_id"):
             removed += self.client.zrem(self.keys.user(fields["user_id"]), sid)
@@ -418,12 +296,12 @@ class SessionRegistry(_Registry):
 
     def get_summary(self, session_id: str) -> str | None:
         """The session's running summary, or None."""
-        raw = self.client.get(self.keys.summary(_check_id("session_id", session_id)))
+        raw = self.client.get(self.keys.summary(check_id("session_id", session_id)))
         return None if raw is None else str(json.loads(raw)["summary"])
 
     def set_summary(self, session_id: str, summary: str) -> None:
         """Store the session's running summary under the session TTL."""
-        sid = _check_id("session_id", session_id)
+        sid = check_id("session_id", session_id)
         if not isinstance(summary, str):
             raise ValueError(f"summary must be a string, got {type(summary).__name__}.")
         payload = json.dumps({"summary": summary, "updated_at": self.clock()})
@@ -447,80 +325,44 @@ class AsyncSessionRegistry(_Registry):
     async def touch(
         self, session_id: str, *, user_id: str | None = None, messages: int = 0
     ) -> SessionMeta:
-        """Record activity (see `SessionRegistry.touch`).
-
-        Args:
-            session_id: The thread id.
-            user_id: A user of the session: its owner if it has none yet, else a
-                participant when it differs from the owner.
-            messages: Messages added by this activity.
-        """
-        sid = _check_id("session_id", session_id)
+        """Record activity (see `SessionRegistry.touch`: same arguments and rules)."""
+        sid = check_id("session_id", session_id)
         now = self.clock()
         pipe = self.client.pipeline(transaction=False)
-        await self._script()(
-            keys=self.session_keys(sid),
-            args=_record_args(now, self.ttl, user_id, add=messages),
-            client=pipe,
-        )
+        await self._queue_record(pipe, sid, now, user_id, add=messages)
         pipe.hgetall(self.keys.session(sid))
         reply, raw = await pipe.execute()
-        await self._index(_owners([sid], [reply]), now)
-        return _meta(sid, _decode(raw))
+        await self._index(record_owners([sid], [reply]), now)
+        return _meta(sid, decode_hash(raw))
 
     async def record(
         self, session_id: str, *, user_id: UserIds = None, message_count: int | None = None
     ) -> None:
-        """Record activity (see `SessionRegistry.record`: ownership, participants, index).
-
-        Args:
-            session_id: The thread id.
-            user_id: The session's user, or the users seen since the last record,
-                oldest first.
-            message_count: The session's current number of messages, if known.
-        """
+        """Record activity (see `SessionRegistry.record`: ownership, participants, index)."""
         await self.record_many({session_id: (user_id, message_count)})
 
     async def record_many(self, records: Mapping[str, tuple[UserIds, int | None]]) -> None:
-        """`record` several sessions: one round trip, plus one for the owners' indexes.
-
-        Args:
-            records: Session id -> (user id or ids, message count).
-        """
+        """`record` several sessions (see `SessionRegistry.record_many`)."""
         if not records:
             return
-        now = self.clock()
-        sids = [_check_id("session_id", sid) for sid in records]
-        pipe = self.client.pipeline(transaction=False)
+        now, sids, pipe = self.clock(), self._checked_ids(records), self._pipeline()
         for sid, (user_ids, count) in zip(sids, records.values(), strict=True):
-            await self._script()(
-                keys=self.session_keys(sid),
-                args=_record_args(now, self.ttl, user_ids, count),
-                client=pipe,
-            )
-        await self._index(_owners(sids, await pipe.execute()), now)
+            await self._queue_record(pipe, sid, now, user_ids, count)
+        await self._index(record_owners(sids, await pipe.execute()), now)
 
     async def _index(self, owners: Mapping[str, Sequence[str]], now: float) -> None:
-        if not owners:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for owner, sids in owners.items():
-            _queue_index(pipe, self.keys.user(owner), sids, now, self.ttl)
-        await pipe.execute()
+        if (pipe := self._index_pipeline(owners, now)) is not None:
+            await pipe.execute()
 
     async def refresh(self, session_id: str) -> None:
         """Restart the TTL of the session's registry keys (on reads)."""
-        if self.ttl is None:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for key in self.session_keys(session_id):
-            pipe.expire(key, int(self.ttl), xx=True)
-        await pipe.execute()
+        if (pipe := self._refresh_pipeline(session_id)) is not None:
+            await pipe.execute()
 
     async def get_session(self, session_id: str) -> SessionMeta | None:
         """The session's metadata, or None when it is unknown or has expired."""
-        sid = _check_id("session_id", session_id)
-        fields = _decode(await self.client.hgetall(self.keys.session(sid)))
+        sid = check_id("session_id", session_id)
+        fields = decode_hash(await self.client.hgetall(self.keys.session(sid)))
         return _meta(sid, fields) if fields else None
 
     async def list_sessions(
@@ -533,12 +375,12 @@ class AsyncSessionRegistry(_Registry):
             status: Only sessions with this status.
             limit: Most sessions to return.
         """
-        uid = _check_id("user_id", user_id)
-        _check_status(status)
+        uid = check_id("user_id", user_id)
+        check_status(status)
         if limit <= 0:
             return []
         entries = await self.client.zrevrange(self.keys.user(uid), 0, -1, withscores=True)
-        ids = _ids(entries)
+        ids = index_entries(entries)
         pipe = self.client.pipeline(transaction=False)
         for sid, _ in ids:
             pipe.hgetall(self.keys.session(sid))
@@ -546,13 +388,13 @@ class AsyncSessionRegistry(_Registry):
 
     async def archive_session(self, session_id: str) -> bool:
         """Mark a session archived. False if it is unknown."""
-        sid = _check_id("session_id", session_id)
-        return bool(await self.client.eval(_ARCHIVE, 1, self.keys.session(sid)))
+        sid = check_id("session_id", session_id)
+        return bool(await self.client.eval(ARCHIVE_SCRIPT, 1, self.keys.session(sid)))
 
     async def delete_session(self, session_id: str) -> bool:
         """Remove the session's metadata, summary and user-index entry."""
-        sid = _check_id("session_id", session_id)
-        fields = _decode(await self.client.hgetall(self.keys.session(sid)))
+        sid = check_id("session_id", session_id)
+        fields = decode_hash(await self.client.hgetall(self.keys.session(sid)))
         removed = await self.client.delete(self.keys.session(sid), self.keys.summary(sid))
         if fields.get("user_id"):
             removed += await self.client.zrem(self.keys.user(fields["user_id"]), sid)
@@ -560,25 +402,17 @@ class AsyncSessionRegistry(_Registry):
 
     async def get_summary(self, session_id: str) -> str | None:
         """The session's running summary, or None."""
-        raw = await self.client.get(self.keys.summary(_check_id("session_id", session_id)))
+        raw = await self.client.get(self.keys.summary(check_id("session_id", session_id)))
         return None if raw is None else str(json.loads(raw)["summary"])
 
     async def set_summary(self, session_id: str, summary: str) -> None:
         """Store the session's running summary under the session TTL."""
-        sid = _check_id("session_id", session_id)
+        sid = check_id("session_id", session_id)
         if not isinstance(summary, str):
             raise ValueError(f"summary must be a string, got {type(summary).__name__}.")
         payload = json.dumps({"summary": summary, "updated_at": self.clock()})
         ex = int(self.ttl) if self.ttl is not None else None
         await self.client.set(self.keys.summary(sid), payload, ex=ex)
-
-
-def _ids(entries: Any) -> list[tuple[str, float]]:
-    """Session ids and scores of a ZREVRANGE ... WITHSCORES reply."""
-    out: list[tuple[str, float]] = []
-    for member, score in entries:
-        out.append((member.decode() if isinstance(member, bytes) else str(member), float(score)))
-    return out
 
 
 def _select(
@@ -595,13 +429,13 @@ def _select(
     """
     out: list[SessionMeta] = []
     for (sid, indexed), raw in zip(ids, found, strict=True):
-        fields = _decode(raw)
+        fields = decode_hash(raw)
         if fields and fields.get("user_id") not in (None, "", uid):
             continue  # indexed under a user who is not its owner
         if fields:
             meta = _meta(sid, fields)
         else:
-            meta = SessionMeta(sid, uid, None, _dt(indexed), None, "expired")
+            meta = SessionMeta(sid, uid, None, utc(indexed), None, "expired")
         if status is None or meta.status == status:
             out.append(meta)
     out.sort(key=lambda m: m.last_active, reverse=True)

@@ -272,8 +272,8 @@ def test_examples_cannot_silently_drop_out() -> None:
         "langgraph_tiered_memory.config.TierPolicy",
         "langgraph_tiered_memory.config.ScoringConfig",
         "langgraph_tiered_memory.summarizer.summarize_messages",
-        "langgraph_tiered_memory.checkpoint.saver.RedisSessionSaver",
-        "langgraph_tiered_memory.checkpoint.saver.AsyncRedisSessionSaver",
+        "langgraph_tiered_memory.checkpoint.sync.RedisSessionSaver",
+        "langgraph_tiered_memory.checkpoint.aio.AsyncRedisSessionSaver",
         "langgraph_tiered_memory.store.sync.TieredMemoryStore",
     ):
         assert expected in names
@@ -288,7 +288,7 @@ def test_discovery_reaches_submodules_and_methods() -> None:
         "langgraph_tiered_memory.summarizer.summarize_messages",
         "langgraph_tiered_memory.config.ScoringConfig",
         "langgraph_tiered_memory.store.sync.TieredMemoryStore.search_memories",
-        "langgraph_tiered_memory.checkpoint.saver._SyncSessionLayer.from_conn_string",
+        "langgraph_tiered_memory.checkpoint._session._SyncSessionLayer.from_conn_string",
         "langgraph_tiered_memory.embedded.EmbeddedRedis.url",
     } <= names
 
