@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.store._common import namespace_id
-from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
+from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirror, MemoryRow
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
@@ -121,3 +122,32 @@ def test_two_stores_on_one_directory_see_each_others_namespaces(
     assert a.list_namespaces() == [] and a.get(("x", "new"), "k") is None
     a.close()
     b.close()
+
+
+def test_a_failed_commit_changes_no_role_and_leaves_no_stale_keyword_table(
+    tmp_path: Path,
+) -> None:
+    mirror = DocMirror(tmp_path)
+    row = MemoryRow("banana bread recipe", "", "", "fact", 0.5, None, 1.0)
+    meta = {"_d": '{"c":1.0,"u":1.0,"t":null,"n":0,"w":"w1","value":{}}'}
+    mirror.begin("tm", "ns1", ["a"])
+    with pytest.raises(sqlite3.Error):  # the bad expiry fails after the other roles wrote
+        mirror.commit(
+            "tm",
+            "ns1",
+            upserts={"a": meta},
+            memories={"a": row},
+            expiries={"a": object()},  # type: ignore[dict-item]
+            done=["a"],
+        )
+    # Nothing of the transaction stays: no document, no memory row, the key still pending,
+    # and the keyword table it created is not remembered as existing.
+    assert mirror.get("tm", "ns1", ["a"]) == {}
+    assert mirror.memory_stats("tm", "ns1", ["a"]) == {}
+    assert mirror.keyword_search("tm", "ns1", ["banana"], 5) == []
+    repaired = mirror.recover("tm", lambda nsid, keys: {"a": meta}, lambda m: row)
+    assert repaired == 1
+    assert mirror.get("tm", "ns1", ["a"]) == {"a": meta}
+    assert [k for k, _ in mirror.keyword_search("tm", "ns1", ["banana"], 5)] == ["a"]
+    assert mirror.recover("tm", lambda nsid, keys: {}) == 0  # nothing left pending
+    mirror.close()

@@ -3,10 +3,12 @@
 Key layout (every key of one namespace shares the hash tag `{<namespace id>}`, so
 the keys written together live in one Redis Cluster slot):
 
-- `<prefix>:{<nsid>}:i:<key>`  the item document (JSON string), with native expiry;
+- `<prefix>:{<nsid>}:i:<key>`  the item document (JSON string, see `store._document`),
+  with native expiry;
 - `<prefix>:{<nsid>}:v:<key>`  its embeddings as float32 bytes, same expiry;
 - `<prefix>:{<nsid>}:z`        sorted set of the namespace's keys, scored by expiry
-  time in epoch milliseconds (`+inf` for items without TTL);
+  time in whole epoch milliseconds (`+inf` for items without TTL). The score is the
+  item's expiry as reads report it; a TTL item missing from the set (swept) is expired.
 - `<prefix>:{registry}:ns`     sorted set (all scores 0) of encoded namespaces, read
   by lexicographic range to find the namespaces under a prefix.
 
@@ -17,7 +19,6 @@ it is meant for session-sized namespaces (up to a few thousand items each).
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ from langgraph_tiered_memory.store._common import (
     matches_filter,
     namespace_id,
 )
+from langgraph_tiered_memory.store._document import decode_document, encode_document
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
 
 __all__ = ["RedisTier"]
@@ -122,17 +124,16 @@ class RedisTier:
 
     # ----------------------------------------------------------------- decoding
     @staticmethod
-    def _decode(namespace: Namespace, key: str, raw: bytes | str) -> StoredItem:
-        doc = json.loads(raw)
-        return StoredItem(
-            namespace=namespace,
-            key=key,
-            value=doc["value"],
-            created_at=doc["c"],
-            updated_at=doc["u"],
-            ttl=doc.get("t"),
-            expires_at=doc.get("e"),
-        )
+    def _live_item(
+        namespace: Namespace, key: str, raw: bytes | str, score: float | None, now: float
+    ) -> StoredItem | None:
+        """The item of document `raw` if live at `now`; its expiry is its key-set `score`."""
+        doc = decode_document(raw)
+        if score is None and doc.ttl is not None:
+            return None  # swept from the key set: expired
+        expires_at = None if score is None or score == math.inf else score / 1000
+        item = doc.item(namespace, key, expires_at)
+        return None if item.expired(now) else item
 
     # ----------------------------------------------------------------- reads
     @_one_call
@@ -144,13 +145,15 @@ class RedisTier:
             return {}
         base = self._base(namespace)
         with redis_errors(self._where, self._timeout):
-            raws = self.client.mget([f"{base}:i:{k}" for k in keys])
+            pipe = self.client.pipeline(transaction=True)  # one slot: the hash tag
+            pipe.mget([f"{base}:i:{k}" for k in keys])
+            pipe.zmscore(f"{base}:z", list(keys))
+            raws, scores = pipe.execute()
         out: dict[str, StoredItem] = {}
-        for key, raw in zip(keys, raws, strict=True):
-            if raw is not None:
-                item = self._decode(namespace, key, raw)
-                if not item.expired(now):
-                    out[key] = item
+        for key, raw, score in zip(keys, raws, scores, strict=True):
+            item = None if raw is None else self._live_item(namespace, key, raw, score, now)
+            if item is not None:
+                out[key] = item
         return out
 
     def _registered(self, prefix: Namespace) -> list[Namespace]:
@@ -179,16 +182,22 @@ class RedisTier:
             counts = pipe.execute()
         return [ns for ns, c in zip(candidates, counts, strict=True) if c]
 
-    def _live_keys(self, namespaces: list[Namespace], now: float) -> list[list[str]]:
+    def _live(self, namespaces: list[Namespace], now: float) -> list[dict[str, float]]:
+        """Key-set scores (expiry in ms) of the live keys of each namespace, in key order."""
         now_ms = now * 1000
         with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
             for ns in namespaces:
-                pipe.zrangebyscore(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
+                pipe.zrangebyscore(f"{self._base(ns)}:z", f"({now_ms}", "+inf", withscores=True)
             res = pipe.execute()
         return [
-            sorted(m.decode("utf-8") if isinstance(m, bytes) else m for m in keys) for keys in res
+            dict(sorted((m.decode("utf-8") if isinstance(m, bytes) else m, sc) for m, sc in pairs))
+            for pairs in res
         ]
+
+    def _live_keys(self, namespaces: list[Namespace], now: float) -> list[list[str]]:
+        """The live keys of each namespace, sorted."""
+        return [list(scores) for scores in self._live(namespaces, now)]
 
     @_one_call
     def search(
@@ -214,12 +223,16 @@ class RedisTier:
         )
         if not namespaces:
             return []
-        keys_per_ns = self._live_keys(namespaces, now)
-        pairs = [(ns, k) for ns, keys in zip(namespaces, keys_per_ns, strict=True) for k in keys]
+        live = {
+            (ns, k): score
+            for ns, scores in zip(namespaces, self._live(namespaces, now), strict=True)
+            for k, score in scores.items()
+        }
+        pairs = list(live)
         if not pairs or limit <= 0:
             return []
         if query_vector is None:
-            return [(item, None) for item in self._take(pairs, filter, limit, now)]
+            return [(item, None) for item in self._take(pairs, live, filter, limit, now)]
         blobs = self._mget([f"{self._base(ns)}:v:{k}" for ns, k in pairs])
         dims = len(query_vector)
         rows: list[np.ndarray] = []
@@ -244,11 +257,11 @@ class RedisTier:
         scores = {pairs[o]: s for o, s in best.items()}
         out: list[ScoredItem] = [
             (item, scores[(item.namespace, item.key)])
-            for item in self._take(ranked, filter, limit, now)
+            for item in self._take(ranked, live, filter, limit, now)
         ]
         if len(out) < limit and unindexed:
             out.extend(
-                (item, None) for item in self._take(unindexed, filter, limit - len(out), now)
+                (item, None) for item in self._take(unindexed, live, filter, limit - len(out), now)
             )
         return out
 
@@ -262,11 +275,15 @@ class RedisTier:
     def _take(
         self,
         pairs: list[tuple[Namespace, str]],
+        scores: dict[tuple[Namespace, str], float],
         filter: dict[str, Any] | None,
         limit: int,
         now: float,
     ) -> list[StoredItem]:
-        """Documents of `pairs`, in order, that are live and match, up to `limit`."""
+        """Documents of `pairs`, in order, that are live and match, up to `limit`.
+
+        `scores` holds the key-set score (expiry) of each pair.
+        """
         found: list[StoredItem] = []
         step = max(limit * 2, 64)
         for start in range(0, len(pairs), step):
@@ -275,8 +292,8 @@ class RedisTier:
             for (ns, k), raw in zip(chunk, raws, strict=True):
                 if raw is None:
                     continue
-                item = self._decode(ns, k, raw)
-                if not item.expired(now) and matches_filter(item.value, filter):
+                item = self._live_item(ns, k, raw, scores.get((ns, k)), now)
+                if item is not None and matches_filter(item.value, filter):
                     found.append(item)
                     if len(found) >= limit:
                         return found
@@ -307,7 +324,7 @@ class RedisTier:
             olds = self.client.mget([f"{base}:i:{w.key}" for w in upserts])
             for w, old in zip(upserts, olds, strict=True):
                 if old is not None:
-                    created[w.key] = json.loads(old)["c"]
+                    created[w.key] = decode_document(old).created_at
         pipe = self.client.pipeline(transaction=True)
         for w in group:
             item_key, vec_key = f"{base}:i:{w.key}", f"{base}:v:{w.key}"
@@ -315,14 +332,15 @@ class RedisTier:
                 pipe.delete(item_key, vec_key)
                 pipe.zrem(f"{base}:z", w.key)
                 continue
-            expires = None
+            score = math.inf
             px = None
             if w.ttl is not None:
                 expires = w.expires_at if w.expires_at is not None else now + w.ttl * 60
+                score = _expiry_ms(expires)
                 px = max(1, int((expires - now) * 1000))
-            doc = (
-                f'{{"c":{created.get(w.key, now)!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
-                f'"e":{json.dumps(expires)},"value":{w.encoded}}}'
+            assert w.encoded is not None  # an upsert
+            doc = encode_document(
+                w.encoded, created_at=created.get(w.key, now), updated_at=now, ttl=w.ttl
             )
             pipe.set(item_key, doc, px=px)
             if w.vectors:
@@ -330,7 +348,7 @@ class RedisTier:
                 pipe.set(vec_key, blob, px=px)
             else:
                 pipe.delete(vec_key)
-            pipe.zadd(f"{base}:z", {w.key: expires * 1000 if expires is not None else math.inf})
+            pipe.zadd(f"{base}:z", {w.key: score})
         pipe.execute()
 
     @_one_call
@@ -344,9 +362,8 @@ class RedisTier:
             for it in todo:
                 base = self._base(it.namespace)
                 assert it.ttl is not None
-                expires = now + it.ttl * 60
                 ms = max(1, int(it.ttl * 60_000))
-                # Rewrite the expiry inside the document too, so reads agree with Redis.
+                # Reads take the expiry from the key set, so the document stays as it is.
                 pipe.eval(
                     _REFRESH_LUA,
                     3,
@@ -354,8 +371,7 @@ class RedisTier:
                     f"{base}:v:{it.key}",
                     f"{base}:z",
                     ms,
-                    repr(expires),
-                    repr(expires * 1000),
+                    _expiry_ms(now + it.ttl * 60),
                     it.key,
                 )
             pipe.execute()
@@ -371,16 +387,22 @@ class RedisTier:
         return removed
 
 
-# Keys: item, vectors, key set. Args: ttl ms, new expiry (s), new expiry (ms), key.
-# Only touches an item that still exists, so a refresh never resurrects a deleted one.
+def _expiry_ms(expires: float) -> int:
+    """Key-set score of an expiry: whole epoch milliseconds.
+
+    Whole numbers make the score a fixed point of reading (`score / 1000`) and writing
+    back, so a rewrite that keeps an item's expiry keeps it exactly.
+    """
+    return round(expires * 1000)
+
+
+# Keys: item, vectors, key set. Args: ttl ms, new expiry (ms), key.
+# Only touches an item that still exists (and is still in the key set, i.e. not swept),
+# so a refresh never resurrects a deleted or swept one.
 _REFRESH_LUA = """
-local doc = redis.call('GET', KEYS[1])
-if not doc then return 0 end
-local head = string.match(doc, '^(.-),"e":')
-local tail = string.match(doc, ',"value":(.*)$')
-if head == nil or tail == nil then return 0 end
-redis.call('SET', KEYS[1], head .. ',"e":' .. ARGV[2] .. ',"value":' .. tail, 'PX', ARGV[1])
+if not redis.call('ZSCORE', KEYS[3], ARGV[3]) then return 0 end
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-redis.call('ZADD', KEYS[3], 'XX', ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[3], 'XX', ARGV[2], ARGV[3])
 return 1
 """
