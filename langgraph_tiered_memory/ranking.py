@@ -19,7 +19,7 @@ itself: every search refreshes what it returns, and on LoCoMo that cost 2-3 poin
 of recall@5. Relevance stays dominant: with the default weights (importance 0.1,
 recency 0.02, access 0.005) the other factors move a memory by a few ranks at most.
 
-Relevance depends on the retrieval mode:
+Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
 
 - `"semantic"`: cosine similarity of the query and the memory, clipped to 0..1.
 - `"keyword"`: BM25 score divided by the best BM25 score of the query.
@@ -41,10 +41,11 @@ import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, cast
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
+from langgraph_tiered_memory.ranking_modes import RETRIEVAL_MODES, RetrievalMode, mode_spec
 
 __all__ = [
     "RetrievalMode",
@@ -62,9 +63,6 @@ __all__ = [
     "UserScope",
     "fold",
 ]
-
-RetrievalMode = Literal["semantic", "keyword", "contextual", "hybrid"]
-RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 
 DAY = 86_400.0
 
@@ -383,6 +381,8 @@ def fuse(
 ) -> list[tuple[float, int | None, int | None]]:
     """Relevance in 0..1 of each candidate, with its rank in each list.
 
+    `retrieval` names a mode; its `fusion` (`ranking_modes.MODES`) decides how.
+
     Returns:
         (relevance, semantic rank, keyword rank) per candidate, in input order.
     """
@@ -390,11 +390,12 @@ def fuse(
     kw = [c.keyword for c in candidates]
     sem_ranks, kw_ranks = _ranks(sem), _ranks(kw)
     out = []
-    if retrieval == "semantic":
+    fusion = mode_spec(retrieval).fusion
+    if fusion == "cosine":
         for c, sr, kr in zip(candidates, sem_ranks, kw_ranks, strict=True):
             out.append((min(1.0, max(0.0, c.semantic or 0.0)), sr, kr))
         return out
-    if retrieval == "keyword":
+    if fusion == "bm25":
         best = max((k for k in kw if k is not None), default=0.0)
         for c, sr, kr in zip(candidates, sem_ranks, kw_ranks, strict=True):
             rel = (c.keyword or 0.0) / best if best > 0 else 0.0

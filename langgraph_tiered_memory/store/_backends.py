@@ -11,12 +11,12 @@ import redis
 from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT
 from langgraph_tiered_memory._redis_client import redis_from_url as bounded_redis_from_url
-from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW, ChromaHnswConfig, TierName
+from langgraph_tiered_memory.config import ChromaHnswConfig, TierName
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store._config import DEFAULT_CHROMA_PATH, check_hnsw
 from langgraph_tiered_memory.store._dirlock import lock_directory
-from langgraph_tiered_memory.store.base import DEFAULT_CHROMA_PATH
 from langgraph_tiered_memory.store.routing import TierRouter
-from langgraph_tiered_memory.store.tiers.base import Tier
+from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
@@ -101,7 +101,10 @@ def build_tiers(
     memory_index_path: str | None = None,
     redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
 ) -> dict[TierName, Tier]:
-    """Create the tiers the routing policy uses, owning the clients built here."""
+    """Create the tiers the routing policy uses, owning the clients built here.
+
+    The long tier is a `MemoryTier` (the store's `_long()` relies on it).
+    """
     tiers: dict[TierName, Tier] = {}
     used = router.used_tiers
     if "short" in used:
@@ -124,7 +127,7 @@ def build_tiers(
         path = chroma_path or os.environ.get("TIERED_MEMORY_CHROMA_PATH") or DEFAULT_CHROMA_PATH
         # The embedded client opens files, so it is created on first use (in a worker
         # thread for the async store), not in the constructor.
-        tiers["long"] = ChromaTier(
+        long_tier: MemoryTier = ChromaTier(
             chroma_client,
             key_prefix=key_prefix,
             dims=dims,
@@ -134,22 +137,5 @@ def build_tiers(
             describe=describe,
             memory_index_path=memory_index_path,
         )
+        tiers["long"] = long_tier
     return tiers
-
-
-def check_hnsw(hnsw: ChromaHnswConfig | None) -> dict[str, int]:
-    """Validate `chroma_hnsw` and fill in the defaults."""
-    if hnsw is None:
-        return dict(DEFAULT_CHROMA_HNSW)  # type: ignore[arg-type]
-    if not isinstance(hnsw, dict):
-        raise ConfigurationError(f"chroma_hnsw must be a dict, got {hnsw!r}.")
-    unknown = set(hnsw) - set(DEFAULT_CHROMA_HNSW)
-    if unknown:
-        raise ConfigurationError(
-            f"Unknown chroma_hnsw keys {sorted(unknown)}; use {sorted(DEFAULT_CHROMA_HNSW)}."
-        )
-    out = {**DEFAULT_CHROMA_HNSW, **hnsw}
-    for key, value in out.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-            raise ConfigurationError(f"chroma_hnsw[{key!r}] must be an int >= 2, got {value!r}.")
-    return out  # type: ignore[return-value]

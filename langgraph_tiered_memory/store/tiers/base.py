@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
+from langgraph_tiered_memory.ranking_select import ChannelCandidate, MemoryStatsView
 from langgraph_tiered_memory.store._common import ItemWrite, Namespace, StoredItem
 
-__all__ = ["Tier", "ScoredItem"]
+__all__ = ["Tier", "MemoryTier", "MemoryStatsView", "RetrievalCandidate", "ScoredItem"]
 
 ScoredItem = tuple[StoredItem, float | None]
 
@@ -75,3 +78,60 @@ class Tier(Protocol):
 
     def close(self) -> None:
         """Release clients the tier owns."""
+
+
+class RetrievalCandidate(ChannelCandidate, Protocol):
+    """One candidate of `MemoryTier.retrieve`, with what each channel found of it."""
+
+    @property
+    def item(self) -> StoredItem:
+        """The stored item."""
+
+
+class MemoryTier(Tier, Protocol):
+    """The long-term tier as the memory path uses it: a `Tier` plus memory statistics.
+
+    The statistics methods return nothing (empty) on a store without memory scoring.
+    """
+
+    def namespaces(self, prefix: Namespace, *, now: float | None) -> list[Namespace]:
+        """Namespaces under `prefix` with a live item at `now` (None: every registered one)."""
+
+    def retrieve(
+        self,
+        prefix: Namespace,
+        *,
+        query_vector: Sequence[float] | None,
+        match: Sequence[str] | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
+    ) -> Sequence[RetrievalCandidate]:
+        """The best `limit` live candidates of each channel (dense, keyword) under `prefix`."""
+
+    def memory_stats(
+        self, namespace: Namespace, keys: Sequence[str]
+    ) -> Mapping[str, MemoryStatsView]:
+        """Statistics of those of `keys` that are memories."""
+
+    def previous_text(self, namespace: Namespace, key: str) -> str | None:
+        """Own text of the memory written before `key` in `namespace`."""
+
+    def iter_memory_stats(
+        self, namespace: Namespace, page_size: int = 1000
+    ) -> Iterator[Sequence[tuple[str, MemoryStatsView]]]:
+        """Pages of (key, statistics) of a namespace's memories."""
+
+    def primary_vectors(
+        self, namespace: Namespace, keys: Sequence[str]
+    ) -> tuple[list[str], np.ndarray]:
+        """The keys with an own-text vector, and those vectors as rows."""
+
+    def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
+        """Count one access of each item."""
+
+    def expired(
+        self, namespace: Namespace, *, now: float, delete: bool, keys: Sequence[str] | None = None
+    ) -> list[StoredItem]:
+        """Items of `namespace` (or of its `keys`) whose TTL ran out; swept with `delete`."""

@@ -1,0 +1,234 @@
+"""What memory search ranks and returns: user scoping, candidates, the top-N cut (pure).
+
+The store asks the long tier for raw candidates per channel (`MemoryTier.retrieve`)
+and decides here which of them the caller may see, what ranking is told of each, and
+which are returned, in which order. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from langgraph_tiered_memory.errors import InvalidFilterError
+from langgraph_tiered_memory.ranking import MemoryCandidate, ScoreBreakdown, Scoring, UserScope
+from langgraph_tiered_memory.ranking_modes import ModeSpec, mode_spec
+
+__all__ = [
+    "CHANNELS",
+    "ChannelCandidate",
+    "ItemView",
+    "MemoryStatsView",
+    "best_first",
+    "memory_candidates",
+    "needs_larger_pool",
+    "recency_origin",
+    "search_mode",
+    "top_n",
+    "user_scope_for",
+    "visible",
+]
+
+CHANNELS = ("semantic", "own", "keyword")
+"""Candidate fields that say a retrieval channel returned the candidate."""
+
+
+class MemoryStatsView(Protocol):
+    """Ranking fields and access statistics of one memory, as the memory index keeps them."""
+
+    @property
+    def seq(self) -> int:
+        """Position of the memory in its namespace's write order."""
+
+    @property
+    def memory_type(self) -> str:
+        """Its memory type (`experience`, `fact`, `skill`, ...)."""
+
+    @property
+    def importance(self) -> float:
+        """Importance in 0..1."""
+
+    @property
+    def occurred_at(self) -> float | None:
+        """Event time, when the memory has one."""
+
+    @property
+    def created_at(self) -> float:
+        """Creation time."""
+
+    @property
+    def access_count(self) -> int:
+        """How many searches and gets returned it."""
+
+    @property
+    def last_accessed(self) -> float | None:
+        """Last search or get that returned it, or None."""
+
+
+class ItemView(Protocol):
+    """What selection reads of a stored item."""
+
+    @property
+    def namespace(self) -> tuple[str, ...]:
+        """Its namespace."""
+
+    @property
+    def key(self) -> str:
+        """Its key."""
+
+    @property
+    def value(self) -> Mapping[str, Any]:
+        """Its value."""
+
+    @property
+    def created_at(self) -> float:
+        """Creation time (epoch seconds)."""
+
+
+class ChannelCandidate(Protocol):
+    """A raw candidate: what each channel found of one item."""
+
+    @property
+    def item(self) -> ItemView:
+        """The stored item."""
+
+    @property
+    def semantic(self) -> float | None:
+        """Best similarity of any of its vectors; None when the dense channel missed it."""
+
+    @property
+    def keyword(self) -> float | None:
+        """BM25 score; None when the keyword channel did not return it."""
+
+    @property
+    def own(self) -> float | None:
+        """Best similarity of its own (field) vectors, when dense retrieval saw one."""
+
+    @property
+    def context(self) -> float | None:
+        """Best similarity of its key vectors, when seen."""
+
+    @property
+    def stats(self) -> MemoryStatsView | None:
+        """Its memory statistics, or None when it is not a memory."""
+
+
+C = TypeVar("C", bound=ChannelCandidate)
+T = TypeVar("T")
+
+
+def search_mode(options: Mapping[str, Any], scoring: Scoring) -> ModeSpec:
+    """The retrieval mode of a search: its `$retrieval` option, else the store's."""
+    return mode_spec(options.get("$retrieval", scoring.retrieval))
+
+
+def user_scope_for(
+    options: Mapping[str, Any], scoring: Scoring, *, memory_mode: bool
+) -> UserScope | None:
+    """The caller's scope from `$user` (any retrieval mode), or None.
+
+    Raises:
+        InvalidFilterError: a user-scoped retrieval mode (contextual) without a `$user`.
+    """
+    user = options.get("$user")
+    if user is None:
+        if memory_mode and search_mode(options, scoring).user_scoped:
+            raise InvalidFilterError(
+                "Contextual retrieval needs the caller's user id: pass filter={'$user':"
+                " '<user id>'} (or search_memories(..., user_id=...)), or use 'hybrid'."
+            )
+        return None
+    return UserScope(user, scoring.user_label, scoring.shared_types)
+
+
+def recency_origin(stats: MemoryStatsView | None, created_at: float, origin: str) -> float:
+    """The time recency decays from: the event time, or the last access."""
+    if stats is None:
+        return created_at
+    if origin == "occurred_at":
+        return float(stats.occurred_at if stats.occurred_at is not None else stats.created_at)
+    return float(stats.last_accessed if stats.last_accessed is not None else stats.created_at)
+
+
+def visible(found: Sequence[C], scope: UserScope | None) -> list[C]:
+    """The candidates `scope` may see (all without a scope).
+
+    The memory type recorded in the memory index decides, else the value's.
+    """
+    if scope is None:
+        return list(found)
+    return [
+        c
+        for c in found
+        if scope.allows(
+            c.item.namespace, c.item.value, c.stats.memory_type if c.stats is not None else None
+        )
+    ]
+
+
+def needs_larger_pool(
+    found: Sequence[ChannelCandidate], kept: Sequence[ChannelCandidate], pool: int, want: int
+) -> bool:
+    """Whether a channel that returned a full pool may hold more visible candidates.
+
+    Hidden candidates took places in the pool: when a channel filled its `pool` and
+    fewer than `want` of its candidates are visible, a larger pool may find more.
+    """
+    return any(
+        sum(getattr(c, ch) is not None for c in found) >= pool
+        and sum(getattr(c, ch) is not None for c in kept) < want
+        for ch in CHANNELS
+    )
+
+
+def memory_candidates(
+    kept: Sequence[ChannelCandidate],
+    *,
+    recency_from: str,
+    owns: Callable[[Sequence[str]], bool] | None = None,
+) -> list[MemoryCandidate]:
+    """What ranking is told of each candidate; `owns` marks the caller's own namespaces."""
+    return [
+        MemoryCandidate(
+            semantic=c.semantic,
+            keyword=c.keyword,
+            importance=c.stats.importance if c.stats is not None else 0.5,
+            last_touched=recency_origin(c.stats, c.item.created_at, recency_from),
+            access_count=c.stats.access_count if c.stats is not None else 0,
+            own=owns is not None and owns(c.item.namespace),
+            own_semantic=c.own,
+            context_semantic=c.context,
+            namespace=c.item.namespace,
+            seq=c.stats.seq if c.stats is not None else None,
+        )
+        for c in kept
+    ]
+
+
+def top_n(
+    ranked: Sequence[tuple[int, ScoreBreakdown]], kept: Sequence[ChannelCandidate], limit: int
+) -> list[tuple[int, ScoreBreakdown]]:
+    """The best `limit` of ranked candidates: by score, ties by namespace then key."""
+
+    def order(pair: tuple[int, ScoreBreakdown]) -> tuple[float, tuple[str, ...], str]:
+        item = kept[pair[0]].item
+        return -pair[1].score, item.namespace, item.key
+
+    return sorted(ranked, key=order)[:limit]
+
+
+def best_first(
+    hits: Sequence[T], score: Callable[[T], float | None], item: Callable[[T], ItemView]
+) -> list[T]:
+    """Scored hits by score (ties by namespace then key), then the unscored in order.
+
+    Merges the results of several tiers: each tier's own order is kept among equals
+    of the fixed tie-break, so pages of one search stay disjoint and stable.
+    """
+
+    def order(hit: T) -> tuple[float, tuple[str, ...], str]:
+        it = item(hit)
+        return -(score(hit) or 0.0), it.namespace, it.key
+
+    scored = sorted((h for h in hits if score(h) is not None), key=order)
+    return scored + [h for h in hits if score(h) is None]

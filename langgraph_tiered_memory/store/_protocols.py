@@ -1,0 +1,55 @@
+"""What the maintenance passes and the search path use of a store core (typing only).
+
+`TieredStoreCore` satisfies `StoreCore`; modules that work on a core type their
+argument with this protocol instead of importing the core, so they never import the
+module that imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from langgraph.store.base import Op, Result
+
+from langgraph_tiered_memory.config import TierName
+from langgraph_tiered_memory.ranking import Scoring
+from langgraph_tiered_memory.store._common import Namespace
+from langgraph_tiered_memory.store.planning import Plan
+from langgraph_tiered_memory.store.routing import TierRouter
+from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
+
+__all__ = ["StoreCore"]
+
+
+class StoreCore(Protocol):
+    """A store core: its configuration, its tiers and its batch path."""
+
+    clock: Callable[[], float]
+    """The store's clock (epoch seconds)."""
+    scoring: Scoring
+    embeddings: Any
+    """The index's embeddings (LangChain `Embeddings`), or None without an index."""
+    allow_non_finite_filters: bool
+    _router: TierRouter
+
+    @property
+    def memory_mode(self) -> bool:
+        """Whether long-term items are memories ranked by memory scoring."""
+
+    def tier_for(self, namespace: Namespace) -> TierName:
+        """The tier that stores `namespace`."""
+
+    def _tier(self, name: TierName) -> Tier: ...
+
+    def _long(self) -> MemoryTier: ...
+
+    def _plan(self, ops: Iterable[Op]) -> Plan: ...
+
+    def _run_batch(
+        self, ops: Iterable[Op], *, keep: Mapping[tuple[Namespace, str], Any] | None = None
+    ) -> list[Result]: ...
+
+    def _check_memory_namespace(self, namespace: Namespace) -> None: ...
+
+    def _check_vectors(self, vectors: Sequence[Sequence[float]], what: str) -> None: ...
