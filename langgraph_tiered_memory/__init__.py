@@ -27,6 +27,13 @@ from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import ScoreBreakdown
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.store._reports import (
+    ConsolidationRecord,
+    ForgettingReport,
+    ForgottenRow,
+    GCReport,
+    PromotionSkip,
+)
 from langgraph_tiered_memory.store.base import MemoryHit
 from langgraph_tiered_memory.summarizer import (
     SummarizationNode,
@@ -42,15 +49,20 @@ __all__ = [
     "BackendUnavailableError",
     "ChromaHnswConfig",
     "ConfigurationError",
+    "ConsolidationRecord",
     "DEFAULT_CHROMA_HNSW",
     "DEFAULT_FORGETTING_POLICY",
     "DEFAULT_TIER_POLICY",
     "ForgettingPolicy",
+    "ForgettingReport",
+    "ForgottenRow",
     "GARBAGE_COLLECT_POLICY",
+    "GCReport",
     "InvalidFilterError",
     "InvalidItemError",
     "MemoryEntry",
     "MemoryHit",
+    "PromotionSkip",
     "RedisSessionSaver",
     "ScoreBreakdown",
     "ScoringConfig",

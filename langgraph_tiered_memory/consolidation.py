@@ -17,11 +17,21 @@ between loses nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
 
-__all__ = ["CONSOLIDATION_PROMPT", "group_near_duplicates", "merge_contents", "theme_group"]
+from langgraph_tiered_memory._models import resolve_model
+
+__all__ = [
+    "CONSOLIDATION_PROMPT",
+    "group_near_duplicates",
+    "merge_contents",
+    "merger",
+    "theme_group",
+]
 
 CONSOLIDATION_PROMPT = (
     "Merge these related memories into one. Keep every core fact, remove redundancy,"
@@ -137,3 +147,36 @@ def merge_contents(contents: Sequence[str]) -> str:
         kept.extend(sentences)
         norms.extend(part)
     return " ".join(kept)
+
+
+def merger(model: str | BaseChatModel | None) -> Callable[[Sequence[str]], str]:
+    """How a group's contents become one: `merge_contents`, or the model's merge.
+
+    Args:
+        model: Chat model or `init_chat_model` string merging the contents with
+            `CONSOLIDATION_PROMPT`; None merges without a model (`merge_contents`).
+
+    Returns:
+        A function of the sources' contents returning the merged content. With a model
+        it raises `ValueError` when the model answers with an empty merge.
+    """
+    chat = resolve_model(model)
+    if chat is None:
+        return merge_contents
+
+    def merge(contents: Sequence[str]) -> str:
+        reply = chat.invoke(
+            [
+                SystemMessage(content=CONSOLIDATION_PROMPT),
+                HumanMessage(content="\n".join(f"- {c}" for c in contents)),
+            ]
+        )
+        content = str(reply.text if hasattr(reply, "text") else reply.content).strip()
+        if not content:
+            raise ValueError(
+                "The consolidation model returned an empty merge; nothing was changed."
+                " Check the model, or pass model=None to merge without one."
+            )
+        return content
+
+    return merge

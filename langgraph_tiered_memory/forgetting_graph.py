@@ -30,6 +30,12 @@ from typing_extensions import TypedDict
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import ForgettingPolicy, ForgettingRules
+from langgraph_tiered_memory.store._reports import (
+    ConsolidationRecord,
+    ForgettingReport,
+    ForgottenRow,
+    GCReport,
+)
 
 __all__ = [
     "ForgettingInput",
@@ -53,7 +59,7 @@ class ForgettingInput(TypedDict, total=False):
 class ForgettingOutput(TypedDict):
     """The graph's output."""
 
-    report: dict[str, Any]
+    report: ForgettingReport
     """`{forgotten_count, details: [{id, namespace, content_preview, reason}], scanned,
     dry_run, consolidated: [{key, namespace, sources, content, importance}], now}`."""
 
@@ -64,13 +70,13 @@ class ForgettingState(ForgettingInput, total=False):
     now: float
     action: Literal["report", "consolidate", "delete"]
     scanned: int
-    candidates: list[dict[str, Any]]
-    consolidated: list[dict[str, Any]]
-    forgotten: list[dict[str, Any]]
-    report: dict[str, Any]
+    candidates: list[ForgottenRow]
+    consolidated: list[ConsolidationRecord]
+    forgotten: list[ForgottenRow]
+    report: ForgettingReport
 
 
-def _by_namespace(rows: list[dict[str, Any]]) -> dict[tuple[str, ...], list[str]]:
+def _by_namespace(rows: list[ForgottenRow]) -> dict[tuple[str, ...], list[str]]:
     out: dict[tuple[str, ...], list[str]] = {}
     for row in rows:
         out.setdefault(tuple(row["namespace"]), []).append(row["id"])
@@ -184,7 +190,7 @@ def create_forgetting_graph(
     def _dry(state: ForgettingState) -> bool:
         return bool(state.get("dry_run", dry_run))
 
-    def _scanned(report: dict[str, Any], now: float) -> dict[str, Any]:
+    def _scanned(report: GCReport, now: float) -> dict[str, Any]:
         return {"now": now, "scanned": report["scanned"], "candidates": report["details"]}
 
     # scan ------------------------------------------------------------------------
@@ -255,7 +261,7 @@ def create_forgetting_graph(
         found = _sync_store()
         at = _prefix(state)
         spaces = _long(found, found.list_namespaces(prefix=at, limit=1_000_000), at)
-        merged: list[dict[str, Any]] = []
+        merged: list[ConsolidationRecord] = []
         for ns, query, exclude in _plan(state, spaces):
             merged.extend(found.consolidate(ns, **_options(query, exclude, state["now"])))
         return {"consolidated": merged}
@@ -264,7 +270,7 @@ def create_forgetting_graph(
         found = _store()
         at = _prefix(state)
         spaces = _long(found, await found.alist_namespaces(prefix=at, limit=1_000_000), at)
-        merged: list[dict[str, Any]] = []
+        merged: list[ConsolidationRecord] = []
         for ns, query, exclude in _plan(state, spaces):
             merged.extend(await found.aconsolidate(ns, **_options(query, exclude, state["now"])))
         return {"consolidated": merged}
@@ -272,20 +278,20 @@ def create_forgetting_graph(
     # delete ---------------------------------------------------------------------------
     def delete(state: ForgettingState) -> dict[str, Any]:
         found = _sync_store()
-        gone: list[dict[str, Any]] = []
+        gone: list[ForgottenRow] = []
         for ns, keys in _by_namespace(state.get("candidates", [])).items():
             gone.extend(found.forget(ns, keys, policy=policy, now=state["now"]))
         return {"forgotten": gone}
 
     async def adelete(state: ForgettingState) -> dict[str, Any]:
         found = _store()
-        gone: list[dict[str, Any]] = []
+        gone: list[ForgottenRow] = []
         for ns, keys in _by_namespace(state.get("candidates", [])).items():
             gone.extend(await found.aforget(ns, keys, policy=policy, now=state["now"]))
         return {"forgotten": gone}
 
     # report ---------------------------------------------------------------------------
-    def report(state: ForgettingState) -> dict[str, Any]:
+    def report(state: ForgettingState) -> ForgettingOutput:
         dry = _dry(state)
         details = state.get("candidates", []) if dry else state.get("forgotten", [])
         return {

@@ -44,6 +44,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired, TypedDict
 
+from langgraph_tiered_memory._models import resolve_model
+
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "SummarizationResult",
@@ -252,18 +254,6 @@ def _prompt(folded: Sequence[BaseMessage], previous: str | None, prompt: str) ->
     ]
 
 
-def _resolve_model(model: str | BaseChatModel | None) -> BaseChatModel | None:
-    if model is None or isinstance(model, BaseChatModel):
-        return model
-    if isinstance(model, str):
-        from langchain.chat_models import init_chat_model
-
-        return init_chat_model(model)
-    raise TypeError(
-        f"model must be None, a BaseChatModel or an init_chat_model string, got {model!r}."
-    )
-
-
 def _step(
     messages: Sequence[AnyMessage],
     running_summary: str | None,
@@ -286,7 +276,7 @@ def _step(
     if plan is None:
         return SummarizationResult(False, running_summary, list(messages))
     system, folded, kept = plan
-    chat = _resolve_model(model)
+    chat = resolve_model(model)
     if chat is None:
         summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
         return SummarizationResult(True, summary, system + kept, folded)
@@ -538,7 +528,7 @@ class SummarizationNode:
             raise ValueError("Give max_messages, max_tokens or both (they trigger summarization).")
         if keep_last < 0:
             raise ValueError(f"keep_last must be >= 0, got {keep_last}.")
-        self.model = _resolve_model(model)
+        self.model = resolve_model(model)
         self.messages_key = messages_key
         self.summary_key = summary_key
         self.sessions = sessions

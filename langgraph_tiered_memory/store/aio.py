@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
-from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
-from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
-from langgraph_tiered_memory.store.base import (
-    DEFAULT_KEY_PREFIX,
-    MemoryHit,
-    TieredStoreCore,
-    _reinforced,
-)
+from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods
+from langgraph_tiered_memory.store.base import MemoryHit
+from langgraph_tiered_memory.store.sync import _TieredStore
 
 __all__ = ["AsyncTieredMemoryStore"]
 
 
-class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
+class AsyncTieredMemoryStore(AsyncMaintenanceMethods, _TieredStore, AsyncBatchedBaseStore):
     """The asyncio twin of `TieredMemoryStore`; same options, same behaviour.
 
     Concurrent `aget`/`aput`/`asearch` calls are gathered into batches by
@@ -53,42 +47,6 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
         ```
     """
 
-    def __init__(
-        self,
-        *,
-        redis_url: str | None = None,
-        redis_client: Any = None,
-        chroma_client: Any = None,
-        chroma_path: str | None = None,
-        chroma_hnsw: ChromaHnswConfig | None = None,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        scoring: ScoringConfig | None = None,
-        tiers: TierPolicy | None = None,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        clock: Callable[[], float] | None = None,
-        allow_non_finite_filters: bool = True,
-        memory_index_path: str | None = None,
-        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
-    ) -> None:
-        AsyncBatchedBaseStore.__init__(self)
-        self._configure(
-            redis_client=redis_client,
-            redis_url=redis_url,
-            chroma_client=chroma_client,
-            chroma_path=chroma_path,
-            chroma_hnsw=chroma_hnsw,
-            index=index,
-            ttl=ttl,
-            scoring=scoring,
-            tiers=tiers,
-            key_prefix=key_prefix,
-            clock=clock,
-            allow_non_finite_filters=allow_non_finite_filters,
-            memory_index_path=memory_index_path,
-            redis_timeout=redis_timeout,
-        )
-
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
@@ -114,16 +72,6 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
     async def asweep_ttl(self) -> int:
         """Async `sweep_ttl()`."""
         return await asyncio.to_thread(self.sweep_ttl)
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute a batch: embed with the async API, then run the I/O in a thread."""
-        with redis_call():  # the batch's Redis round trips share one time budget
-            return await self._arun_batch(ops)
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute a batch synchronously (from a thread other than the event loop's)."""
-        with redis_call():  # the batch's Redis round trips share one time budget
-            return self._run_batch(ops)
 
     # ------------------------------------------------------------------ memories
     async def aget_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
@@ -178,25 +126,3 @@ class AsyncTieredMemoryStore(TieredStoreCore, AsyncBatchedBaseStore):
                 min_score=min_score,
             )
         )
-
-    async def aupdate_importance(
-        self, namespace: tuple[str, ...], key: str, delta: float
-    ) -> float | None:
-        """Add `delta` to a memory's importance, clamped to [0, 1] (see the sync store).
-
-        Args:
-            namespace: The memory's namespace (long-term tier).
-            key: The memory's key.
-            delta: Change of importance.
-
-        Returns:
-            The new importance, or None when the memory does not exist.
-        """
-        reinforced = await asyncio.to_thread(_reinforced, self, namespace, key, delta)
-        if reinforced is None:
-            return None
-        value, importance, item = reinforced
-        ns = tuple(namespace)
-        with redis_call():
-            await self._arun_batch([PutOp(ns, key, value)], keep={(ns, key): item})
-        return importance

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
 
 from langgraph.store.base import (
     InvalidNamespaceError,
@@ -24,9 +24,8 @@ from langgraph.store.base import (
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.ranking import user_scope
-
-if TYPE_CHECKING:
-    from langgraph_tiered_memory.store.base import TieredStoreCore
+from langgraph_tiered_memory.store._protocols import StoreCore
+from langgraph_tiered_memory.store._reports import PromotionSkip
 
 __all__ = ["Promoted", "long_term_namespace", "promote", "worth_keeping"]
 
@@ -89,19 +88,23 @@ class Promoted(list[tuple[tuple[str, ...], str]]):
     """The (long-term namespace, key) of each promoted item, plus what was skipped.
 
     A plain list of pairs (as before) with one more attribute, `skipped`: one
-    `{"namespace", "key", "reason"}` dict per item the predicate accepted but that
-    could not be promoted (not a valid memory, or no user in its namespace).
+    `PromotionSkip` (`{"namespace", "key", "reason"}`) per item the predicate accepted
+    but that could not be promoted (not a valid memory, or no user in its namespace).
     """
 
-    skipped: list[dict[str, Any]]
+    skipped: list[PromotionSkip]
 
-    def __init__(self, pairs: Any = (), skipped: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        pairs: Iterable[tuple[tuple[str, ...], str]] = (),
+        skipped: list[PromotionSkip] | None = None,
+    ) -> None:
         """Build from pairs and skip records."""
         super().__init__(pairs)
         self.skipped = list(skipped or [])
 
 
-def _short_namespaces(core: TieredStoreCore, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+def _short_namespaces(core: StoreCore, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
     """Short-term namespaces that literally start with `prefix` (a "*" label is a label)."""
     (found,) = core._run_batch(
         [
@@ -120,7 +123,7 @@ def _short_namespaces(core: TieredStoreCore, prefix: tuple[str, ...]) -> list[tu
     ]
 
 
-def _items_of(core: TieredStoreCore, ns: tuple[str, ...], page_size: int) -> Iterator[Item]:
+def _items_of(core: StoreCore, ns: tuple[str, ...], page_size: int) -> Iterator[Item]:
     """The items of exactly `ns` (not of deeper namespaces), page by page."""
     offset = 0
     while True:
@@ -133,27 +136,48 @@ def _items_of(core: TieredStoreCore, ns: tuple[str, ...], page_size: int) -> Ite
 
 
 def promote(
-    core: TieredStoreCore,
+    core: StoreCore,
     namespace_prefix: tuple[str, ...],
     *,
-    predicate: Callable[[Item], bool] | None,
-    target: Callable[[tuple[str, ...]], tuple[str, ...]] | None,
-    delete: bool,
-    page_size: int,
+    predicate: Callable[[Item], bool] | None = None,
+    target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
+    delete: bool = False,
+    page_size: int = 500,
 ) -> Promoted:
-    """Copy short-term items the predicate accepts to long-term memory.
+    """Copy short-term items that deserve it to long-term memory before they expire.
 
-    Everything is read, mapped and validated before the first write; an item that is
-    not a valid memory is skipped and reported, never half-promoted. A copy never
-    replaces a different long-term memory: when its key holds other content, the copy
-    gets the key `promoted-<digest of source namespace, key and content>`. A copy
-    whose content is already stored (under either key) is not written again.
+    Every item is read, mapped and validated before the first write, and each copy
+    is stored before the optional delete of the short-term item. An item that is
+    not a valid memory (e.g. `importance` 7) is skipped, logged and reported in
+    `.skipped`; it stays in the short-term tier. A copy never replaces another
+    long-term memory: when its key holds different content, it is stored as
+    `promoted-<digest>` (of source namespace, key and content); a copy whose
+    content is already stored there is not written again, so reruns add nothing.
+
+    Args:
+        core: The store (`self` of the stores' `promote` method).
+        namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`),
+            taken literally (a `"*"` label is a label, not a wildcard).
+        predicate: Which items to promote. Default: `importance >= 0.7` or
+            `mentions >= 2` in the value.
+        target: Long-term namespace of a short-term one. Default: the same user's
+            namespace, `("short_term", "u1", ...)` -> `("users", "u1", "memories",
+            ...)` (the scoring config's `user_label`), so contextual search never
+            shows it to another user; a namespace without a user is skipped.
+        delete: Delete the short-term item once its copy is stored.
+        page_size: Items read per page.
+
+    Returns:
+        The (long-term namespace, key) of each promoted item (a list); its
+        `skipped` attribute lists the `PromotionSkip` rows (`{"namespace", "key",
+        "reason"}`) of the items the predicate accepted but that could not be
+        promoted.
     """
     _check_page_size(page_size)
     prefix = tuple(namespace_prefix)
     check = predicate or worth_keeping
     label = core.scoring.user_label
-    skipped: list[dict[str, Any]] = []
+    skipped: list[PromotionSkip] = []
     plan: list[tuple[tuple[str, ...], Item, tuple[str, ...]]] = []
     for ns in _short_namespaces(core, prefix):
         for item in _items_of(core, ns, page_size):
@@ -192,12 +216,12 @@ def promote(
     return promoted
 
 
-def _skip(ns: tuple[str, ...], key: str, reason: str) -> dict[str, Any]:
+def _skip(ns: tuple[str, ...], key: str, reason: str) -> PromotionSkip:
     return {"namespace": list(ns), "key": key, "reason": reason}
 
 
 def _placed(
-    core: TieredStoreCore, plan: list[tuple[tuple[str, ...], Item, tuple[str, ...]]]
+    core: StoreCore, plan: list[tuple[tuple[str, ...], Item, tuple[str, ...]]]
 ) -> list[tuple[tuple[tuple[str, ...], Item], PutOp | None, tuple[tuple[str, ...], str]]]:
     """Where each copy goes, and its write (None when that content is stored already)."""
     derived = {

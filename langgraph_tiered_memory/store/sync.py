@@ -2,29 +2,82 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any
 
-from langgraph.store.base import BaseStore, IndexConfig, Item, Op, PutOp, Result, TTLConfig
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
-from langgraph_tiered_memory.forgetting import ForgettingPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
-from langgraph_tiered_memory.store import maintenance
-from langgraph_tiered_memory.store.base import (
-    DEFAULT_KEY_PREFIX,
-    MemoryHit,
-    TieredStoreCore,
-    _reinforced,
-)
+from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
+from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
 __all__ = ["TieredMemoryStore"]
 
 
-class TieredMemoryStore(TieredStoreCore, BaseStore):
+class _TieredStore(TieredStoreCore):
+    """What both stores share: the keyword-only constructor and the batch entry points.
+
+    The options are documented on `TieredMemoryStore`.
+    """
+
+    def __init__(
+        self,
+        *,
+        redis_url: str | None = None,
+        redis_client: Any = None,
+        chroma_client: Any = None,
+        chroma_path: str | None = None,
+        chroma_hnsw: ChromaHnswConfig | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        scoring: ScoringConfig | None = None,
+        tiers: TierPolicy | None = None,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        clock: Callable[[], float] | None = None,
+        allow_non_finite_filters: bool = True,
+        memory_index_path: str | None = None,
+        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
+    ) -> None:
+        super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
+        self._configure(
+            redis_client=redis_client,
+            redis_url=redis_url,
+            chroma_client=chroma_client,
+            chroma_path=chroma_path,
+            chroma_hnsw=chroma_hnsw,
+            index=index,
+            ttl=ttl,
+            scoring=scoring,
+            tiers=tiers,
+            key_prefix=key_prefix,
+            clock=clock,
+            allow_non_finite_filters=allow_non_finite_filters,
+            memory_index_path=memory_index_path,
+            redis_timeout=redis_timeout,
+        )
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute a batch of operations; results come back in op order.
+
+        On the async store, call it from a thread other than the event loop's.
+        """
+        with redis_call():  # the batch's Redis round trips share one time budget
+            return self._run_batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute a batch without blocking the event loop.
+
+        Embeddings use the model's async API; the Redis and Chroma I/O runs in a thread.
+        """
+        with redis_call():  # the batch's Redis round trips share one time budget
+            return await self._arun_batch(ops)
+
+
+class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStore, BaseStore):
     """A LangGraph `BaseStore` over two tiers: Redis (short-term) and Chroma (long-term).
 
     Namespaces are routed by a `TierPolicy`: by default those whose first label is
@@ -88,41 +141,6 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
         ```
     """
 
-    def __init__(
-        self,
-        *,
-        redis_url: str | None = None,
-        redis_client: Any = None,
-        chroma_client: Any = None,
-        chroma_path: str | None = None,
-        chroma_hnsw: ChromaHnswConfig | None = None,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        scoring: ScoringConfig | None = None,
-        tiers: TierPolicy | None = None,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        clock: Callable[[], float] | None = None,
-        allow_non_finite_filters: bool = True,
-        memory_index_path: str | None = None,
-        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
-    ) -> None:
-        self._configure(
-            redis_client=redis_client,
-            redis_url=redis_url,
-            chroma_client=chroma_client,
-            chroma_path=chroma_path,
-            chroma_hnsw=chroma_hnsw,
-            index=index,
-            ttl=ttl,
-            scoring=scoring,
-            tiers=tiers,
-            key_prefix=key_prefix,
-            clock=clock,
-            allow_non_finite_filters=allow_non_finite_filters,
-            memory_index_path=memory_index_path,
-            redis_timeout=redis_timeout,
-        )
-
     @classmethod
     @contextmanager
     def from_conn_string(
@@ -148,16 +166,6 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute a batch of operations; results come back in op order."""
-        with redis_call():  # the batch's Redis round trips share one time budget
-            return self._run_batch(ops)
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute a batch without blocking the event loop (I/O runs in a thread)."""
-        with redis_call():  # the batch's Redis round trips share one time budget
-            return await self._arun_batch(ops)
 
     # ------------------------------------------------------------------ memories
     def get_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
@@ -212,207 +220,4 @@ class TieredMemoryStore(TieredStoreCore, BaseStore):
             retrieval=retrieval,
             user_id=user_id,
             min_score=min_score,
-        )
-
-    def update_importance(self, namespace: tuple[str, ...], key: str, delta: float) -> float | None:
-        """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
-
-        The value is written back with its statistics, TTL and expiry kept.
-
-        Args:
-            namespace: The memory's namespace (long-term tier).
-            key: The memory's key.
-            delta: Change of importance, e.g. 0.1 when an agent used the memory.
-
-        Returns:
-            The new importance, or None when the memory does not exist.
-        """
-        reinforced = _reinforced(self, namespace, key, delta)
-        if reinforced is None:
-            return None
-        value, importance, item = reinforced
-        ns = tuple(namespace)
-        with redis_call():
-            self._run_batch([PutOp(ns, key, value)], keep={(ns, key): item})
-        return importance
-
-    def garbage_collect(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        dry_run: bool = True,
-        policy: ForgettingPolicy | None = None,
-        page_size: int = 1000,
-        progress: Callable[[int], None] | None = None,
-        now: float | None = None,
-    ) -> dict[str, Any]:
-        """Forget long-term memories the forgetting policy flags.
-
-        Memories are streamed in pages from the memory index (statistics only), so
-        memory use stays bounded; values are read only for flagged memories. A memory
-        whose value has `"pinned": True` is never forgotten. Deletes go through the
-        normal batch path: vectors, keyword rows and statistics all go.
-
-        Args:
-            namespace_prefix: Only namespaces under this prefix (default: all).
-            dry_run: Report only, delete nothing (the default).
-            policy: Overrides of `DEFAULT_FORGETTING_POLICY`, e.g. `GARBAGE_COLLECT_POLICY`.
-            page_size: Memories read per page.
-            progress: Called with the number of memories scanned after each page.
-            now: The time to judge at, in epoch seconds (default: the store's clock).
-
-        Returns:
-            `{"forgotten_count": N, "details": [{"id", "namespace", "content_preview",
-            "reason"}, ...], "scanned": M, "dry_run": bool}`.
-        """
-        return maintenance.garbage_collect(
-            self,
-            tuple(namespace_prefix),
-            dry_run=dry_run,
-            policy=policy,
-            page_size=page_size,
-            progress=progress,
-            now=now,
-        )
-
-    def forget(
-        self,
-        namespace: tuple[str, ...],
-        keys: Collection[str],
-        *,
-        policy: ForgettingPolicy | None = None,
-        now: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Delete those of `keys` that the forgetting policy still flags.
-
-        Each memory is judged again on its current statistics and value, so one used
-        or pinned since a dry run is kept. Missing keys are ignored.
-
-        Args:
-            namespace: The memories' namespace (long-term tier).
-            keys: Candidate keys, e.g. the ids of a `garbage_collect` dry run.
-            policy: Overrides of `DEFAULT_FORGETTING_POLICY`.
-            now: The time to judge at, in epoch seconds (default: the store's clock).
-
-        Returns:
-            The report rows (`id`, `namespace`, `content_preview`, `reason`) of the
-            deleted memories.
-        """
-        return maintenance.forget(self, tuple(namespace), keys, policy=policy, now=now)
-
-    def consolidate(
-        self,
-        namespace: tuple[str, ...],
-        *,
-        query: str | None = None,
-        threshold: float = 0.9,
-        min_similarity: float = 0.5,
-        max_sources: int = 20,
-        model: Any = None,
-        originals: Literal["delete", "downweight"] = "delete",
-        dry_run: bool = False,
-        limit: int = 10_000,
-        exclude: Collection[str] = (),
-        now: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """Merge related memories of one namespace into consolidated memories.
-
-        Without `query`, every cluster of near-duplicates (own-text cosine similarity
-        of at least `threshold` to the cluster's first memory) becomes one memory.
-        With `query`, the memories about that theme (cosine similarity of at least
-        `min_similarity` to the query, at most `max_sources`) become one memory.
-
-        The merged memory keeps the first source's fields, takes the sources' highest
-        importance and records `consolidated_from` (keys of the original memories; a
-        merged source stands for its own sources) and `source_count`.
-        It is stored before the originals are deleted or down-weighted, so a crash in
-        between loses nothing; its key is derived from the sources' keys and contents,
-        so reused keys with new content never collide and a rerun (after a crash too)
-        writes the same memory again instead of a duplicate.
-
-        Never merged: pinned memories (`"pinned": True`: they stay exactly as they
-        are), memories without a text `content`, down-weighted originals whose merged
-        memory still exists, and memories of different visibility: shared types
-        (`shared_types` of the scoring config, `fact` and `skill` by default) are
-        only merged with each other, never with private ones. The merged memory takes
-        the most restrictive memory type of its sources.
-
-        Args:
-            namespace: The namespace (long-term tier; the store needs an index).
-            query: A theme to consolidate, such as `"food preferences"`.
-            threshold: Cosine similarity that makes two memories near-duplicates.
-            min_similarity: Cosine similarity to `query` that puts a memory in the theme.
-            max_sources: Most memories merged for a theme.
-            model: Chat model (or `init_chat_model` string) merging the contents with
-                `consolidation.CONSOLIDATION_PROMPT`; None joins their texts, the
-                longest first, leaving out a text already contained in the others.
-            originals: `"delete"` the sources after the merged memory is stored, or
-                `"downweight"` them (importance halved, `consolidated_into` set).
-            dry_run: Only report the groups; write nothing.
-            limit: Most memories of the namespace considered: the newest `limit`.
-            exclude: Keys left out (e.g. memories about to be forgotten).
-            now: The time of the pass, in epoch seconds (default: the store's clock).
-
-        Returns:
-            One record per merged memory: `{"key", "namespace", "sources", "content",
-            "importance"}`.
-        """
-        return maintenance.consolidate(
-            self,
-            tuple(namespace),
-            query=query,
-            threshold=threshold,
-            min_similarity=min_similarity,
-            max_sources=max_sources,
-            model=model,
-            originals=originals,
-            dry_run=dry_run,
-            limit=limit,
-            exclude=exclude,
-            now=now,
-        )
-
-    def promote(
-        self,
-        namespace_prefix: tuple[str, ...],
-        *,
-        predicate: Callable[[Item], bool] | None = None,
-        target: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
-        delete: bool = False,
-        page_size: int = 500,
-    ) -> maintenance.Promoted:
-        """Copy short-term items that deserve it to long-term memory before they expire.
-
-        Every item is read, mapped and validated before the first write, and each copy
-        is stored before the optional delete of the short-term item. An item that is
-        not a valid memory (e.g. `importance` 7) is skipped, logged and reported in
-        `.skipped`; it stays in the short-term tier. A copy never replaces another
-        long-term memory: when its key holds different content, it is stored as
-        `promoted-<digest>` (of source namespace, key and content); a copy whose
-        content is already stored there is not written again, so reruns add nothing.
-
-        Args:
-            namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`),
-                taken literally (a `"*"` label is a label, not a wildcard).
-            predicate: Which items to promote. Default: `importance >= 0.7` or
-                `mentions >= 2` in the value.
-            target: Long-term namespace of a short-term one. Default: the same user's
-                namespace, `("short_term", "u1", ...)` -> `("users", "u1", "memories",
-                ...)` (the scoring config's `user_label`), so contextual search never
-                shows it to another user; a namespace without a user is skipped.
-            delete: Delete the short-term item once its copy is stored.
-            page_size: Items read per page.
-
-        Returns:
-            The (long-term namespace, key) of each promoted item (a list); its
-            `skipped` attribute lists `{"namespace", "key", "reason"}` of the items
-            the predicate accepted but that could not be promoted.
-        """
-        return maintenance.promote(
-            self,
-            tuple(namespace_prefix),
-            predicate=predicate,
-            target=target,
-            delete=delete,
-            page_size=page_size,
         )
