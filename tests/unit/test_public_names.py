@@ -61,10 +61,14 @@ def test_chroma_hnsw_defaults_and_overrides_reach_new_collections(tmp_path: Path
     assert set(DEFAULT_CHROMA_HNSW) == set(get_type_hints(ChromaHnswConfig))
     assert DEFAULT_CHROMA_HNSW == {"ef_construction": 64, "ef_search": 128, "max_neighbors": 12}
     with _long_store(tmp_path) as store:
+        # Small namespaces share buckets searched exactly; chroma_hnsw shapes the
+        # collection a namespace gets of its own past the size threshold (here: at once).
+        store.tiers["long"]._layout.graduate_at = 1  # type: ignore[attr-defined]
         store.put(("old",), "k", {"text": "x"})
         assert _hnsw_of(store, ("old",)) == {**DEFAULT_CHROMA_HNSW, "space": "cosine"}
     custom: ChromaHnswConfig = {"ef_search": 50, "max_neighbors": 8}
     with _long_store(tmp_path, chroma_hnsw=custom) as store:
+        store.tiers["long"]._layout.graduate_at = 1  # type: ignore[attr-defined]
         store.put(("new",), "k", {"text": "y"})
         assert _hnsw_of(store, ("new",)) == {
             "ef_construction": 64,

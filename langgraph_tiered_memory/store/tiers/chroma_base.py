@@ -1,0 +1,340 @@
+"""Opening the long-term tier: its client, layout, and document and vector sources.
+
+The sources are chosen once, when the (lazily created) client is first used: beside an
+embedded Chroma, SQLite copies of the documents and of the bucket vectors; with a Chroma
+server, Chroma itself. See `chroma_tier` for the record layout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store._common import (
+    Namespace,
+    StoredItem,
+    encode_namespace,
+    loads,
+    namespace_id,
+)
+from langgraph_tiered_memory.store.tiers.chroma_docs import ChromaDocs, DocSource, MirrorDocs
+from langgraph_tiered_memory.store.tiers.chroma_layout import (
+    DEFAULT_GRADUATE_AT,
+    PAGE,
+    Collections,
+    NamespaceView,
+    strip_ns,
+)
+from langgraph_tiered_memory.store.tiers.chroma_vectors import (
+    ChromaVectors,
+    VectorCopy,
+    VectorSource,
+)
+from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow
+
+__all__ = ["ChromaBase", "Entry"]
+
+logger = logging.getLogger("langgraph_tiered_memory.store.tiers.chroma_base")
+
+Entry = tuple[Namespace, bool, "int | None"]
+"""A registry entry: namespace, has held TTL items, bucket (None: own collection)."""
+
+
+class ChromaBase:
+    """State shared by the read and write paths of the Chroma tier."""
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        key_prefix: str,
+        dims: int,
+        client_factory: Callable[[], tuple[Any, Callable[[], None]]] | None = None,
+        owns_client: bool = False,
+        hnsw: Mapping[str, int] | None = None,
+        describe: Callable[[dict[str, Any]], tuple[str, str, Any] | None] | None = None,
+        memory_index_path: str | None = None,
+        buckets: int | None = None,
+        graduate_at: int = DEFAULT_GRADUATE_AT,
+    ):
+        if client is None and client_factory is None:
+            raise ValueError("ChromaTier needs a client or a client_factory.")
+        self._client = client
+        self._client_factory = client_factory
+        self._close_client: Callable[[], None] | None = None
+        self._lock = threading.RLock()
+        self.prefix = key_prefix
+        self.dims = dims
+        self._owns_client = owns_client
+        self._blank = [0.0] * dims + [1.0]
+        self._hnsw = {"space": "cosine", **(hnsw or {})}
+        self._layout = Collections(
+            lambda: self.client,
+            prefix=key_prefix,
+            dims=dims,
+            hnsw=self._hnsw,
+            buckets=buckets,
+            graduate_at=graduate_at,
+        )
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tiered-memory-chroma")
+        self._opened = False
+        self._mirror: DocMirror | None = None
+        self._docs_source: DocSource | None = None
+        self._vector_source: VectorSource | None = None
+        self._vcopy: VectorCopy | None = None
+        self._describe = describe
+        self._memory_index_path = memory_index_path
+        self._memindex: DocMirror | None = None
+
+    @property
+    def client(self) -> Any:
+        """The Chroma client, created on first use when the tier owns it.
+
+        `client_factory` returns the client and the function that closes it (for an
+        embedded Chroma, that also releases the directory's inter-process lock).
+        """
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    assert self._client_factory is not None
+                    self._client, self._close_client = self._client_factory()
+        return self._client
+
+    # ----------------------------------------------------------------- sources
+    def _open(self) -> None:
+        """Choose the document and vector sources, once (the client is opened lazily)."""
+        if self._opened:
+            return
+        with self._lock:
+            if self._opened:
+                return
+            settings = self.client.get_settings()
+            directory = getattr(settings, "persist_directory", None)
+            if getattr(settings, "is_persistent", False) and directory:
+                self._open_copies(directory)
+            else:
+                self._docs_source = ChromaDocs(self._layout)
+                self._vector_source = ChromaVectors()
+            # Finish the moves to own collections that an interruption left half done.
+            for nsid, bucket in self._layout.moving().items():
+                self._finish_move(nsid, bucket)
+            self._opened = True
+
+    @property
+    def _docs(self) -> DocSource:
+        self._open()
+        assert self._docs_source is not None
+        return self._docs_source
+
+    @property
+    def _vectors(self) -> VectorSource:
+        self._open()
+        assert self._vector_source is not None
+        return self._vector_source
+
+    @property
+    def mirror(self) -> DocMirror | None:
+        """The SQLite copy of item documents, for an embedded (persistent) Chroma only."""
+        self._open()
+        return self._mirror
+
+    def _open_copies(self, directory: str) -> None:
+        """Open (and repair or fill) the document and vector copies beside Chroma."""
+        mirror = DocMirror(directory)
+        mirror.move_legacy_keyword_index(self.prefix)
+        # The Chroma registry is small and authoritative: read it on every open.
+        entries = list(self._layout.entries(()))
+        vcopy = VectorCopy(directory)
+        self._vcopy = vcopy
+        self._vector_source = vcopy
+        marker = f"{self.prefix}/{self.dims}d"
+        if not vcopy.is_filled(marker):
+            bucketed = {namespace_id(ns) for ns, _, b in entries if b is not None}
+            vcopy.fill(self.prefix, marker, self._layout.existing_buckets(), bucketed)
+        mirror.recover(self.prefix, self._read_primaries, self._row_of_meta)
+        mirror.replace_namespaces(self.prefix, [(encode_namespace(ns), t) for ns, t, _ in entries])
+        if not mirror.is_filled(self.prefix):
+            # First use of this mirror for the prefix: copy what Chroma already holds.
+            for nsid, rows in self._primary_pages(entries):
+                mirror.commit(self.prefix, nsid, upserts=rows)
+            mirror.mark_filled(self.prefix)
+        if self._describe is not None:
+            self._fill_memories(mirror, entries)
+        self._mirror = mirror
+        self._docs_source = MirrorDocs(mirror, self.prefix)
+
+    def _primary_pages(
+        self, entries: list[Entry]
+    ) -> Iterator[tuple[str, dict[str, dict[str, Any]]]]:
+        """(namespace id, {key: primary metadata}) pages of every registered namespace.
+
+        Own collections are read one by one, buckets page by page.
+        """
+        bucketed = {namespace_id(ns) for ns, _, b in entries if b is not None}
+        for ns, _, bucket in entries:
+            if bucket is not None:
+                continue
+            col = self._layout.own(ns, namespace_id(ns), create=False)
+            offset = 0
+            while col is not None:
+                page = col.get(include=["metadatas"], limit=PAGE, offset=offset)
+                yield (
+                    namespace_id(ns),
+                    {
+                        rid[2:]: meta
+                        for rid, meta in zip(page["ids"], page["metadatas"], strict=True)
+                        if rid.startswith("p:")
+                    },
+                )
+                if len(page["ids"]) < PAGE:
+                    break
+                offset += PAGE
+        for _, col in self._layout.existing_buckets():
+            offset = 0
+            while True:
+                page = col.get(include=["metadatas"], limit=PAGE, offset=offset)
+                by_ns: dict[str, dict[str, dict[str, Any]]] = {}
+                for rid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                    local = strip_ns(rid)
+                    if meta.get("_ns") in bucketed and local.startswith("p:"):
+                        by_ns.setdefault(meta["_ns"], {})[local[2:]] = meta
+                yield from by_ns.items()
+                if len(page["ids"]) < PAGE:
+                    break
+                offset += PAGE
+
+    @property
+    def memindex(self) -> DocMirror | None:
+        """The memory index (keyword index and access statistics), when memory mode is on.
+
+        It lives in the SQLite copy beside an embedded Chroma; with another client it is
+        the SQLite file `memory_index_path` (in memory when that is not given).
+        """
+        if self._describe is None:
+            return None
+        mirror = self.mirror
+        if mirror is not None:
+            return mirror
+        if self._memindex is None:
+            with self._lock:
+                if self._memindex is None:
+                    settings = self.client.get_settings()
+                    remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
+                    if remote and not self._memory_index_path:
+                        raise ConfigurationError(
+                            "Memory scoring keeps its keyword index and access statistics in"
+                            " SQLite; with a Chroma server (HttpClient) pass"
+                            " memory_index_path='/path/memory-index.sqlite3', or use"
+                            " scoring={'mode': 'similarity'}."
+                        )
+                    idx = DocMirror(self._memory_index_path or ":memory:")
+                    idx.move_legacy_keyword_index(self.prefix)
+                    idx.recover(self.prefix, self._read_primaries, self._row_of_meta, docs=False)
+                    self._fill_memories(idx, list(self._layout.entries(())))
+                    self._memindex = idx
+        return self._memindex
+
+    def _row_of_meta(self, meta: dict[str, Any]) -> MemoryRow | None:
+        if self._describe is None:
+            return None
+        doc = json.loads(meta["_d"])
+        described = self._describe(doc["value"])
+        if described is None:
+            return None
+        text, time_text, fields = described
+        # The contextual column is rebuilt empty here: the write order that defines it
+        # is not kept in Chroma.
+        return MemoryRow(
+            text,
+            "",
+            time_text,
+            fields.memory_type,
+            fields.importance,
+            fields.occurred_at,
+            float(doc["c"]),
+        )
+
+    def _fill_memories(self, idx: DocMirror, entries: list[Entry]) -> None:
+        """Build the memory rows of items already in Chroma (first use of the index)."""
+        marker = f"{self.prefix}/mem"
+        if idx.is_filled(marker):
+            return
+        for nsid, metas in self._primary_pages(entries):
+            rows: dict[str, MemoryRow] = {}
+            for key, meta in metas.items():
+                row = self._row_of_meta(meta)
+                if row is not None:
+                    rows[key] = row
+            idx.commit(self.prefix, nsid, memories=rows, docs=False)
+        idx.mark_filled(marker)
+
+    def _read_primaries(self, nsid: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Chroma's primary records of `keys` (repairs the vector copy of them too)."""
+        col = self._layout.resolve(nsid)
+        if col is None:
+            return {}
+        if isinstance(col, NamespaceView) and self._vector_source is not None:
+            self._vector_source.refresh(self.prefix, nsid, keys, col)
+        got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+        return {rid[2:]: meta for rid, meta in zip(got["ids"], got["metadatas"], strict=True)}
+
+    def _finish_move(self, nsid: str, bucket: int) -> None:
+        """Last step of a move to an own collection: empty the old bucket (idempotent)."""
+        assert self._vector_source is not None  # called once the sources are chosen
+        self._vector_source.drop_namespace(self.prefix, nsid)
+        self._layout.clear_bucket(nsid, bucket)
+
+    # ----------------------------------------------------------------- collections
+    def setup(self) -> None:
+        """Create the namespace registry collection and open the copies (idempotent)."""
+        self._layout.registry()
+        self._open()
+
+    def close(self) -> None:
+        """Forget cached collections, stop the worker threads, close the copies.
+
+        A client the tier created is closed too, which releases the embedded Chroma
+        directory for other processes; a client passed in is left open.
+        """
+        self._pool.shutdown(wait=True)
+        with self._lock:
+            for copy in (self._mirror, self._vcopy, self._memindex):
+                if copy is not None:
+                    copy.close()
+            self._mirror = self._vcopy = self._memindex = None
+            self._opened = False
+            self._docs_source = None
+            self._vector_source = None
+            self._layout.forget()
+            close, self._close_client = self._close_client, None
+            if close is not None:
+                self._client = None
+                close()
+
+    def _collection(self, namespace: Namespace, *, create: bool) -> Any | None:
+        """The namespace's own collection or a view of its bucket (None: none yet)."""
+        self._open()
+        return self._layout.resolve(namespace_id(namespace), namespace, create=create)
+
+    # ----------------------------------------------------------------- decoding
+    @staticmethod
+    def _decode(
+        namespace: Namespace, key: str, meta: dict[str, Any]
+    ) -> tuple[StoredItem, int, str, int]:
+        """Item, number of vectors, write id, number of key vectors (the last ones)."""
+        doc = loads(meta["_d"])
+        item = StoredItem(
+            namespace=namespace,
+            key=key,
+            value=doc["value"],
+            created_at=doc["c"],
+            updated_at=doc["u"],
+            ttl=doc.get("t"),
+            expires_at=meta.get("_e"),
+        )
+        return item, int(doc["n"]), doc["w"], int(doc.get("k", 0))

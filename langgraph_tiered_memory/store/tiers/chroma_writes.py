@@ -1,0 +1,393 @@
+"""Writes of the long-term tier: puts and deletes, TTL refresh and sweep, moves.
+
+A batch is written in four steps: (1) the namespaces it creates are registered in one
+registry upsert and every changed key is recorded in the document copy's intent log;
+(2) Chroma gets one upsert (and one delete) per target collection, so the namespaces
+sharing a bucket share its calls; (3) the vector copy follows Chroma; (4) the document
+copy and memory index commit and clear the intent log. A crash in between leaves keys
+that the next open repairs from Chroma. A bucketed namespace that reaches the size
+threshold then moves to its own collection.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph_tiered_memory.store._common import (
+    ItemWrite,
+    Namespace,
+    StoredItem,
+    loads,
+    namespace_id,
+)
+from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
+from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
+from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow
+
+__all__ = ["ChromaWrites"]
+
+
+def _extra_ids(key: str, doc: dict[str, Any]) -> list[str]:
+    """Ids of the extra vectors written with document `doc` of item `key`."""
+    return [f"x:{i}:{doc['w']}:{key}" for i in range(1, int(doc["n"]))]
+
+
+class _Target:
+    """Records bound for one Chroma collection in a batch."""
+
+    def __init__(self, col: Any):
+        self.col = col
+        self.ids: list[str] = []
+        self.embeddings: list[list[float]] = []
+        self.metadatas: list[dict[str, Any]] = []
+        self.deletes: list[str] = []
+
+
+class _Pending:
+    """One namespace's part of a batch, between its intent record and its commit."""
+
+    def __init__(self, ns: Namespace, col: Any):
+        self.ns = ns
+        self.nsid = namespace_id(ns)
+        self.col = col
+        self.keys: list[str] = []
+        self.deleted: list[str] = []
+        self.mirrored: dict[str, dict[str, Any]] = {}
+        self.memories: dict[str, MemoryRow] = {}
+        self.unindexed: list[str] = []
+        self.records: list[tuple[str, list[float]]] = []
+        self.stale: list[str] = []
+
+
+class ChromaWrites(ChromaBase):
+    """The write side of the Chroma tier."""
+
+    def check_writes(self, namespaces: Sequence[Namespace]) -> None:
+        """Check the embedding size each existing target namespace was stored with.
+
+        Loads (and caches) the namespaces' collections without creating any, so a
+        batch reaching a namespace of other dimensions fails before its first write.
+
+        Raises:
+            ConfigurationError: a namespace was stored with other dimensions.
+        """
+        with self._lock:
+            self._open()
+            self._layout.prefetch([namespace_id(ns) for ns in namespaces])
+            for ns in namespaces:
+                nsid = namespace_id(ns)
+                if self._layout.cached(nsid):
+                    self._collection(ns, create=False)
+                else:  # a new namespace goes to its bucket
+                    self._layout.bucket(bucket_of(nsid, self._layout.buckets))
+
+    def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
+        """Apply upserts and deletes; namespaces sharing a bucket share its Chroma calls."""
+        by_ns: dict[Namespace, list[ItemWrite]] = {}
+        for w in writes:
+            by_ns.setdefault(w.namespace, []).append(w)
+        with self._lock:
+            docs = self._docs
+            self._layout.prefetch([namespace_id(ns) for ns in by_ns])
+            new = [
+                (ns, any(w.ttl is not None for w in group))
+                for ns, group in by_ns.items()
+                if any(w.value is not None for w in group)
+            ]
+            new = [(ns, ttl) for ns, ttl in new if docs.needs_register(ns, ttl=ttl)]
+            if new:
+                self._layout.register(new)
+                for ns, ttl in new:
+                    docs.registered_now(ns, ttl=ttl)
+            targets: dict[str, _Target] = {}
+            pending = [
+                p
+                for ns, group in by_ns.items()
+                if (p := self._prepare(ns, group, now, targets)) is not None
+            ]
+            self._send(targets)
+            views = [p for p in pending if isinstance(p.col, NamespaceView)]
+            if views:
+                self._vectors.write(
+                    self.prefix,
+                    [(p.nsid, rid, vec) for p in views for rid, vec in p.records],
+                    deletes=[(p.nsid, rid) for p in views for rid in p.stale],
+                )
+            for p in pending:
+                self._commit(p)
+            for p in pending:
+                if p.deleted and not p.mirrored:
+                    self._unregister_if_empty(p.ns, p.col)
+                elif p.mirrored and isinstance(p.col, NamespaceView):
+                    self._maybe_graduate(p.ns, p.col)
+
+    def _prepare(
+        self, ns: Namespace, group: list[ItemWrite], now: float, targets: dict[str, _Target]
+    ) -> _Pending | None:
+        """Record one namespace's keys as pending and add its records to `targets`."""
+        upserts = [w for w in group if w.value is not None]
+        deletes = [w for w in group if w.value is None]
+        col = self._collection(ns, create=bool(upserts))
+        if col is None:
+            return None  # deleting from a namespace that never existed
+        p = _Pending(ns, col)
+        p.keys = [w.key for w in group]
+        p.deleted = [w.key for w in deletes]
+        memindex = self.memindex
+        unkeyed = self._unkey_successors(ns, col, p.deleted, p.keys)
+        old_docs = {k: json.loads(m["_d"]) for k, m in self._docs.get(p.nsid, col, p.keys).items()}
+        self._docs.begin(p.nsid, p.keys)
+        if memindex is not None and memindex is not self.mirror:
+            memindex.begin(self.prefix, p.nsid, p.keys)
+        ids: list[str] = []
+        metadatas: list[dict[str, Any]] = []
+        for w in upserts:
+            prev = old_docs.get(w.key)
+            vectors = w.vectors or []
+            write_id = uuid.uuid4().hex[:12]
+            doc = (
+                f'{{"c":{prev["c"] if prev else now!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
+                f'"n":{len(vectors)},"w":"{write_id}",'
+                + (f'"k":{w.key_vectors},' if w.key_vectors else "")
+                + f'"value":{w.encoded}}}'
+            )
+            meta: dict[str, Any] = {"_d": doc}
+            if w.ttl is not None:
+                meta["_e"] = w.expires_at if w.expires_at is not None else now + w.ttl * 60
+            elif prev is not None and prev.get("t") is not None:
+                meta["_e"] = None  # Chroma drops a metadata key set to None
+            if memindex is not None and w.memory is not None:
+                f = w.memory
+                created = float(prev["c"]) if prev else now
+                p.memories[w.key] = MemoryRow(
+                    w.keyword_text or "",
+                    w.context_text or "",
+                    w.time_text or "",
+                    f.memory_type,
+                    f.importance,
+                    f.occurred_at,
+                    created,
+                )
+            ids.append(f"p:{w.key}")
+            p.records.append((ids[-1], [*vectors[0], 0.0] if vectors else self._blank))
+            metadatas.append(meta)
+            p.mirrored[w.key] = meta
+            for i, vec in enumerate(vectors[1:], start=1):
+                ids.append(f"x:{i}:{write_id}:{w.key}")
+                p.records.append((ids[-1], [*vec, 0.0]))
+                metadatas.append({"_k": w.key, "_w": write_id})
+            if prev is not None:  # every extra vector of the previous write is stale now
+                p.stale.extend(_extra_ids(w.key, prev))
+        for w in deletes:
+            prev = old_docs.get(w.key)
+            if prev is not None:
+                p.stale.append(f"p:{w.key}")
+                p.stale.extend(_extra_ids(w.key, prev))
+        # A deleted memory's successor loses the context vector made with its text. Its
+        # record still counts that vector; readers and later deletes take a missing
+        # vector as no hit (a rewrite of the successor gives it a new one).
+        p.stale.extend(unkeyed)
+        # Items rewritten without memory fields leave the memory index too.
+        p.unindexed = [w.key for w in upserts if w.key not in p.memories]
+        if isinstance(col, NamespaceView):
+            target = targets.setdefault(f"b{col.bucket}", _Target(col.col))
+            target.ids.extend(f"{p.nsid}:{rid}" for rid in ids)
+            target.metadatas.extend({**m, "_ns": p.nsid} for m in metadatas)
+            target.deletes.extend(f"{p.nsid}:{rid}" for rid in p.stale)
+        else:
+            target = targets.setdefault(f"n{p.nsid}", _Target(col))
+            target.ids.extend(ids)
+            target.metadatas.extend(metadatas)
+            target.deletes.extend(p.stale)
+        target.embeddings.extend(vec for _, vec in p.records)
+        return p
+
+    def _send(self, targets: dict[str, _Target]) -> None:
+        """Chroma upserts, then deletes, per target collection (in allowed chunk sizes)."""
+        if not targets:
+            return
+        # Chroma refuses calls above its batch size (5,461 ids embedded): send chunks.
+        step = max(1, int(self.client.get_max_batch_size()))
+        for t in targets.values():
+            for at in range(0, len(t.ids), step):
+                end = at + step
+                t.col.upsert(
+                    ids=t.ids[at:end],
+                    embeddings=t.embeddings[at:end],
+                    metadatas=t.metadatas[at:end],
+                )
+        for t in targets.values():
+            for at in range(0, len(t.deletes), step):
+                t.col.delete(ids=t.deletes[at : at + step])
+
+    def _commit(self, p: _Pending) -> None:
+        """Copy one namespace's part of the batch into the SQLite copies."""
+        mirror, memindex = self.mirror, self.memindex
+        self._docs.commit(
+            p.nsid,
+            upserts=p.mirrored,
+            deletes=p.deleted,
+            done=p.keys,
+            memories=p.memories if mirror is memindex else None,
+            forget=p.unindexed if mirror is memindex else (),
+        )
+        if memindex is not None and memindex is not mirror:
+            memindex.commit(
+                self.prefix,
+                p.nsid,
+                deletes=p.deleted,
+                done=p.keys,
+                memories=p.memories,
+                forget=p.unindexed,
+                docs=False,
+            )
+
+    def _maybe_graduate(self, ns: Namespace, view: NamespaceView) -> None:
+        """Move a bucketed namespace past the size threshold to its own collection."""
+        if self._vectors.count(self.prefix, view.nsid, view) >= self._layout.graduate_at:
+            self._graduate(ns, view)
+
+    def _graduate(self, ns: Namespace, view: NamespaceView) -> None:
+        """Copy, flip the registry entry, empty the bucket; a rerun finishes a crashed move."""
+        self._layout.copy_to_own(ns, view)
+        self._layout.flip(ns, view.bucket)
+        self._finish_move(view.nsid, view.bucket)
+
+    def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
+        if not self._docs.has_docs(namespace_id(namespace), col):
+            self._layout.unregister(namespace_id(namespace))
+            self._docs.unregistered(namespace)
+
+    def _unkey_successors(
+        self, ns: Namespace, col: Any, deleted: list[str], batch: list[str]
+    ) -> list[str]:
+        """Ids of the context vectors made with the text of memories about to be deleted.
+
+        They belong to the memories written right after the deleted ones (memory mode
+        only); a context vector is always its memory's last vector.
+        """
+        memindex = self.memindex
+        if not deleted or memindex is None:
+            return []
+        nsid = namespace_id(ns)
+        successors = memindex.context_successors(self.prefix, nsid, deleted, batch)
+        if not successors:
+            return []
+        out = []
+        for key, meta in self._docs.get(nsid, col, successors).items():
+            doc = loads(meta["_d"])
+            if int(doc.get("k", 0)) >= 1 and int(doc["n"]) >= 2:
+                out.append(f"x:{int(doc['n']) - 1}:{doc['w']}:{key}")
+        return out
+
+    # ----------------------------------------------------------------- TTL
+    def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
+        """Restart the TTL of items that have one (metadata update only)."""
+        by_ns: dict[Namespace, list[StoredItem]] = {}
+        for it in items:
+            if it.ttl is not None:
+                by_ns.setdefault(it.namespace, []).append(it)
+        with self._lock:
+            for ns, group in by_ns.items():
+                col = self._collection(ns, create=False)
+                if col is None:
+                    continue
+                expiries = {it.key: now + it.ttl * 60 for it in group}  # type: ignore[operator]
+                nsid = namespace_id(ns)
+                self._docs.begin(nsid, list(expiries))
+                # Only refresh records that still exist: update() of a missing id is a no-op.
+                col.update(
+                    ids=[f"p:{k}" for k in expiries],
+                    metadatas=[{"_e": e} for e in expiries.values()],
+                )
+                self._docs.commit(nsid, expiries=expiries, done=list(expiries))
+
+    def expired(
+        self, namespace: Namespace, *, now: float, delete: bool, keys: Sequence[str] | None = None
+    ) -> list[StoredItem]:
+        """Items of `namespace` (or of its `keys`) whose TTL ran out at `now`.
+
+        With `delete`, they are swept: removed with everything a delete removes (extra
+        vectors, the document copy, keyword rows, and the context vector their text
+        gave the memory written after them). Without it, nothing is written.
+        """
+        col = self._collection(namespace, create=False)
+        if col is None or (keys is not None and not keys):
+            return []
+        with self._lock:
+            if delete:
+                items = self._sweep_collection(namespace, col, now, keys)
+                if items:
+                    self._unregister_if_empty(namespace, col)
+                return items
+            return [item for item, _ in self._expired_records(namespace, col, now, keys)]
+
+    def _expired_records(
+        self, ns: Namespace, col: Any, now: float, keys: Sequence[str] | None = None
+    ) -> list[tuple[StoredItem, list[str]]]:
+        """(item, record ids) of each expired item of a namespace (locked)."""
+        where = {"_e": {"$lte": now}}
+        if keys is None:
+            res = col.get(where=where, include=["metadatas"])
+        else:
+            res = col.get(ids=[f"p:{k}" for k in keys], where=where, include=["metadatas"])
+        out = []
+        for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
+            item = self._decode(ns, rid[2:], meta)[0]
+            out.append((item, [rid, *_extra_ids(rid[2:], json.loads(meta["_d"]))]))
+        return out
+
+    def _sweep_collection(
+        self, ns: Namespace, col: Any, now: float, keys: Sequence[str] | None = None
+    ) -> list[StoredItem]:
+        records = self._expired_records(ns, col, now, keys)
+        if not records:
+            return []
+        gone = [item.key for item, _ in records]
+        doomed = [rid for _, ids in records for rid in ids]
+        # Like a delete: the next memory's context vector was made with the swept text.
+        doomed.extend(self._unkey_successors(ns, col, gone, gone))
+        nsid = namespace_id(ns)
+        memindex = self.memindex
+        separate = memindex if memindex is not None and memindex is not self.mirror else None
+        self._docs.begin(nsid, gone)
+        if separate is not None:
+            separate.begin(self.prefix, nsid, gone)
+        col.delete(ids=doomed)
+        if isinstance(col, NamespaceView):
+            self._vectors.write(self.prefix, [], deletes=[(nsid, rid) for rid in doomed])
+        self._docs.commit(nsid, deletes=gone, done=gone)
+        if separate is not None:
+            separate.commit(self.prefix, nsid, deletes=gone, done=gone, docs=False)
+        return [item for item, _ in records]
+
+    def sweep(self, *, now: float) -> int:
+        """Delete expired items from every namespace that has held TTL items.
+
+        Bucketed namespaces are found with one expiry query per bucket, not one per
+        namespace.
+        """
+        removed = 0
+        with self._lock:
+            due: dict[str, set[str]] = {}
+            for _, bucket in self._layout.existing_buckets():
+                res = bucket.get(where={"_e": {"$lte": now}}, include=["metadatas"])
+                for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
+                    due.setdefault(meta["_ns"], set()).add(strip_ns(rid)[2:])
+            for ns, has_ttl in self._docs.registered(()):
+                if not has_ttl:
+                    continue
+                col = self._collection(ns, create=False)
+                if col is None:
+                    continue
+                if isinstance(col, NamespaceView):
+                    keys = sorted(due.get(col.nsid, ()))
+                    if keys:
+                        removed += len(self._sweep_collection(ns, col, now, keys))
+                else:
+                    removed += len(self._sweep_collection(ns, col, now))
+                self._unregister_if_empty(ns, col)
+        return removed
