@@ -5,7 +5,8 @@ Commands:
 - `tiered-memory demo`: stores memories in one session and recalls them in the next,
   on an embedded Redis and a local Chroma directory, offline.
 - `tiered-memory bench store`: put throughput, get/search latency and recall of the
-  store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`.
+  store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`; with
+  `--namespaces N --per-namespace M`, the same stores over many small namespaces.
 - `tiered-memory bench retrieval`: recall@k of the store's search on LoCoMo
 - `tiered-memory bench checkpoint`: per-super-step latency, session saver vs upstream
 - `tiered-memory bench summarizer`: context size and fact coverage of the summarizer
@@ -23,7 +24,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -164,23 +165,50 @@ def _directory(path: Path | None, prefix: str) -> Iterator[tuple[str, bool]]:
 # --------------------------------------------------------------------------- bench store
 
 
+_SEARCHES_HELP = (
+    "Timed store.search calls (k=10) per size; with --namespaces, searches (k=5) of each"
+    " kind: first touch, warm and cold."
+)
+
+
 @bench_app.command("store")
 def bench_store(
     sizes: Annotated[
-        str,
-        typer.Option(help="Item counts to measure at, comma-separated; grown incrementally."),
-    ] = "1000,10000,100000",
+        str | None,
+        typer.Option(
+            help="Item counts to measure at in one namespace, comma-separated; grown"
+            " incrementally (default 1000,10000,100000). Not with --namespaces."
+        ),
+    ] = None,
+    namespaces: Annotated[
+        int | None,
+        typer.Option(
+            min=2,
+            help="Measure many small namespaces instead: N namespaces ('memories',"
+            " 'user-N') of --per-namespace items each; cold searches run in a fresh process.",
+        ),
+    ] = None,
+    per_namespace: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Items per namespace with --namespaces (default 20).",
+        ),
+    ] = None,
     stores: Annotated[
         str,
         typer.Option(
-            help="Stores to compare: long (Chroma tier), short (Redis tier), inmemory"
-            " (LangGraph InMemoryStore), redisstore (upstream RedisStore)."
+            help="Stores to compare: long (Chroma tier, similarity ranking), hybrid (Chroma"
+            " tier, memory ranking), short (Redis tier), inmemory (LangGraph InMemoryStore),"
+            " redisstore (upstream RedisStore)."
         ),
     ] = "long,short,inmemory,redisstore",
     gets: Annotated[int, typer.Option(min=1, help="Timed store.get calls per size.")] = 200,
-    searches: Annotated[
-        int, typer.Option(min=1, help="Timed store.search calls (k=10) per size.")
-    ] = 100,
+    searches: Annotated[int, typer.Option(min=1, help=_SEARCHES_HELP)] = 100,
+    cold: Annotated[
+        bool,
+        typer.Option(help="With --namespaces: measure cold searches in a fresh process."),
+    ] = True,
     max_inmemory: Annotated[
         int,
         typer.Option(min=0, help="Largest size measured for InMemoryStore (pure-Python scan)."),
@@ -206,7 +234,8 @@ def bench_store(
         Path | None,
         typer.Option(
             help="Chroma directory for the long tier (default: a temporary directory"
-            " removed at the end). The run's collections are deleted at the end.",
+            " removed at the end). The run's collections (with --namespaces: its"
+            " bench-RUNID subdirectory) are deleted at the end.",
             file_okay=False,
         ),
     ] = None,
@@ -215,39 +244,63 @@ def bench_store(
         typer.Option("--json", help="End the output with one line holding every figure as JSON."),
     ] = False,
 ) -> None:
-    """Measure put throughput, get/search latency and recall@10 of each store.
+    """Measure put throughput, search latency and more of each store, side by side.
 
-    Every store gets the same precomputed embeddings (dims 384) and the same
-    gets and searches in one namespace. Redis comes from REDIS_URL, or an embedded
-    server is started. Exits with code 1 if a store failed.
+    By default: put rate, get/search latency and recall@10 at growing sizes of one
+    namespace. With --namespaces N: N small namespaces of --per-namespace items (the
+    usual one-namespace-per-user layout), measuring put rate, search latency on first
+    touch, warm and cold (fresh process), disk or memory per item, files per item and
+    list_namespaces. Every store gets the same fake embeddings (dims 384, no model).
+    Redis comes from REDIS_URL, or an embedded server is started. Exits with code 1 if
+    a store failed.
     """
     from langgraph_tiered_memory.bench.store import (
+        NamespaceBenchConfig,
         StoreBenchConfig,
         StoreBenchmarkError,
+        render_namespace_report,
         render_store_report,
+        run_namespace_benchmark,
         run_store_benchmark,
     )
 
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 150  # log files: keep each table row on one line
-    config = StoreBenchConfig(
-        sizes=_parse_sizes(sizes),
-        stores=_parse_stores(stores),
-        gets=gets,
-        searches=searches,
-        max_inmemory=max_inmemory,
-        short_max=short_max,
-        batch_size=batch_size,
-        seed=seed,
-        data=data,
-        chroma_path=str(chroma_path) if chroma_path is not None else None,
-    )
+    common: dict[str, Any] = {
+        "stores": _parse_stores(stores),
+        "searches": searches,
+        "batch_size": batch_size,
+        "seed": seed,
+        "chroma_path": str(chroma_path) if chroma_path is not None else None,
+    }
+    report: Any
+    render_report: Callable[[Any, Console], None]
     try:
-        report = run_store_benchmark(config, console=console)
+        if namespaces is not None:
+            if sizes is not None:
+                raise typer.BadParameter("Pass either --sizes or --namespaces, not both.")
+            ns_config = NamespaceBenchConfig(
+                namespaces=namespaces, per_namespace=per_namespace or 20, cold=cold, **common
+            )
+            report = run_namespace_benchmark(ns_config, console=console)
+            render_report = render_namespace_report
+        else:
+            if per_namespace is not None:
+                raise typer.BadParameter("--per-namespace needs --namespaces.")
+            config = StoreBenchConfig(
+                sizes=_parse_sizes(sizes or "1000,10000,100000"),
+                gets=gets,
+                max_inmemory=max_inmemory,
+                short_max=short_max,
+                data=data,
+                **common,
+            )
+            report = run_store_benchmark(config, console=console)
+            render_report = render_store_report
     except StoreBenchmarkError as e:
         raise typer.BadParameter(str(e)) from e
-    render_store_report(report, console)
+    render_report(report, console)
     if as_json:
         # Plain echo, not rich: the JSON must stay on one unwrapped line.
         typer.echo(json.dumps(report.to_dict(), allow_nan=False))
