@@ -7,7 +7,6 @@ server, Chroma itself. See `chroma_tier` for the record layout.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -19,9 +18,9 @@ from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
     encode_namespace,
-    loads,
     namespace_id,
 )
+from langgraph_tiered_memory.store._document import decode_document
 from langgraph_tiered_memory.store.tiers.chroma_docs import ChromaDocs, DocSource, MirrorDocs
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     DEFAULT_GRADUATE_AT,
@@ -242,8 +241,8 @@ class ChromaBase:
     def _row_of_meta(self, meta: dict[str, Any]) -> MemoryRow | None:
         if self._describe is None:
             return None
-        doc = json.loads(meta["_d"])
-        described = self._describe(doc["value"])
+        doc = decode_document(meta["_d"])
+        described = self._describe(doc.value)
         if described is None:
             return None
         text, time_text, fields = described
@@ -256,7 +255,7 @@ class ChromaBase:
             fields.memory_type,
             fields.importance,
             fields.occurred_at,
-            float(doc["c"]),
+            float(doc.created_at),
         )
 
     def _fill_memories(self, idx: DocMirror, entries: list[Entry]) -> None:
@@ -327,14 +326,5 @@ class ChromaBase:
         namespace: Namespace, key: str, meta: dict[str, Any]
     ) -> tuple[StoredItem, int, str, int]:
         """Item, number of vectors, write id, number of key vectors (the last ones)."""
-        doc = loads(meta["_d"])
-        item = StoredItem(
-            namespace=namespace,
-            key=key,
-            value=doc["value"],
-            created_at=doc["c"],
-            updated_at=doc["u"],
-            ttl=doc.get("t"),
-            expires_at=meta.get("_e"),
-        )
-        return item, int(doc["n"]), doc["w"], int(doc.get("k", 0))
+        doc = decode_document(meta["_d"])
+        return doc.item(namespace, key, meta.get("_e")), doc.vectors, doc.write_id, doc.key_vectors

@@ -11,7 +11,6 @@ threshold then moves to its own collection.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -20,9 +19,9 @@ from langgraph_tiered_memory.store._common import (
     ItemWrite,
     Namespace,
     StoredItem,
-    loads,
     namespace_id,
 )
+from langgraph_tiered_memory.store._document import Document, decode_document, encode_document
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow
@@ -30,9 +29,9 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow
 __all__ = ["ChromaWrites"]
 
 
-def _extra_ids(key: str, doc: dict[str, Any]) -> list[str]:
+def _extra_ids(key: str, doc: Document) -> list[str]:
     """Ids of the extra vectors written with document `doc` of item `key`."""
-    return [f"x:{i}:{doc['w']}:{key}" for i in range(1, int(doc["n"]))]
+    return [f"x:{i}:{doc.write_id}:{key}" for i in range(1, doc.vectors)]
 
 
 class _Target:
@@ -138,7 +137,9 @@ class ChromaWrites(ChromaBase):
         p.deleted = [w.key for w in deletes]
         memindex = self.memindex
         unkeyed = self._unkey_successors(ns, col, p.deleted, p.keys)
-        old_docs = {k: json.loads(m["_d"]) for k, m in self._docs.get(p.nsid, col, p.keys).items()}
+        old_docs = {
+            k: decode_document(m["_d"]) for k, m in self._docs.get(p.nsid, col, p.keys).items()
+        }
         self._docs.begin(p.nsid, p.keys)
         if memindex is not None and memindex is not self.mirror:
             memindex.begin(self.prefix, p.nsid, p.keys)
@@ -148,20 +149,24 @@ class ChromaWrites(ChromaBase):
             prev = old_docs.get(w.key)
             vectors = w.vectors or []
             write_id = uuid.uuid4().hex[:12]
-            doc = (
-                f'{{"c":{prev["c"] if prev else now!r},"u":{now!r},"t":{json.dumps(w.ttl)},'
-                f'"n":{len(vectors)},"w":"{write_id}",'
-                + (f'"k":{w.key_vectors},' if w.key_vectors else "")
-                + f'"value":{w.encoded}}}'
+            assert w.encoded is not None  # an upsert
+            doc = encode_document(
+                w.encoded,
+                created_at=prev.created_at if prev else now,
+                updated_at=now,
+                ttl=w.ttl,
+                vectors=len(vectors),
+                write_id=write_id,
+                key_vectors=w.key_vectors,
             )
             meta: dict[str, Any] = {"_d": doc}
             if w.ttl is not None:
                 meta["_e"] = w.expires_at if w.expires_at is not None else now + w.ttl * 60
-            elif prev is not None and prev.get("t") is not None:
+            elif prev is not None and prev.ttl is not None:
                 meta["_e"] = None  # Chroma drops a metadata key set to None
             if memindex is not None and w.memory is not None:
                 f = w.memory
-                created = float(prev["c"]) if prev else now
+                created = float(prev.created_at) if prev else now
                 p.memories[w.key] = MemoryRow(
                     w.keyword_text or "",
                     w.context_text or "",
@@ -278,9 +283,9 @@ class ChromaWrites(ChromaBase):
             return []
         out = []
         for key, meta in self._docs.get(nsid, col, successors).items():
-            doc = loads(meta["_d"])
-            if int(doc.get("k", 0)) >= 1 and int(doc["n"]) >= 2:
-                out.append(f"x:{int(doc['n']) - 1}:{doc['w']}:{key}")
+            doc = decode_document(meta["_d"])
+            if doc.key_vectors >= 1 and doc.vectors >= 2:
+                out.append(f"x:{doc.vectors - 1}:{doc.write_id}:{key}")
         return out
 
     # ----------------------------------------------------------------- TTL
@@ -337,7 +342,7 @@ class ChromaWrites(ChromaBase):
         out = []
         for rid, meta in zip(res["ids"], res["metadatas"], strict=True):
             item = self._decode(ns, rid[2:], meta)[0]
-            out.append((item, [rid, *_extra_ids(rid[2:], json.loads(meta["_d"]))]))
+            out.append((item, [rid, *_extra_ids(rid[2:], decode_document(meta["_d"]))]))
         return out
 
     def _sweep_collection(
