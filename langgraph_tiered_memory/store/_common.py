@@ -564,13 +564,19 @@ def select_namespaces(
     offset: int,
 ) -> list[Namespace]:
     """Apply `list_namespaces` matching, truncation, sorting and paging."""
-    selected = [
-        ns for ns in namespaces if all(_condition_matches(c, ns) for c in (conditions or ()))
-    ]
+    selected = list(namespaces)
+    for c in conditions or ():
+        path = tuple(c.path)
+        if c.match_type == "prefix" and "*" not in path:  # the common case: one slice compare
+            n = len(path)
+            selected = [ns for ns in selected if ns[:n] == path]
+        else:
+            selected = [ns for ns in selected if _condition_matches(c, ns)]
+    # Dicts keep the tiers' order: sorting an already sorted listing is linear.
     if max_depth is not None:
-        result = sorted({ns[:max_depth] for ns in selected})
+        result = sorted(dict.fromkeys(ns[:max_depth] for ns in selected))
     else:
-        result = sorted(set(selected))
+        result = sorted(dict.fromkeys(selected))
     return result[offset : offset + limit]
 
 

@@ -389,13 +389,13 @@ class TieredStoreCore:
 
         for i, lop in plan.lists:
             lp = literal_prefix(lop.match_conditions)
-            found_ns: set[tuple[str, ...]] = set()
-            for tier_name in self._router.tiers_for_prefix(lp):
-                found_ns.update(
-                    ns
-                    for ns in self._tier(tier_name).namespaces(lp, now=now)
-                    if self._router.tier_for(ns) == tier_name
-                )
+            found_ns: dict[tuple[str, ...], None] = {}
+            tiers = self._router.tiers_for_prefix(lp)
+            for tier_name in tiers:
+                listed = self._tier(tier_name).namespaces(lp, now=now)
+                if len(tiers) > 1:  # with one tier, everything under lp is routed to it
+                    listed = [ns for ns in listed if self._router.tier_for(ns) == tier_name]
+                found_ns.update(dict.fromkeys(listed))
             results[i] = select_namespaces(
                 found_ns, lop.match_conditions, lop.max_depth, lop.limit, lop.offset
             )
