@@ -37,26 +37,31 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import importlib.util
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+from langgraph_tiered_memory._embedded_process import (
+    EMBEDDED_INSTALL_HINT,
+    HOST,
+    LOG_NAME,
+    REDIS_URL_ALTERNATIVE,
+    EmbeddedRedisError,
+    PortTakenError,
+    server_command,
+    shutdown,
+    spawn,
+    wait_ready,
+)
 
 __all__ = [
     "EMBEDDED_INSTALL_HINT",
@@ -68,30 +73,10 @@ __all__ = [
     "redis_url_or_embedded",
 ]
 
-EMBEDDED_INSTALL_HINT = "pip install 'langgraph-tiered-memory[embedded]'"
-"""The command that installs the wheels the embedded server is made of."""
-
 REQUIRED_MODULES: tuple[str, ...] = ("search", "ReJSON")
 """Module names (as printed by ``MODULE LIST``) the server must have loaded."""
 
-_HOST = "127.0.0.1"
-_LOG_NAME = "embedded-redis.log"
 _PORT_ATTEMPTS = 5
-_LOG_TAIL_LINES = 40
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-
-_ALTERNATIVE = (
-    "Alternatively, set REDIS_URL to a Redis 8 or Redis Stack server "
-    "(one with the RediSearch and RedisJSON modules)."
-)
-
-
-class EmbeddedRedisError(RuntimeError):
-    """The embedded Redis server could not be found, started or verified."""
-
-
-class _PortTakenError(EmbeddedRedisError):
-    """The chosen port was taken before the server could bind it."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +119,7 @@ def _package_dir(name: str) -> Path | None:
 def _missing_error(what: str) -> EmbeddedRedisError:
     return EmbeddedRedisError(
         f"The embedded Redis server is not available: {what}. "
-        f"Install the embedded extra: {EMBEDDED_INSTALL_HINT}. {_ALTERNATIVE}"
+        f"Install the embedded extra: {EMBEDDED_INSTALL_HINT}. {REDIS_URL_ALTERNATIVE}"
     )
 
 
@@ -172,47 +157,9 @@ def find_binaries() -> EmbeddedBinaries:
 
 def _pick_free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_HOST, 0))
+        sock.bind((HOST, 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _parent_death_preexec() -> Callable[[], None] | None:
-    """Build a ``preexec_fn`` that makes the child get SIGTERM when its parent dies.
-
-    Linux only (``prctl(PR_SET_PDEATHSIG)``); returns ``None`` elsewhere or if libc
-    cannot be loaded. The signal fires when the *thread* that forked the child exits,
-    so it is only used when the server is started from the main thread.
-
-    Returns:
-        The function to pass as ``preexec_fn``, or ``None``.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        # Resolve the symbol in the parent: loading libraries after fork is unsafe.
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.restype = ctypes.c_int
-    prctl.argtypes = [
-        ctypes.c_int,
-        ctypes.c_ulong,
-        ctypes.c_ulong,
-        ctypes.c_ulong,
-        ctypes.c_ulong,
-    ]
-    parent_pid = os.getpid()
-    sigterm = int(signal.SIGTERM)
-
-    def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, sigterm, 0, 0, 0)
-        if os.getppid() != parent_pid:  # the parent died before prctl took effect
-            os._exit(1)
-
-    return preexec
 
 
 class EmbeddedRedis:
@@ -292,7 +239,7 @@ class EmbeddedRedis:
         """
         if not self.is_running:
             raise EmbeddedRedisError("The embedded Redis server is not running; call start().")
-        return f"redis://{_HOST}:{self.port}/0"
+        return f"redis://{HOST}:{self.port}/0"
 
     @property
     def port(self) -> int:
@@ -326,7 +273,7 @@ class EmbeddedRedis:
     @property
     def log_path(self) -> Path | None:
         """The server's log file, or ``None`` before start/after stop."""
-        return self._workdir / _LOG_NAME if self._workdir is not None else None
+        return self._workdir / LOG_NAME if self._workdir is not None else None
 
     @property
     def persistence(self) -> bool:
@@ -451,29 +398,6 @@ class EmbeddedRedis:
         with contextlib.suppress(Exception):
             self.stop()
 
-    def _command(self, binaries: EmbeddedBinaries, port: int) -> list[str]:
-        assert self._workdir is not None
-        args = [
-            str(binaries.server),
-            "--bind", _HOST,
-            "--port", str(port),
-            "--protected-mode", "yes",
-            "--daemonize", "no",
-            "--dir", str(self._workdir),
-            "--logfile", _LOG_NAME,
-            "--loglevel", "notice",
-            "--save", "",
-        ]  # fmt: skip
-        if self._persistence:
-            args += ["--appendonly", "yes", "--appendfsync", "everysec"]
-        else:
-            args += ["--appendonly", "no"]
-        args += [
-            "--loadmodule", str(binaries.search_module),
-            "--loadmodule", str(binaries.json_module),
-        ]  # fmt: skip
-        return args
-
     def _launch(self, binaries: EmbeddedBinaries, fixed_port: int | None) -> None:
         attempts = 1 if fixed_port is not None else _PORT_ATTEMPTS
         for attempt in range(1, attempts + 1):
@@ -481,155 +405,44 @@ class EmbeddedRedis:
             try:
                 self._spawn_and_wait(binaries, port)
                 return
-            except _PortTakenError:
+            except PortTakenError:
                 self._stop_process()
                 if attempt == attempts:
                     raise
 
     def _spawn_and_wait(self, binaries: EmbeddedBinaries, port: int) -> None:
         assert self._workdir is not None
-        log_path = self._workdir / _LOG_NAME
+        log_path = self._workdir / LOG_NAME
         log_offset = log_path.stat().st_size if log_path.exists() else 0
         self._log_handle = open(log_path, "ab")  # closed in _stop_process
-        try:
-            self._proc = subprocess.Popen(
-                self._command(binaries, port),
-                cwd=self._workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_handle,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_parent_death_preexec(),
-                close_fds=True,
-            )
-        except OSError as e:
-            raise EmbeddedRedisError(
-                f"Could not run {binaries.server}: {e}. "
-                f"Reinstall the embedded extra: {EMBEDDED_INSTALL_HINT}. {_ALTERNATIVE}"
-            ) from e
-        self._port = port
-        self._wait_ready(port, log_offset)
-
-    def _log_tail(self, offset: int = 0) -> str:
-        path = self.log_path
-        if path is None:
-            return "(no log)"
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                text = fh.read().decode("utf-8", errors="replace")
-        except OSError as e:
-            return f"(log {path} unreadable: {e})"
-        lines = text.strip().splitlines()[-_LOG_TAIL_LINES:]
-        return "\n".join(lines) if lines else "(log is empty)"
-
-    def _failure(self, message: str, log_offset: int) -> str:
-        return f"{message}\n--- tail of {self.log_path} ---\n{self._log_tail(log_offset)}"
-
-    def _wait_ready(self, port: int, log_offset: int) -> None:
-        proc = self._proc
-        assert proc is not None
-        deadline = time.monotonic() + self._startup_timeout
-        # One attempt per call (no client-side retries) and short timeouts: if another
-        # process owns the port, its backlog may accept the connection and never answer.
-        client = redis.Redis(
-            host=_HOST,
-            port=port,
-            socket_connect_timeout=1.0,
-            socket_timeout=2.0,
-            retry=Retry(NoBackoff(), 0),
-            decode_responses=True,
+        command = server_command(
+            binaries.server,
+            (binaries.search_module, binaries.json_module),
+            port,
+            self._workdir,
+            persistence=self._persistence,
         )
-        try:
-            last_error: Exception | None = None
-            while True:
-                code = proc.poll()
-                if code is not None:
-                    tail = self._log_tail(log_offset)
-                    if "already in use" in tail:
-                        raise _PortTakenError(self._failure(f"Port {port} is in use.", log_offset))
-                    raise EmbeddedRedisError(
-                        self._failure(
-                            f"The embedded Redis server exited with code {code} during "
-                            f"startup. Reinstall the embedded extra "
-                            f"({EMBEDDED_INSTALL_HINT}) or set REDIS_URL to a Redis 8 / "
-                            f"Redis Stack server.",
-                            log_offset,
-                        )
-                    )
-                if time.monotonic() > deadline:
-                    raise EmbeddedRedisError(
-                        self._failure(
-                            f"The embedded Redis server did not answer PING on port {port} "
-                            f"within {self._startup_timeout:g} s (last error: {last_error!r}). "
-                            f"Raise startup_timeout or set REDIS_URL to a Redis 8 / Redis "
-                            f"Stack server.",
-                            log_offset,
-                        )
-                    ) from last_error
-                try:
-                    client.ping()
-                    info: dict[str, Any] = client.info("server")
-                    modules = client.module_list()
-                except (redis.ConnectionError, redis.TimeoutError) as e:
-                    # Includes BusyLoadingError while an append-only file is loaded.
-                    last_error = e
-                    time.sleep(0.05)
-                    continue
-                except redis.RedisError as e:
-                    raise EmbeddedRedisError(
-                        self._failure(f"The embedded Redis server misbehaved: {e}", log_offset)
-                    ) from e
-                break
-
-            if int(info.get("process_id", -1)) != proc.pid:
-                # Someone else's server answered on this port; ours cannot bind it.
-                raise _PortTakenError(
-                    self._failure(
-                        f"Port {port} is served by another process (pid {info.get('process_id')}).",
-                        log_offset,
-                    )
-                )
-            names = {str(m.get("name", "")) for m in modules}
-            missing = [m for m in REQUIRED_MODULES if m.lower() not in {n.lower() for n in names}]
-            if missing:
-                raise EmbeddedRedisError(
-                    self._failure(
-                        f"The embedded Redis server started without module(s) "
-                        f"{', '.join(missing)} (MODULE LIST: {sorted(names)}). Reinstall the "
-                        f"embedded extra: {EMBEDDED_INSTALL_HINT}. {_ALTERNATIVE}",
-                        log_offset,
-                    )
-                )
-        finally:
-            client.close()
+        self._proc = spawn(command, self._workdir, self._log_handle)
+        self._port = port
+        wait_ready(
+            self._proc,
+            port,
+            timeout=self._startup_timeout,
+            required_modules=REQUIRED_MODULES,
+            log_path=log_path,
+            log_offset=log_offset,
+        )
 
     def _stop_process(self) -> None:
         proc = self._proc
         try:
             if proc is not None and proc.poll() is None:
-                self._shutdown(proc)
+                shutdown(proc, self._shutdown_timeout)
         finally:
             self._proc = None
             if self._log_handle is not None:
                 self._log_handle.close()
                 self._log_handle = None
-
-    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
-        # SIGTERM makes the server shut down like SHUTDOWN NOSAVE here: no RDB save
-        # points are configured, and an append-only file is flushed and fsynced. A
-        # signal (unlike a SHUTDOWN command sent to the port) can never reach a server
-        # that is not ours.
-        with contextlib.suppress(ProcessLookupError):
-            proc.terminate()
-        try:
-            proc.wait(timeout=self._shutdown_timeout)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=self._shutdown_timeout)
 
 
 @contextlib.contextmanager

@@ -13,30 +13,24 @@ Three layers:
 - `create_summarizer_graph`: an uncompiled `StateGraph` usable as a subgraph of any
   graph with a `messages` channel.
 
-The extractive summary (no model) selects sentences by keyword salience: each
-sentence's content words are weighted by their inverse frequency across the folded
-sentences, first-person statements of facts, preferences and decisions get a boost,
-and the best sentences are kept in their original order within a size budget.
+The extractive summary (no model) lives in `_extractive`; the choice of what stays in
+working memory (`fold_boundary`, `messages_with_summary`, `trim_working_memory`) in
+`_message_window`. This module re-exports them.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Optional
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
-    AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
@@ -44,6 +38,13 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired, TypedDict
 
+from langgraph_tiered_memory._extractive import extractive_summary, message_text, speaker
+from langgraph_tiered_memory._message_window import (
+    TokenCounter,
+    fold_boundary,
+    messages_with_summary,
+    trim_working_memory,
+)
 from langgraph_tiered_memory._models import resolve_model
 
 __all__ = [
@@ -66,8 +67,6 @@ DEFAULT_SUMMARY_PROMPT = (
     " talk. Answer with the updated summary only.\n\nCurrent summary:\n{summary}"
 )
 """Prompt of the model-based summary; `{summary}` is the running summary (or "none")."""
-
-TokenCounter = Callable[[Sequence[BaseMessage]], int]
 
 
 @dataclass
@@ -92,132 +91,6 @@ class SummarizationResult:
     def remove(self) -> list[RemoveMessage]:
         """`RemoveMessage`s deleting the folded messages from a `messages` channel."""
         return [RemoveMessage(id=m.id) for m in self.folded if m.id is not None]
-
-
-def _tool_call_ids(message: BaseMessage) -> set[str]:
-    if isinstance(message, AIMessage):
-        return {str(tc["id"]) for tc in message.tool_calls if tc.get("id")}
-    return set()
-
-
-def fold_boundary(messages: Sequence[BaseMessage], keep_last: int) -> int:
-    """Index of the first non-system message to keep, never inside a tool-call group.
-
-    The last `keep_last` non-system messages are kept. The boundary moves earlier while
-    a kept `ToolMessage` answers an `AIMessage` that would be folded, so a tool call and
-    its results always stay together.
-
-    Args:
-        messages: The non-system messages, oldest first.
-        keep_last: How many of the most recent messages to keep at least.
-
-    Returns:
-        The boundary: messages before it are folded, the rest are kept.
-    """
-    boundary = max(0, len(messages) - max(0, keep_last))
-    while 0 < boundary < len(messages):
-        kept_results = {
-            str(m.tool_call_id) for m in messages[boundary:] if isinstance(m, ToolMessage)
-        }
-        folded_calls: set[str] = set()
-        for m in messages[:boundary]:
-            folded_calls |= _tool_call_ids(m)
-        if not kept_results & folded_calls and not isinstance(messages[boundary], ToolMessage):
-            break
-        boundary -= 1
-    return boundary
-
-
-# --------------------------------------------------------------------------- extractive
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[A-Za-z0-9']+")
-_STOP = frozenset(
-    """a an the and or but if then so of to in on at by for with from as is are was were be
-    been being am do does did have has had i you he she it we they me him her us them my your
-    his its our their this that these those what which who whom how when where why not no yes
-    just very really also too can could will would should shall may might must there here
-    about into over than oh ok okay hey hi hello thanks thank well like get got lol""".split()
-)
-# First-person statements of facts, preferences and decisions carry what a summary must keep.
-_CUES = re.compile(
-    r"\b(i am|i'm|my|i have|i've|i live|i work|i like|i love|i prefer|i hate|i don't|"
-    r"i want|i need|we decided|decided|let's|i will|i'll|remember|always|never|allergic|"
-    r"birthday|name is)\b",
-    re.IGNORECASE,
-)
-
-
-def _text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        text = content
-    else:
-        text = " ".join(
-            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
-        )
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = ", ".join(f"{tc['name']}({tc.get('args', {})})" for tc in message.tool_calls)
-        text = f"{text} [called {calls}]".strip()
-    return text.strip()
-
-
-def _speaker(message: BaseMessage) -> str:
-    if isinstance(message, HumanMessage):
-        return message.name or "User"
-    if isinstance(message, ToolMessage):
-        return f"Tool {message.name or ''}".strip()
-    if isinstance(message, AIMessage):
-        return message.name or "Assistant"
-    return message.type
-
-
-def extractive_summary(
-    messages: Sequence[BaseMessage], previous: str | None = None, *, max_sentences: int = 12
-) -> str:
-    """Extend `previous` with the most salient sentences of `messages` (no model).
-
-    Sentences are scored by the inverse frequency of their content words across all
-    candidate sentences (rare, specific words score high), normalised by sqrt(length),
-    with a boost for first-person statements of facts, preferences and decisions. The
-    previous summary's sentences compete too, so the summary stays bounded.
-
-    Args:
-        messages: Messages to fold in, oldest first.
-        previous: The running summary so far.
-        max_sentences: Most sentences the summary keeps.
-
-    Returns:
-        The new summary, one sentence per line, in chronological order.
-    """
-    candidates: list[str] = []
-    if previous:
-        candidates.extend(line.strip() for line in previous.splitlines() if line.strip())
-    for m in messages:
-        text = _text(m)
-        if not text:
-            continue
-        for sentence in _SENTENCE.split(text):
-            sentence = sentence.strip()
-            if len(_WORD.findall(sentence)) >= 3:
-                candidates.append(f"{_speaker(m)}: {sentence}")
-    if len(candidates) <= max_sentences:
-        return "\n".join(candidates)
-    words = [
-        [w.lower() for w in _WORD.findall(c.split(": ", 1)[-1]) if w.lower() not in _STOP]
-        for c in candidates
-    ]
-    df = Counter(w for ws in words for w in set(ws))
-    n = len(candidates)
-    scores = []
-    for i, (sentence, ws) in enumerate(zip(candidates, words, strict=True)):
-        salience = sum(math.log((n + 1) / (df[w] + 0.5)) for w in set(ws))
-        score = salience / math.sqrt(len(ws) + 1)
-        if _CUES.search(sentence):
-            score *= 1.5
-        scores.append((score, i))
-    best = sorted(i for _, i in sorted(scores, reverse=True)[:max_sentences])
-    return "\n".join(candidates[i] for i in best)
 
 
 # --------------------------------------------------------------------------- planning
@@ -247,7 +120,7 @@ def _plan(
 
 
 def _prompt(folded: Sequence[BaseMessage], previous: str | None, prompt: str) -> list[BaseMessage]:
-    transcript = "\n".join(f"{_speaker(m)}: {_text(m)}" for m in folded if _text(m))
+    transcript = "\n".join(f"{speaker(m)}: {message_text(m)}" for m in folded if message_text(m))
     return [
         SystemMessage(content=prompt.format(summary=previous or "none")),
         HumanMessage(content=f"New messages:\n{transcript}"),
@@ -285,7 +158,7 @@ def _step(
 
 
 def _with_reply(result: SummarizationResult, reply: BaseMessage) -> SummarizationResult:
-    result.summary = _text(reply)
+    result.summary = message_text(reply)
     return result
 
 
@@ -400,70 +273,6 @@ async def asummarize_messages(
         return step
     chat, result = step
     return _with_reply(result, await chat.ainvoke(result.prompt))
-
-
-def messages_with_summary(messages: Sequence[AnyMessage], summary: str | None) -> list[BaseMessage]:
-    """The messages a model should see: system messages, the summary, then the rest.
-
-    The summary comes as a system message after the original system messages.
-
-    Args:
-        messages: Working memory.
-        summary: The running summary, or None.
-    """
-    system = [m for m in messages if isinstance(m, SystemMessage)]
-    rest = [m for m in messages if not isinstance(m, SystemMessage)]
-    if not summary:
-        return [*system, *rest]
-    note = SystemMessage(content=f"Summary of the earlier conversation:\n{summary}")
-    return [*system, note, *rest]
-
-
-# --------------------------------------------------------------------------- trimming
-
-
-def trim_working_memory(
-    messages: Sequence[AnyMessage],
-    *,
-    max_tokens: int,
-    token_counter: TokenCounter = count_tokens_approximately,
-) -> list[BaseMessage]:
-    """Keep the system messages and the most recent messages within `max_tokens`.
-
-    Unlike summarization this forgets what it drops (nothing is folded into a summary)
-    and changes nothing in state: use it to shape one model call. It wraps
-    `langchain_core.messages.trim_messages` with the strategy "last", keeps system
-    messages, starts the window on a human message, and never leaves a `ToolMessage`
-    without its tool call.
-
-    Args:
-        messages: Working memory, oldest first.
-        max_tokens: Token budget of the result.
-        token_counter: Counts the tokens of a list of messages.
-
-    Example:
-        ```python
-        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-        from langgraph_tiered_memory import trim_working_memory
-
-        chat = [SystemMessage("Be brief."), HumanMessage("hi"), AIMessage("hello!")]
-        chat.append(HumanMessage("What is 2 + 2?"))
-        window = trim_working_memory(chat, max_tokens=2, token_counter=len)  # 1 message = 1 token
-        assert [m.content for m in window] == ["Be brief.", "What is 2 + 2?"]
-        ```
-    """
-    from langchain_core.messages import trim_messages
-
-    trimmed = trim_messages(
-        list(messages),
-        max_tokens=max_tokens,
-        token_counter=token_counter,
-        strategy="last",
-        include_system=True,
-        start_on="human",
-        allow_partial=False,
-    )
-    return list(trimmed)
 
 
 # --------------------------------------------------------------------------- node and graph

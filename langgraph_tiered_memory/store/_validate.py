@@ -1,0 +1,299 @@
+"""Validation and encoding of what a batch writes or reads, before any backend sees it.
+
+Namespaces, keys, values, TTLs and the text of searches are checked here, so a bad
+op fails the batch before anything is written; `encode_value` turns a checked value
+into the JSON the tiers store. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from langgraph.store.base import InvalidNamespaceError
+
+from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
+from langgraph_tiered_memory.store._items import Namespace
+
+MAX_KEY_BYTES = 1024
+"""Longest item key accepted, in UTF-8 bytes."""
+
+MAX_LABEL_BYTES = 256
+"""Longest namespace label accepted, in UTF-8 bytes."""
+
+MAX_VALUE_DEPTH = 100
+"""Deepest nesting of dicts and lists accepted in an item value (the value itself is 1)."""
+
+
+def validate_namespace(namespace: Any) -> Namespace:
+    """Check a namespace used for a write and return it as a tuple.
+
+    Raises:
+        InvalidNamespaceError: the namespace is empty, has a non-string, empty or
+            dotted label, a label holding a surrogate code point (not UTF-8
+            encodable), or a label longer than `MAX_LABEL_BYTES`.
+    """
+    if not isinstance(namespace, tuple):
+        if isinstance(namespace, list):
+            namespace = tuple(namespace)
+        else:
+            raise InvalidNamespaceError(
+                f"Namespace must be a tuple of strings, got {type(namespace).__name__}:"
+                f" {namespace!r}. Pass e.g. ('users', 'u1')."
+            )
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty. Pass e.g. ('users', 'u1').")
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels must be strings,"
+                f" got {type(label).__name__}."
+            )
+        if not label:
+            raise InvalidNamespaceError(
+                f"Namespace labels cannot be empty strings. Got {namespace}."
+            )
+        if "." in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels cannot contain"
+                " periods ('.'). Split it into separate labels instead."
+            )
+        _check_label_text(label, namespace)
+        if len(label.encode("utf-8")) > MAX_LABEL_BYTES:
+            raise InvalidNamespaceError(
+                f"Namespace label {label[:40]!r}... is longer than {MAX_LABEL_BYTES} bytes."
+                " Use a shorter label, e.g. a hash of it."
+            )
+    return namespace
+
+
+def check_labels(labels: Iterable[Any], what: str = "Namespace") -> None:
+    """Check that the labels of a namespace or prefix used for a read are UTF-8 encodable.
+
+    Reads accept any namespace a write would (and more: prefixes, `"*"` wildcards);
+    only text no backend can store or look up is refused.
+
+    Raises:
+        InvalidNamespaceError: a label holds a surrogate code point.
+    """
+    labels = tuple(labels)
+    for label in labels:
+        if isinstance(label, str):
+            _check_label_text(label, labels, what)
+
+
+def _check_label_text(label: str, namespace: Sequence[Any], what: str = "Namespace") -> None:
+    if _SURROGATE.search(label):
+        raise InvalidNamespaceError(
+            f"{what} label {_short(label)} in {tuple(namespace)!r} cannot be encoded as UTF-8."
+            f" {SURROGATE_FIX}"
+        )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_FIX = (
+    "A surrogate code point (U+D800-U+DFFF) is not a character and UTF-8 cannot encode it"
+    " (it is left e.g. by decoding bytes with errors='surrogateescape' or by JSON with an"
+    " unpaired \\u escape). Replace it first, e.g. with"
+    " text.encode('utf-8', 'replace').decode('utf-8')."
+)
+"""How to fix text holding a surrogate code point (for error messages)."""
+
+
+def find_bad_text(
+    root: Any, *, max_depth: int, str_keys: bool
+) -> tuple[Literal["text", "depth", "key"], str] | None:
+    """Find the first thing in a JSON-like tree that cannot be stored.
+
+    Walks dicts, lists and tuples iteratively (it never recurses, so any depth is
+    safe). Locations in the description read like `$.a[2].b`.
+
+    Returns:
+        None when all is well, else the kind of problem and a description of it:
+        `"text"`, a string or dict key UTF-8 cannot encode; `"depth"`, nesting deeper
+        than `max_depth` containers (`root` is level 1); `"key"` (only with
+        `str_keys`), a dict key that is not a string.
+    """
+    # Entries: (node, depth, parent entry, step from the parent); paths are built on failure.
+    stack: list[tuple[Any, int, Any, str]] = [(root, 1, None, "$")]
+    while stack:
+        entry = stack.pop()
+        node, depth = entry[0], entry[1]
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return "text", f"the string {_short(node)} at {_path(entry)}"
+            continue
+        children: Iterable[tuple[str, Any]]
+        if isinstance(node, dict):
+            for k in node:
+                if isinstance(k, str):
+                    if _SURROGATE.search(k):
+                        return "text", f"the dict key {_short(k)} at {_path(entry)}"
+                elif str_keys:
+                    shown = f" {k!r}" if isinstance(k, (int, float, type(None))) else ""
+                    return "key", (
+                        f"the dict key{shown} at {_path(entry)} has type {type(k).__name__},"
+                        " not str"
+                    )
+            children = (
+                (f".{k}" if isinstance(k, str) and k.isidentifier() else f"[{_short(k)}]", v)
+                for k, v in node.items()
+            )
+        elif isinstance(node, (list, tuple)):
+            children = ((f"[{i}]", v) for i, v in enumerate(node))
+        else:
+            continue
+        if depth > max_depth:
+            return "depth", (
+                f"it is nested deeper than {max_depth} levels of dicts and lists"
+                f" (at {_path(entry)})"
+            )
+        stack.extend((child, depth + 1, entry, step) for step, child in children)
+    return None
+
+
+def _short(text: Any) -> str:
+    if not isinstance(text, str):
+        return f"<{type(text).__name__}>"
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+
+
+def _path(entry: tuple[Any, int, Any, str]) -> str:
+    steps: list[str] = []
+    node: Any = entry
+    while node is not None:
+        steps.append(node[3] if len(node[3]) <= 40 else node[3][:37] + "...")
+        node = node[2]
+    path = "".join(reversed(steps))
+    return path if len(path) <= 80 else path[:40] + "..." + path[-37:]
+
+
+def validate_key(key: Any) -> str:
+    """Check an item key.
+
+    Raises:
+        InvalidItemError: the key is not a string, holds a surrogate code point (not
+            UTF-8 encodable) or is longer than `MAX_KEY_BYTES`.
+    """
+    if not isinstance(key, str):
+        raise InvalidItemError(
+            f"Item key must be a string, got {type(key).__name__}: {key!r}."
+            " Convert it with str() first."
+        )
+    if _SURROGATE.search(key):
+        raise InvalidItemError(
+            f"Item key {_short(key)} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+        )
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+        raise InvalidItemError(
+            f"Item key {key[:40]!r}... is {len(key.encode('utf-8'))} bytes long; the limit is"
+            f" {MAX_KEY_BYTES} bytes. Use a shorter key, e.g. a hash of the long one, and keep"
+            " the long text in the value."
+        )
+    return key
+
+
+def check_value(namespace: Namespace, key: str, value: Any) -> None:
+    """Check an item value's type, depth and text before anything reads into it.
+
+    The value is walked iteratively, so a deeply nested value fails with this error,
+    never with `RecursionError`.
+
+    Raises:
+        InvalidItemError: the value is not a dict, is nested deeper than
+            `MAX_VALUE_DEPTH` levels, has a non-string dict key, or holds a string or
+            dict key UTF-8 cannot encode (a surrogate code point).
+    """
+    if not isinstance(value, dict):
+        raise InvalidItemError(
+            f"Value of item {key!r} in {namespace} must be a dict, got {type(value).__name__}."
+            " Wrap it, e.g. {'content': value}."
+        )
+    # json.dumps silently turns int/float/bool/None dict keys into strings, which would
+    # change the value on the way back: refuse them (str_keys) instead.
+    problem = find_bad_text(value, max_depth=MAX_VALUE_DEPTH, str_keys=True)
+    if problem is None:
+        return
+    kind, where = problem
+    if kind == "text":
+        detail = f"{where} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+    elif kind == "depth":
+        detail = (
+            f"{where}. Values may nest at most {MAX_VALUE_DEPTH} levels of dicts and lists:"
+            " flatten the structure, or store the deep part as a JSON string."
+        )
+    else:
+        detail = f"{where}. Values are JSON objects: convert the key with str() first."
+    raise InvalidItemError(f"Value of item {key!r} in {namespace} cannot be stored: {detail}")
+
+
+def encode_value(namespace: Namespace, key: str, value: Any, *, checked: bool = False) -> str:
+    """Validate an item value and return it as compact JSON.
+
+    Args:
+        namespace: The item's namespace (for messages).
+        key: The item's key (for messages).
+        value: The value to store.
+        checked: The value already passed `check_value`; skip that walk.
+
+    Raises:
+        InvalidItemError: `check_value` refuses the value, or it holds something JSON
+            cannot represent (objects, bytes, sets, NaN or infinite floats).
+    """
+    if not checked:
+        check_value(namespace, key, value)
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidItemError(
+            f"Value of item {key!r} in {namespace} is not JSON-serialisable: {e}."
+            " Store only dicts of str, int, float (finite), bool, None, lists and dicts;"
+            " convert datetimes to ISO strings and objects to dicts first."
+        ) from e
+
+
+def check_search_text(query: Any, filter: Any) -> None:
+    """Check the text of a search's query and filter before it reaches a backend.
+
+    Raises:
+        InvalidFilterError: the query, or a key or string of the filter, holds a
+            surrogate code point (not UTF-8 encodable), or the filter nests deeper
+            than `MAX_VALUE_DEPTH` + 1 levels (no stored value could match it).
+    """
+    if isinstance(query, str) and _SURROGATE.search(query):
+        raise InvalidFilterError(
+            f"Search query {_short(query)} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+        )
+    if filter is None:
+        return
+    problem = find_bad_text(filter, max_depth=MAX_VALUE_DEPTH + 1, str_keys=False)
+    if problem is not None:
+        kind, where = problem
+        detail = (
+            f"{where} cannot be encoded as UTF-8. {SURROGATE_FIX}"
+            if kind == "text"
+            else f"{where}. Stored values nest at most {MAX_VALUE_DEPTH} levels, so no item"
+            " can match it."
+        )
+        raise InvalidFilterError(f"Search filter cannot be used: {detail}")
+
+
+def validate_ttl(ttl: Any) -> float | None:
+    """Check a TTL in minutes (None means no expiry).
+
+    Raises:
+        InvalidItemError: the TTL is not a positive finite number.
+    """
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl):
+        raise InvalidItemError(f"TTL must be a positive number of minutes or None, got {ttl!r}.")
+    if ttl <= 0:
+        raise InvalidItemError(
+            f"TTL must be a positive number of minutes, got {ttl!r}. Use None for no expiry"
+            " or delete the item instead."
+        )
+    return float(ttl)
