@@ -185,15 +185,22 @@ def _writes(
             encoded=encoded,
             ttl=op.ttl,
         )
+        # The texts to embed, read from the value once (the keyword text joins them).
+        embedded = (
+            index_texts(op.value, op.index, cfg.fields)
+            if op.value is not None and cfg.indexed and op.index is not False
+            else None
+        )
         if fields is not None and op.value is not None:
             write.memory = fields
-            write.keyword_text = "" if op.index is False else keyword_text(cfg, op.value, op.index)
+            if op.index is False:
+                write.keyword_text = ""
+            elif embedded is not None:
+                write.keyword_text = "\n".join(embedded)
+            else:
+                write.keyword_text = keyword_text(cfg, op.value, op.index)
         writes.append(write)
-        slot: list[int] = []
-        if op.value is not None and cfg.indexed and op.index is not False:
-            for text in index_texts(op.value, op.index, cfg.fields):
-                slot.append(texts.setdefault(text, len(texts)))
-        slots.append(slot)
+        slots.append([texts.setdefault(text, len(texts)) for text in embedded or ()])
     return writes, list(texts), slots
 
 

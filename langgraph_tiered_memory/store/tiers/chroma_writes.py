@@ -11,9 +11,11 @@ threshold then moves to its own collection.
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
@@ -40,8 +42,8 @@ class _Target:
     def __init__(self, col: Any):
         self.col = col
         self.ids: list[str] = []
-        self.embeddings: list[list[float]] = []
-        self.metadatas: list[dict[str, Any]] = []
+        self.embeddings: list[np.ndarray] = []  # one matrix per namespace
+        self.metadatas: list[dict[str, Any] | None] = []
         self.deletes: list[str] = []
 
 
@@ -57,7 +59,7 @@ class _Pending:
         self.mirrored: dict[str, dict[str, Any]] = {}
         self.memories: dict[str, MemoryRow] = {}
         self.unindexed: list[str] = []
-        self.records: list[tuple[str, list[float]]] = []
+        self.records: list[tuple[str, np.ndarray]] = []
         self.stale: list[str] = []
 
 
@@ -145,10 +147,13 @@ class ChromaWrites(ChromaBase):
             memindex.begin(self.prefix, p.nsid, p.keys)
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
+        rows: list[Sequence[float]] = []  # each record's vector, without the extra dimension
+        blanks: list[int] = []  # records of unindexed items
+        zero = [0.0] * self.dims
         for w in upserts:
             prev = old_docs.get(w.key)
             vectors = w.vectors or []
-            write_id = uuid.uuid4().hex[:12]
+            write_id = os.urandom(6).hex()
             assert w.encoded is not None  # an upsert
             doc = encode_document(
                 w.encoded,
@@ -177,12 +182,14 @@ class ChromaWrites(ChromaBase):
                     created,
                 )
             ids.append(f"p:{w.key}")
-            p.records.append((ids[-1], [*vectors[0], 0.0] if vectors else self._blank))
+            if not vectors:
+                blanks.append(len(rows))
+            rows.append(vectors[0] if vectors else zero)
             metadatas.append(meta)
             p.mirrored[w.key] = meta
             for i, vec in enumerate(vectors[1:], start=1):
                 ids.append(f"x:{i}:{write_id}:{w.key}")
-                p.records.append((ids[-1], [*vec, 0.0]))
+                rows.append(vec)
                 metadatas.append({"_k": w.key, "_w": write_id})
             if prev is not None:  # every extra vector of the previous write is stale now
                 p.stale.extend(_extra_ids(w.key, prev))
@@ -197,6 +204,13 @@ class ChromaWrites(ChromaBase):
         p.stale.extend(unkeyed)
         # Items rewritten without memory fields leave the memory index too.
         p.unindexed = [w.key for w in upserts if w.key not in p.memories]
+        # One float32 matrix of the records (a trailing 0, or [0, ..., 0, 1] when not
+        # indexed): Chroma takes it as is, instead of one list of floats per record.
+        matrix = np.zeros((len(rows), self.dims + 1), dtype=np.float32)
+        if rows and self.dims:
+            matrix[:, :-1] = np.asarray(rows, dtype=np.float32)
+        matrix[blanks, -1] = 1.0
+        p.records = list(zip(ids, matrix, strict=True))
         if isinstance(col, NamespaceView):
             target = targets.setdefault(f"b{col.bucket}", _Target(col.col))
             target.ids.extend(f"{p.nsid}:{rid}" for rid in ids)
@@ -205,9 +219,12 @@ class ChromaWrites(ChromaBase):
         else:
             target = targets.setdefault(f"n{p.nsid}", _Target(col))
             target.ids.extend(ids)
-            target.metadatas.extend(metadatas)
+            # Extra vectors of an own collection carry no metadata: their id names the
+            # item and the write (`_k`/`_w` serve the bucket's vector copy only), and
+            # every metadata key costs Chroma a row per record.
+            target.metadatas.extend(m if "_d" in m else None for m in metadatas)
             target.deletes.extend(p.stale)
-        target.embeddings.extend(vec for _, vec in p.records)
+        target.embeddings.append(matrix)
         return p
 
     def _send(self, targets: dict[str, _Target]) -> None:
@@ -217,11 +234,14 @@ class ChromaWrites(ChromaBase):
         # Chroma refuses calls above its batch size (5,461 ids embedded): send chunks.
         step = max(1, int(self.client.get_max_batch_size()))
         for t in targets.values():
+            if not t.ids:
+                continue
+            embeddings = t.embeddings[0] if len(t.embeddings) == 1 else np.vstack(t.embeddings)
             for at in range(0, len(t.ids), step):
                 end = at + step
                 t.col.upsert(
                     ids=t.ids[at:end],
-                    embeddings=t.embeddings[at:end],
+                    embeddings=embeddings[at:end],
                     metadatas=t.metadatas[at:end],
                 )
         for t in targets.values():

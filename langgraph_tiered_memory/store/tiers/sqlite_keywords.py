@@ -110,14 +110,17 @@ class KeywordIndex:
                 f"DELETE FROM {ident(fts)} WHERE rowid=?", [(rid,) for rid, _ in gone]
             )
             self._rekey_successors(prefix, nsid, fts, [seq for _, seq in gone])
-        for key, row in rows.items():
-            rid = self._mem.upsert(prefix, nsid, key, row)
-            assert fts is not None  # created above, as there are rows
-            self._c.execute(f"DELETE FROM {ident(fts)} WHERE rowid=?", (rid,))
-            self._c.execute(
-                f"INSERT INTO {ident(fts)} (rowid, text, context, time) VALUES (?, ?, ?, ?)",
-                (rid, row.text, row.context, row.time_text),
-            )
+        if not rows:
+            return
+        assert fts is not None  # created above, as there are rows
+        rids = self._mem.upsert(prefix, nsid, rows)
+        self._c.executemany(
+            f"DELETE FROM {ident(fts)} WHERE rowid=?", [(rids[key],) for key in rows]
+        )
+        self._c.executemany(
+            f"INSERT INTO {ident(fts)} (rowid, text, context, time) VALUES (?, ?, ?, ?)",
+            [(rids[key], row.text, row.context, row.time_text) for key, row in rows.items()],
+        )
 
     def _rekey_successors(self, prefix: str, nsid: str, fts: str, seqs: list[int]) -> None:
         """Give each deleted memory's successor the context of its new predecessor."""

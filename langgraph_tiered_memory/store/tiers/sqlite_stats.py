@@ -7,7 +7,7 @@ memory is rewritten), which the contextual key follows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, select_keys
@@ -99,27 +99,37 @@ class MemoryTable:
         return [nsid for (nsid,) in rows]
 
     # ------------------------------------------------------------------ writes
-    def upsert(self, prefix: str, nsid: str, key: str, row: MemoryRow) -> int:
-        """Write a memory's ranking fields, keeping its position and access counts; its rid."""
-        found = self._c.execute(
+    def upsert(self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow]) -> dict[str, int]:
+        """Write memories' ranking fields, keeping positions and access counts; their rids.
+
+        A new memory takes the next write position, in the order of `rows`; one statement
+        runs for all of them (`executemany`), then one read gives the rids.
+        """
+        if not rows:
+            return {}
+        self._c.executemany(
             "INSERT INTO mem (prefix, nsid, key, seq, mtype, importance, occurred, created)"
             " VALUES (?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM mem WHERE prefix=?"
             " AND nsid=?), ?, ?, ?, ?) ON CONFLICT (prefix, nsid, key) DO UPDATE SET"
             " mtype=excluded.mtype, importance=excluded.importance,"
-            " occurred=excluded.occurred, created=excluded.created RETURNING rid",
-            (
-                prefix,
-                nsid,
-                key,
-                prefix,
-                nsid,
-                row.memory_type,
-                row.importance,
-                row.occurred_at,
-                row.created_at,
-            ),
-        ).fetchone()
-        return int(found[0])
+            " occurred=excluded.occurred, created=excluded.created",
+            [
+                (
+                    prefix,
+                    nsid,
+                    key,
+                    prefix,
+                    nsid,
+                    row.memory_type,
+                    row.importance,
+                    row.occurred_at,
+                    row.created_at,
+                )
+                for key, row in rows.items()
+            ],
+        )
+        found = select_keys(self._c, "SELECT key, rid FROM mem", prefix, nsid, list(rows))
+        return {key: int(rid) for key, rid in found}
 
     def remove(self, prefix: str, nsid: str, keys: Sequence[str]) -> list[tuple[int, int]]:
         """Drop the rows of the given keys; (rid, seq) of those that existed."""
