@@ -8,7 +8,7 @@ which are returned, in which order. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from langgraph_tiered_memory.errors import InvalidFilterError
 from langgraph_tiered_memory.ranking import MemoryCandidate, ScoreBreakdown, Scoring, UserScope
@@ -17,9 +17,14 @@ from langgraph_tiered_memory.ranking_modes import ModeSpec, mode_spec
 __all__ = [
     "CHANNELS",
     "ChannelCandidate",
+    "ChannelHits",
+    "CutCandidate",
+    "DenseHit",
+    "KeywordHit",
     "ItemView",
     "MemoryStatsView",
     "best_first",
+    "cut_channels",
     "memory_candidates",
     "needs_larger_pool",
     "recency_origin",
@@ -115,6 +120,75 @@ class ChannelCandidate(Protocol):
 
 C = TypeVar("C", bound=ChannelCandidate)
 T = TypeVar("T")
+I = TypeVar("I", bound=ItemView)  # noqa: E741
+
+
+class DenseHit(NamedTuple, Generic[I]):
+    """What the dense channel found of one item."""
+
+    item: I
+    best: float
+    """Best similarity of any of its vectors."""
+    own: float | None
+    """Best similarity of its own (field) vectors, when one was seen."""
+    context: float | None
+    """Best similarity of its key vectors, when one was seen."""
+
+
+class KeywordHit(NamedTuple, Generic[I]):
+    """What the keyword channel found of one item."""
+
+    item: I
+    bm25: float
+
+
+class ChannelHits(NamedTuple, Generic[I]):
+    """Raw, uncut candidate lists of each retrieval channel, in no particular order."""
+
+    dense: Sequence[DenseHit[I]]
+    keyword: Sequence[KeywordHit[I]]
+
+
+class CutCandidate(NamedTuple, Generic[I]):
+    """A candidate that survived the per-channel cut, with what each channel found of it."""
+
+    item: I
+    semantic: float | None
+    keyword: float | None
+    own: float | None
+    context: float | None
+
+
+def _tie(item: ItemView) -> tuple[tuple[str, ...], str]:
+    return tuple(item.namespace), item.key
+
+
+def cut_channels(hits: ChannelHits[I], limit: int) -> list[CutCandidate[I]]:
+    """The best `limit` of each channel, merged into one candidate per item.
+
+    Three ranked lists are cut, each by descending score with ties broken by
+    namespace then key: dense hits by their best similarity, dense hits with an
+    own-vector similarity by it, and keyword hits by BM25. Candidates come in that
+    order of first appearance; an item a later list also holds keeps its place.
+    """
+    found: dict[tuple[tuple[str, ...], str], CutCandidate[I]] = {}
+
+    def top(score: Callable[[DenseHit[I]], float | None]) -> list[DenseHit[I]]:
+        scored = [(s, d) for d in hits.dense if (s := score(d)) is not None]
+        scored.sort(key=lambda sd: (-sd[0], *_tie(sd[1].item)))
+        return [d for _, d in scored[:limit]]
+
+    for column in (lambda d: d.best, lambda d: d.own):
+        for d in top(column):
+            found[_tie(d.item)] = CutCandidate(d.item, d.best, None, d.own, d.context)
+    for k in sorted(hits.keyword, key=lambda k: (-k.bm25, *_tie(k.item)))[:limit]:
+        prev = found.get(_tie(k.item))
+        found[_tie(k.item)] = (
+            prev._replace(keyword=k.bm25)
+            if prev is not None
+            else CutCandidate(k.item, None, k.bm25, None, None)
+        )
+    return list(found.values())
 
 
 def search_mode(options: Mapping[str, Any], scoring: Scoring) -> ModeSpec:

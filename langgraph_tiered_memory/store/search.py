@@ -22,8 +22,10 @@ from langgraph_tiered_memory.ranking import (
     split_search_options,
 )
 from langgraph_tiered_memory.ranking_select import (
+    CutCandidate,
     MemoryStatsView,
     best_first,
+    cut_channels,
     memory_candidates,
     needs_larger_pool,
     search_mode,
@@ -39,6 +41,7 @@ from langgraph_tiered_memory.store._common import (
     validate_key,
 )
 from langgraph_tiered_memory.store._protocols import StoreCore
+from langgraph_tiered_memory.store.tiers.base import Candidate, MemoryTier
 
 __all__ = [
     "MemoryHit",
@@ -161,7 +164,8 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
     want = max(cfg.candidates, req.limit) * mode.pool_factor
     pool = want
     while True:
-        found = core._long().retrieve(
+        long = core._long()
+        hits = long.retrieve(
             req.prefix,
             query_vector=req.vector if use_dense else None,
             match=match,
@@ -170,6 +174,7 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
             now=req.now,
             namespace_filter=scope.may_hold if scope is not None else None,
         )
+        found = _with_stats(long, cut_channels(hits, pool))
         kept = visible(found, scope)
         # A channel that returned a full pool may hold more visible candidates
         # behind hidden ones: fetch a larger pool until each channel has `want`.
@@ -188,6 +193,27 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
     )
     best = top_n(ranked, kept, req.limit)
     return [Ranked(kept[j].item, b.score, b, kept[j].stats) for j, b in best]
+
+
+def _with_stats(tier: MemoryTier, cut: Sequence[CutCandidate[StoredItem]]) -> list[Candidate]:
+    """The cut candidates with their memory statistics, read per namespace."""
+    keys: dict[Namespace, list[str]] = {}
+    for c in cut:
+        keys.setdefault(c.item.namespace, []).append(c.item.key)
+    stats = {
+        (ns, key): st for ns, ks in keys.items() for key, st in tier.memory_stats(ns, ks).items()
+    }
+    return [
+        Candidate(
+            c.item,
+            c.semantic,
+            c.keyword,
+            stats.get((c.item.namespace, c.item.key)),
+            c.own,
+            c.context,
+        )
+        for c in cut
+    ]
 
 
 def _memory_entry(item: StoredItem, stats: MemoryStatsView | None) -> MemoryEntry:

@@ -11,7 +11,12 @@ from langgraph_tiered_memory.errors import InvalidFilterError
 from langgraph_tiered_memory.ranking import RETRIEVAL_MODES, ScoreBreakdown, Scoring, fuse
 from langgraph_tiered_memory.ranking_modes import MODES, RetrievalMode, mode_spec
 from langgraph_tiered_memory.ranking_select import (
+    ChannelHits,
+    CutCandidate,
+    DenseHit,
+    KeywordHit,
     best_first,
+    cut_channels,
     memory_candidates,
     needs_larger_pool,
     recency_origin,
@@ -175,3 +180,43 @@ def test_best_first_puts_scored_hits_before_unscored_ones_in_their_order() -> No
     ]
     out = best_first(hits, lambda h: h[1], lambda h: h[0])
     assert [h[0].key for h in out] == ["4", "2", "0", "1", "3"]
+
+
+def _keys(cut: list[CutCandidate[Item]]) -> list[tuple[tuple[str, ...], str]]:
+    return [(c.item.namespace, c.item.key) for c in cut]
+
+
+def test_cut_keeps_the_best_of_each_dense_column_ties_by_namespace_then_key() -> None:
+    # Pooled from two namespaces in no order; equal scores tie on (namespace, key).
+    b_k = DenseHit(Item(("b",), "k"), 0.5, None, None)
+    a_z = DenseHit(Item(("a",), "z"), 0.5, 0.1, 0.4)
+    a_y = DenseHit(Item(("a",), "y"), 0.5, None, None)
+    c_k = DenseHit(Item(("c",), "k"), 0.9, None, None)
+    # Weak overall, but the best own-vector match: the own column keeps it.
+    d_o = DenseHit(Item(("d",), "o"), 0.2, 0.3, None)
+    cut = cut_channels(ChannelHits([b_k, a_z, a_y, c_k, d_o], []), 3)
+    assert _keys(cut) == [(("c",), "k"), (("a",), "y"), (("a",), "z"), (("d",), "o")]
+    assert cut[2] == CutCandidate(a_z.item, 0.5, None, 0.1, 0.4)
+    assert cut[3] == CutCandidate(d_o.item, 0.2, None, 0.3, None)
+    # The own column ranks only hits with an own-vector score, by it.
+    assert _keys(cut_channels(ChannelHits([b_k, a_z, d_o], []), 1)) == [
+        (("a",), "z"),
+        (("d",), "o"),
+    ]
+
+
+def test_cut_merges_keyword_hits_into_dense_ones_and_appends_the_rest() -> None:
+    x = Item(("b",), "x")
+    dense = [DenseHit(x, 0.8, 0.8, None), DenseHit(Item(("b",), "w"), 0.7, None, None)]
+    keyword = [
+        KeywordHit(Item(("b",), "y"), 2.0),
+        KeywordHit(Item(("a",), "z"), 2.0),
+        KeywordHit(x, 1.0),
+        KeywordHit(Item(("a",), "low"), 0.5),  # cut: fourth best of limit 3
+    ]
+    cut = cut_channels(ChannelHits(dense, keyword), 3)
+    assert _keys(cut) == [(("b",), "x"), (("b",), "w"), (("a",), "z"), (("b",), "y")]
+    assert cut[0] == CutCandidate(x, 0.8, 1.0, 0.8, None)
+    assert cut[1].keyword is None
+    assert cut[2] == CutCandidate(Item(("a",), "z"), None, 2.0, None, None)
+    assert cut_channels(ChannelHits([], []), 5) == []

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from langgraph_tiered_memory.ranking_select import ChannelCandidate, MemoryStatsView
+from langgraph_tiered_memory.ranking_select import ChannelHits, MemoryStatsView
 from langgraph_tiered_memory.store._common import ItemWrite, Namespace, StoredItem
 
-__all__ = ["Tier", "MemoryTier", "MemoryStatsView", "RetrievalCandidate", "ScoredItem"]
+__all__ = [
+    "Candidate",
+    "ChannelHits",
+    "Tier",
+    "MemoryTier",
+    "MemoryStatsView",
+    "RetrievalHits",
+    "ScoredItem",
+]
 
 ScoredItem = tuple[StoredItem, float | None]
+
+RetrievalHits = ChannelHits[StoredItem]
+"""Raw candidate lists per channel of `MemoryTier.retrieve`."""
 
 
 class Tier(Protocol):
@@ -80,12 +91,19 @@ class Tier(Protocol):
         """Release clients the tier owns."""
 
 
-class RetrievalCandidate(ChannelCandidate, Protocol):
-    """One candidate of `MemoryTier.retrieve`, with what each channel found of it."""
+class Candidate(NamedTuple):
+    """One memory-search candidate: what each channel found of an item, and its stats."""
 
-    @property
-    def item(self) -> StoredItem:
-        """The stored item."""
+    item: StoredItem
+    semantic: float | None
+    """Best similarity of any of its vectors, or None when the dense cut dropped it."""
+    keyword: float | None
+    """BM25 score, or None when the keyword cut dropped it."""
+    stats: MemoryStatsView | None
+    own: float | None = None
+    """Best similarity among the item's own (field) vectors, when dense retrieval saw one."""
+    context: float | None = None
+    """Best similarity among its key vectors (contextual, sentence), when seen."""
 
 
 class MemoryTier(Tier, Protocol):
@@ -107,8 +125,12 @@ class MemoryTier(Tier, Protocol):
         limit: int,
         now: float,
         namespace_filter: Callable[[Namespace], bool] | None = None,
-    ) -> Sequence[RetrievalCandidate]:
-        """The best `limit` live candidates of each channel (dense, keyword) under `prefix`."""
+    ) -> RetrievalHits:
+        """Raw live candidates of each channel (dense, keyword) under `prefix`, uncut.
+
+        Each namespace contributes about `limit` hits per channel; the caller cuts
+        the pooled lists (`ranking_select.cut_channels`) and reads `memory_stats`.
+        """
 
     def memory_stats(
         self, namespace: Namespace, keys: Sequence[str]

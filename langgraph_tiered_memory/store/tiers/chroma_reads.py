@@ -11,11 +11,12 @@ records they ask for.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.ranking_select import ChannelHits, DenseHit, KeywordHit
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
@@ -23,7 +24,7 @@ from langgraph_tiered_memory.store._common import (
     namespace_id,
     rank_key,
 )
-from langgraph_tiered_memory.store.tiers.base import ScoredItem
+from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, ScoredItem
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryStats
@@ -41,21 +42,6 @@ Ranked = Callable[[int], tuple[Hits, dict[str, Doc]]]
 
 Dense = tuple[StoredItem, float, float | None, float | None]
 """An item with its best, best own-vector and best key-vector similarity."""
-
-
-class Candidate(NamedTuple):
-    """One retrieval candidate of the long-term tier."""
-
-    item: StoredItem
-    semantic: float | None
-    """Cosine similarity, or None when dense retrieval did not return the item."""
-    keyword: float | None
-    """BM25 score, or None when keyword retrieval did not return the item."""
-    stats: MemoryStats | None
-    own: float | None = None
-    """Best similarity among the item's own (field) vectors, when dense retrieval saw one."""
-    context: float | None = None
-    """Best similarity among its key vectors (contextual, sentence), when seen."""
 
 
 class ChromaReads(ChromaBase):
@@ -318,27 +304,29 @@ class ChromaReads(ChromaBase):
         limit: int,
         now: float,
         namespace_filter: Callable[[Namespace], bool] | None = None,
-    ) -> list[Candidate]:
-        """Candidates for memory ranking: the best `limit` of each retrieval channel.
+    ) -> RetrievalHits:
+        """Raw candidates for memory ranking, per retrieval channel and uncut.
 
         Args:
             prefix: Namespace prefix searched.
             query_vector: Query embedding for dense retrieval (None: no dense channel).
             match: Query terms for keyword retrieval (None or empty: no keyword channel).
             filter: Value filter every candidate must match.
-            limit: Candidates per channel.
+            limit: Candidates per channel wanted after the cut (each namespace
+                contributes about that many per channel).
             now: Current time (epoch seconds).
             namespace_filter: When given, only the namespaces it accepts are searched.
 
         Returns:
-            Live candidates with their dense similarity and BM25 score (None when the
-            channel did not find them) and their memory statistics.
+            Live dense hits (best, own-vector and key-vector similarity) and keyword
+            hits (BM25) of every namespace searched; the caller cuts them to `limit`
+            per channel (`ranking_select.cut_channels`) and reads `memory_stats`.
         """
         idx = self.memindex
         if idx is None:
             raise ConfigurationError("Memory retrieval needs scoring={'mode': 'memory'}.")
-        dense: list[Dense] = []
-        keyword: list[tuple[StoredItem, float]] = []
+        dense: list[DenseHit[StoredItem]] = []
+        keyword: list[KeywordHit[StoredItem]] = []
         for ns in sorted(
             ns
             for ns, _ in self._registered(prefix)
@@ -353,31 +341,15 @@ class ChromaReads(ChromaBase):
                 # key-vector lists each reach about `limit` items.
                 (hits, _), docs = self._ranked(ns, col, query_vector)(4 * limit)
                 cache.update(docs)
-                dense.extend(self._aggregate(ns, col, hits, cache, filter, now))
+                dense.extend(
+                    DenseHit(*d) for d in self._aggregate(ns, col, hits, cache, filter, now)
+                )
             if match:
-                keyword.extend(self._keyword(idx, ns, col, match, filter, limit, now, cache))
-        found: dict[tuple[Namespace, str], list[Any]] = {}
-
-        def top(column: int) -> list[Dense]:
-            scored = [d for d in dense if d[column] is not None]
-            scored.sort(key=lambda d: (-d[column], d[0].namespace, d[0].key))  # type: ignore[operator]
-            return scored[:limit]
-
-        for column in (1, 2):  # ranked by the best of all vectors, and by own vectors
-            for item, best, own, ctx in top(column):
-                found[(item.namespace, item.key)] = [item, best, None, None, own, ctx]
-        for item, score in sorted(keyword, key=rank_key)[:limit]:
-            entry = found.setdefault(
-                (item.namespace, item.key), [item, None, None, None, None, None]
-            )
-            entry[2] = score
-        by_ns: dict[Namespace, list[str]] = {}
-        for ns, key in found:
-            by_ns.setdefault(ns, []).append(key)
-        for ns, keys in by_ns.items():
-            for key, stats in idx.memory_stats(self.prefix, namespace_id(ns), keys).items():
-                found[(ns, key)][3] = stats
-        return [Candidate(*entry) for entry in found.values()]
+                keyword.extend(
+                    KeywordHit(*k)
+                    for k in self._keyword(idx, ns, col, match, filter, limit, now, cache)
+                )
+        return ChannelHits(dense, keyword)
 
     def _keyword(
         self,
