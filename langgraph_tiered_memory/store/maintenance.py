@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import math
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any, NamedTuple
 
-from langgraph.store.base import Op, PutOp, Result
+from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import ConfigurationError
@@ -294,16 +294,8 @@ def update_importance(
     return rewrite.importance
 
 
-class _AsyncCore(StoreCore, Protocol):
-    """A store core with the async batch path (embeddings through the async API)."""
-
-    async def _arun_batch(
-        self, ops: Iterable[Op], *, keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None
-    ) -> list[Result]: ...
-
-
 async def aupdate_importance(
-    core: _AsyncCore, namespace: tuple[str, ...], key: str, delta: float
+    core: StoreCore, namespace: tuple[str, ...], key: str, delta: float
 ) -> float | None:
     """Async `update_importance` (same arguments and result).
 

@@ -70,7 +70,6 @@ class ChromaBase:
         self.prefix = key_prefix
         self.dims = dims
         self._owns_client = owns_client
-        self._blank = [0.0] * dims + [1.0]
         self._hnsw = {"space": "cosine", **(hnsw or {})}
         self._layout = Collections(
             lambda: self.client,

@@ -54,6 +54,10 @@ class DocSource(Protocol):
         """Registered namespaces under `prefix`, with their has-held-TTL-items flag."""
         ...
 
+    def has_held_ttl(self, ns: Namespace) -> bool:
+        """Whether `ns` is registered and has ever held a TTL item."""
+        ...
+
     def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
         """Whether a write to `ns` (with TTL items or not) must update the registry."""
         ...
@@ -139,6 +143,10 @@ class MirrorDocs:
         with _SHARED_LOCK:
             return table.under(encode_namespace(prefix))
 
+    def has_held_ttl(self, ns: Namespace) -> bool:
+        """From the in-memory namespace table (no I/O)."""
+        return bool(self._namespaces().ttl.get(encode_namespace(ns)))
+
     def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
         """Unknown namespaces, and known ones getting their first TTL item."""
         known = self._namespaces().ttl.get(encode_namespace(ns))
@@ -203,6 +211,10 @@ class ChromaDocs:
     def registered(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
         """Registered namespaces under `prefix`, from the registry collection."""
         return [(ns, ttl) for ns, ttl, _ in self.layout.entries(prefix)]
+
+    def has_held_ttl(self, ns: Namespace) -> bool:
+        """From the registry collection (one read)."""
+        return any(n == ns and ttl for n, ttl in self.registered(ns))
 
     def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
         """Unknown namespaces, and every write of TTL items."""

@@ -339,8 +339,10 @@ class ChromaWrites(ChromaBase):
         vectors, the document copy, keyword rows, and the context vector their text
         gave the memory written after them). Without it, nothing is written.
         """
+        if (keys is not None and not keys) or not self._docs.has_held_ttl(namespace):
+            return []  # nothing can have expired: no Chroma query per namespace
         col = self._collection(namespace, create=False)
-        if col is None or (keys is not None and not keys):
+        if col is None:
             return []
         with self._lock:
             if delete:
