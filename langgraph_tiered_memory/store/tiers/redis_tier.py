@@ -10,7 +10,9 @@ the keys written together live in one Redis Cluster slot):
   time in whole epoch milliseconds (`+inf` for items without TTL). The score is the
   item's expiry as reads report it; a TTL item missing from the set (swept) is expired.
 - `<prefix>:{registry}:ns`     sorted set (all scores 0) of encoded namespaces, read
-  by lexicographic range to find the namespaces under a prefix.
+  by lexicographic range to find the namespaces under a prefix;
+- `<prefix>:{registry}:live`, `:busy`, `:dirty`, `:ver`  which namespaces hold a live
+  item, so listing them needs no call per namespace (see `redis_liveness`).
 
 Search ranks in-process: it loads every live item of the matching namespaces, so
 it is meant for session-sized namespaces (up to a few thousand items each).
@@ -45,6 +47,7 @@ from langgraph_tiered_memory.store._common import (
 )
 from langgraph_tiered_memory.store._document import decode_document, encode_document
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
+from langgraph_tiered_memory.store.tiers.redis_liveness import Liveness
 
 __all__ = ["RedisTier"]
 
@@ -105,7 +108,9 @@ class RedisTier:
         self._timeout: float | None = getattr(
             client.connection_pool.connection_class, "budget", None
         )
-        self._registry = f"{key_prefix}:{{registry}}:ns"
+        self._liveness = Liveness(client, key_prefix)
+        self._registry = self._liveness.registry
+        self._decoded: dict[str, Namespace] = {}
 
     # ----------------------------------------------------------------- key names
     def _base(self, namespace: Namespace) -> str:
@@ -156,31 +161,39 @@ class RedisTier:
                 out[key] = item
         return out
 
+    def _range(self, prefix: Namespace) -> tuple[bytes, bytes]:
+        """The registry's lexicographic range of the namespaces under `prefix`."""
+        if not prefix:
+            return b"-", b"+"
+        enc = encode_namespace(prefix).encode("utf-8")
+        return b"[" + enc, b"[" + enc + b"\xff"
+
     def _registered(self, prefix: Namespace) -> list[Namespace]:
-        members: list[Any]
         with redis_errors(self._where, self._timeout):
-            if prefix:
-                enc = encode_namespace(prefix).encode("utf-8")
-                members = self.client.zrangebylex(self._registry, b"[" + enc, b"[" + enc + b"\xff")
-            else:
-                members = self.client.zrange(self._registry, 0, -1)
+            members: list[Any] = self.client.zrangebylex(self._registry, *self._range(prefix))
         return [
-            decode_namespace(m.decode("utf-8") if isinstance(m, bytes) else str(m)) for m in members
+            self._decode(m.decode("utf-8") if isinstance(m, bytes) else str(m)) for m in members
         ]
+
+    def _decode(self, enc: str) -> Namespace:
+        """`decode_namespace`, remembered (listing decodes every namespace each time)."""
+        ns = self._decoded.get(enc)
+        if ns is None:
+            if len(self._decoded) >= _DECODED_MAX:
+                self._decoded.clear()
+            ns = self._decoded[enc] = decode_namespace(enc)
+        return ns
 
     @_one_call
     def namespaces(self, prefix: Namespace, *, now: float) -> list[Namespace]:
         """Namespaces under `prefix` with at least one live item."""
-        candidates = self._registered(prefix)
-        if not candidates:
-            return []
-        now_ms = now * 1000
         with redis_errors(self._where, self._timeout):
-            pipe = self.client.pipeline(transaction=False)
-            for ns in candidates:
-                pipe.zcount(f"{self._base(ns)}:z", f"({now_ms}", "+inf")
-            counts = pipe.execute()
-        return [ns for ns, c in zip(candidates, counts, strict=True) if c]
+            live = self._liveness.live(
+                *self._range(prefix),
+                lambda enc: f"{self._base(decode_namespace(enc))}:z",
+                now * 1000,
+            )
+        return [self._decode(enc) for enc in live]  # the store sorts
 
     def _live(self, namespaces: list[Namespace], now: float) -> list[dict[str, float]]:
         """Key-set scores (expiry in ms) of the live keys of each namespace, in key order."""
@@ -305,32 +318,57 @@ class RedisTier:
 
     @_one_call
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
-        """Write each namespace's changes in one MULTI/EXEC transaction."""
+        """Write each namespace's changes in one MULTI/EXEC transaction.
+
+        Round trips: one to mark every namespace busy (registering new ones) and read
+        the documents being replaced, one transaction per namespace, and one to raise
+        the namespaces' liveness bounds.
+        """
         by_ns: dict[Namespace, list[ItemWrite]] = {}
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
+        groups = [(ns, encode_namespace(ns), group) for ns, group in by_ns.items()]
+        finished: list[tuple[str, float | None, bool]] = []
         with redis_errors(self._where, self._timeout):
-            for ns, group in by_ns.items():
-                self._write_namespace(ns, group, now)
+            # Mark busy (and register) first: a crash after this leaves a namespace that
+            # list_namespaces checks (and skips if empty), never an item it cannot find.
+            pipe = self.client.pipeline(transaction=False)
+            for ns, enc, group in groups:
+                upserts = [w for w in group if w.value is not None]
+                self._liveness.begin(enc, register=bool(upserts), pipe=pipe)
+                if upserts:
+                    pipe.mget([f"{self._base(ns)}:i:{w.key}" for w in upserts])
+            replies = iter(pipe.execute())
+            try:
+                for ns, enc, group in groups:
+                    next(replies)  # the begin script
+                    upserts = [w for w in group if w.value is not None]
+                    created: dict[str, float] = {}
+                    if upserts:
+                        for w, old in zip(upserts, next(replies), strict=True):
+                            if old is not None:
+                                created[w.key] = decode_document(old).created_at
+                    bound, deleted = self._write_namespace(ns, group, created, now)
+                    finished.append((enc, bound, deleted))
+            finally:
+                # Namespaces written before a failure are finished; the failed one stays
+                # busy, so listings keep checking it.
+                self._liveness.finish_all(finished)
 
-    def _write_namespace(self, ns: Namespace, group: list[ItemWrite], now: float) -> None:
+    def _write_namespace(
+        self, ns: Namespace, group: list[ItemWrite], created: dict[str, float], now: float
+    ) -> tuple[float | None, bool]:
+        """One namespace's transaction; returns the latest expiry written, and deletes."""
         base = self._base(ns)
-        upserts = [w for w in group if w.value is not None]
-        created: dict[str, float] = {}
-        if upserts:
-            # Register first: a crash after this leaves an empty namespace that
-            # list_namespaces skips, never an item that cannot be found.
-            self.client.zadd(self._registry, {encode_namespace(ns): 0})
-            olds = self.client.mget([f"{base}:i:{w.key}" for w in upserts])
-            for w, old in zip(upserts, olds, strict=True):
-                if old is not None:
-                    created[w.key] = decode_document(old).created_at
         pipe = self.client.pipeline(transaction=True)
+        bound: float | None = None
+        deleted = False
         for w in group:
             item_key, vec_key = f"{base}:i:{w.key}", f"{base}:v:{w.key}"
             if w.value is None:
                 pipe.delete(item_key, vec_key)
                 pipe.zrem(f"{base}:z", w.key)
+                deleted = True
                 continue
             score = math.inf
             px = None
@@ -349,7 +387,9 @@ class RedisTier:
             else:
                 pipe.delete(vec_key)
             pipe.zadd(f"{base}:z", {w.key: score})
+            bound = score if bound is None else max(bound, score)
         pipe.execute()
+        return bound, deleted
 
     @_one_call
     def refresh(self, items: Sequence[StoredItem], *, now: float) -> None:
@@ -357,8 +397,15 @@ class RedisTier:
         todo = [it for it in items if it.ttl is not None]
         if not todo:
             return
+        bounds: dict[str, float] = {}
+        for it in todo:
+            assert it.ttl is not None
+            enc = encode_namespace(it.namespace)
+            bounds[enc] = max(bounds.get(enc, 0.0), _expiry_ms(now + it.ttl * 60))
         with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
+            # Raise the namespaces' bounds before the expiries they must cover.
+            self._liveness.raise_bounds(pipe, bounds)
             for it in todo:
                 base = self._base(it.namespace)
                 assert it.ttl is not None
@@ -374,7 +421,17 @@ class RedisTier:
                     _expiry_ms(now + it.ttl * 60),
                     it.key,
                 )
-            pipe.execute()
+            done = pipe.execute()[1:]
+            # An item gone before its refresh leaves its namespace's bound too high.
+            self._liveness.mark_dirty(
+                sorted(
+                    {
+                        encode_namespace(it.namespace)
+                        for it, ok in zip(todo, done, strict=True)
+                        if not ok
+                    }
+                )
+            )
 
     @_one_call
     def sweep(self, *, now: float) -> int:
@@ -385,6 +442,10 @@ class RedisTier:
             for ns in self._registered(()):
                 removed += int(self.client.zremrangebyscore(f"{self._base(ns)}:z", "-inf", now_ms))
         return removed
+
+
+_DECODED_MAX = 200_000
+"""Decoded namespaces a tier remembers before it starts over."""
 
 
 def _expiry_ms(expires: float) -> int:
