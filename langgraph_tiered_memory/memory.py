@@ -85,6 +85,28 @@ def parse_occurred_at(value: Any, *, key: str = "?") -> float | None:
     return dt.timestamp()
 
 
+def _check_type(mtype: Any, key: str) -> str:
+    if mtype not in MEMORY_TYPES:
+        raise InvalidItemError(
+            f"memory_type of memory {key!r} must be one of {list(MEMORY_TYPES)}, got {mtype!r}."
+        )
+    return str(mtype)
+
+
+def _check_importance(importance: Any, key: str) -> float:
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, (int, float))
+        or not math.isfinite(importance)
+        or not 0.0 <= importance <= 1.0
+    ):
+        raise InvalidItemError(
+            f"importance of memory {key!r} must be a number from 0 to 1, got {importance!r}."
+            " Use 0 for trivial and 1 for essential memories; leave it out for 0.5."
+        )
+    return float(importance)
+
+
 def memory_fields(value: dict[str, Any], *, key: str = "?") -> MemoryFields:
     """Validate the memory fields of a value and return them with defaults filled in.
 
@@ -98,27 +120,15 @@ def memory_fields(value: dict[str, Any], *, key: str = "?") -> MemoryFields:
         raise InvalidItemError(
             f"content of memory {key!r} must be a string, got {type(content).__name__}."
         )
-    mtype = value.get("memory_type", DEFAULT_MEMORY_TYPE)
-    if mtype not in MEMORY_TYPES:
-        raise InvalidItemError(
-            f"memory_type of memory {key!r} must be one of {list(MEMORY_TYPES)}, got {mtype!r}."
-        )
-    importance = value.get("importance", DEFAULT_IMPORTANCE)
-    if (
-        isinstance(importance, bool)
-        or not isinstance(importance, (int, float))
-        or not math.isfinite(importance)
-        or not 0.0 <= importance <= 1.0
-    ):
-        raise InvalidItemError(
-            f"importance of memory {key!r} must be a number from 0 to 1, got {importance!r}."
-            " Use 0 for trivial and 1 for essential memories; leave it out for 0.5."
-        )
     return MemoryFields(
-        memory_type=str(mtype),
-        importance=float(importance),
+        memory_type=_check_type(value.get("memory_type", DEFAULT_MEMORY_TYPE), key),
+        importance=_check_importance(value.get("importance", DEFAULT_IMPORTANCE), key),
         occurred_at=parse_occurred_at(value.get("occurred_at"), key=key),
     )
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 @dataclass(slots=True)
@@ -126,22 +136,33 @@ class MemoryEntry:
     """One memory with the statistics the store keeps about it.
 
     Timestamps are aware UTC datetimes. `metadata` holds every field of the stored
-    value except `content`, `memory_type` and `importance` (so `occurred_at` and
-    the user's own fields).
+    value except `content`, `memory_type` and `importance` (so `occurred_at`,
+    `redactions` when the store redacted something, and the user's own fields).
+
+    `MemoryEntry(id=..., content=...)` builds a new memory with the design's defaults:
+    type `"experience"`, importance 0.5, created now, never accessed.
+
+    Raises:
+        InvalidItemError: `importance` is not a number from 0 to 1, or `memory_type`
+            is not one of `MEMORY_TYPES`.
     """
 
     id: str
     content: str
-    memory_type: str
-    importance: float
-    created_at: datetime
-    last_accessed: datetime | None
+    memory_type: str = DEFAULT_MEMORY_TYPE
+    importance: float = DEFAULT_IMPORTANCE
+    created_at: datetime = field(default_factory=_utc_now)
+    last_accessed: datetime | None = None
     """The last time a search or get returned the memory; None if never."""
-    access_count: int
+    access_count: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
     namespace: tuple[str, ...] = ()
     updated_at: datetime | None = None
     occurred_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        self.memory_type = _check_type(self.memory_type, self.id)
+        self.importance = _check_importance(self.importance, self.id)
 
     @classmethod
     def from_value(

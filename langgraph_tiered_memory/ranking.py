@@ -267,14 +267,16 @@ def _number(name: str, value: Any, *, positive: bool) -> float:
     return float(value)
 
 
-SEARCH_OPTIONS = frozenset({"$retrieval", "$user", "$min_score"})
+SEARCH_OPTIONS = frozenset({"$retrieval", "$user", "$min_score", "$count_access"})
 """Filter keys that set search options for one call instead of filtering values."""
 
 
 def split_search_options(
     filter: Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Separate per-call search options (`$retrieval`, `$user`, `$min_score`) from a filter.
+    """Separate the per-call search options (`$retrieval`, `$user`, ...) from a filter.
+
+    The options are `$retrieval`, `$user`, `$min_score` and `$count_access`.
 
     Raises:
         InvalidFilterError: an option has a bad value or an unknown `$` key is used.
@@ -306,6 +308,12 @@ def split_search_options(
     ):
         raise InvalidFilterError(
             f"filter['$min_score'] must be a finite number, got {min_score!r}."
+        )
+    count = options.get("$count_access")
+    if count is not None and not isinstance(count, bool):
+        raise InvalidFilterError(
+            f"filter['$count_access'] must be True or False, got {count!r}; False reads"
+            " memories without counting an access (for profiles, extraction, audits)."
         )
     rest = {k: v for k, v in filter.items() if k not in options}
     return options, rest or None

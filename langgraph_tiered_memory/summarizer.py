@@ -13,6 +13,9 @@ Three layers:
 - `create_summarizer_graph`: an uncompiled `StateGraph` usable as a subgraph of any
   graph with a `messages` channel.
 
+Every layer takes `redactor=` (see `redaction`): a new summary is redacted before it
+is returned, put in the state or written to a session.
+
 The extractive summary (no model) lives in `_extractive`; the choice of what stays in
 working memory (`fold_boundary`, `messages_with_summary`, `trim_working_memory`) in
 `_message_window`. This module re-exports them.
@@ -46,6 +49,7 @@ from langgraph_tiered_memory._message_window import (
     trim_working_memory,
 )
 from langgraph_tiered_memory._models import resolve_model
+from langgraph_tiered_memory.redaction import Redactor, RedactorSpec, redact_text, resolve_redactor
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -79,6 +83,7 @@ class SummarizationResult:
         kept: The messages that stay in working memory, in order (system messages first).
         folded: The messages folded into the summary (removed from state).
         prompt: The messages the model received (empty without a model).
+        redactions: What the redactor removed from the new summary, by kind.
     """
 
     summarized: bool
@@ -86,6 +91,14 @@ class SummarizationResult:
     kept: list[AnyMessage]
     folded: list[AnyMessage] = field(default_factory=list)
     prompt: list[BaseMessage] = field(default_factory=list)
+    redactions: dict[str, int] = field(default_factory=dict)
+
+    def _redact(self, redactor: Redactor | None) -> SummarizationResult:
+        """Redact a new summary in place (a summary that was not extended is kept)."""
+        if redactor is not None and self.summarized and self.summary:
+            found = redact_text(self.summary, redactor)
+            self.summary, self.redactions = found.text, found.counts
+        return self
 
     @property
     def remove(self) -> list[RemoveMessage]:
@@ -137,6 +150,7 @@ def _step(
     prompt: str,
     token_counter: TokenCounter,
     max_summary_sentences: int,
+    redactor: Redactor | None,
 ) -> SummarizationResult | tuple[BaseChatModel, SummarizationResult]:
     """Everything but the model call: a final result, or the model and a pending result."""
     plan = _plan(
@@ -152,14 +166,16 @@ def _step(
     chat = resolve_model(model)
     if chat is None:
         summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
-        return SummarizationResult(True, summary, system + kept, folded)
+        return SummarizationResult(True, summary, system + kept, folded)._redact(redactor)
     request = _prompt(folded, running_summary, prompt)
     return chat, SummarizationResult(True, running_summary, system + kept, folded, request)
 
 
-def _with_reply(result: SummarizationResult, reply: BaseMessage) -> SummarizationResult:
+def _with_reply(
+    result: SummarizationResult, reply: BaseMessage, redactor: Redactor | None
+) -> SummarizationResult:
     result.summary = message_text(reply)
-    return result
+    return result._redact(redactor)
 
 
 def summarize_messages(
@@ -173,6 +189,7 @@ def summarize_messages(
     prompt: str = DEFAULT_SUMMARY_PROMPT,
     token_counter: TokenCounter = count_tokens_approximately,
     max_summary_sentences: int = 12,
+    redactor: RedactorSpec = None,
 ) -> SummarizationResult:
     """Fold old messages into the running summary when a trigger fires.
 
@@ -188,6 +205,8 @@ def summarize_messages(
         prompt: System prompt of the model, with a `{summary}` placeholder.
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary.
+        redactor: Redact personal data from the new summary (None: off; True: the
+            default `PatternRedactor`; or any `Redactor`).
 
     Returns:
         The decision, the new summary and the messages to keep and to remove.
@@ -202,6 +221,7 @@ def summarize_messages(
         assert result.summarized and len(result.kept) == 5 and len(result.folded) == 20
         ```
     """
+    resolved = resolve_redactor(redactor)
     step = _step(
         messages,
         running_summary,
@@ -212,11 +232,12 @@ def summarize_messages(
         prompt,
         token_counter,
         max_summary_sentences,
+        resolved,
     )
     if isinstance(step, SummarizationResult):
         return step
     chat, result = step
-    return _with_reply(result, chat.invoke(result.prompt))
+    return _with_reply(result, chat.invoke(result.prompt), resolved)
 
 
 async def asummarize_messages(
@@ -230,6 +251,7 @@ async def asummarize_messages(
     prompt: str = DEFAULT_SUMMARY_PROMPT,
     token_counter: TokenCounter = count_tokens_approximately,
     max_summary_sentences: int = 12,
+    redactor: RedactorSpec = None,
 ) -> SummarizationResult:
     """Async twin of `summarize_messages` (the model is called with `ainvoke`).
 
@@ -243,6 +265,7 @@ async def asummarize_messages(
         prompt: System prompt of the model, with a `{summary}` placeholder.
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary.
+        redactor: Redact personal data from the new summary (as `summarize_messages`).
 
     Example:
         ```python
@@ -258,6 +281,7 @@ async def asummarize_messages(
         assert result.summary == "The user counted to 19." and len(result.kept) == 5
         ```
     """
+    resolved = resolve_redactor(redactor)
     step = _step(
         messages,
         running_summary,
@@ -268,11 +292,12 @@ async def asummarize_messages(
         prompt,
         token_counter,
         max_summary_sentences,
+        resolved,
     )
     if isinstance(step, SummarizationResult):
         return step
     chat, result = step
-    return _with_reply(result, await chat.ainvoke(result.prompt))
+    return _with_reply(result, await chat.ainvoke(result.prompt), resolved)
 
 
 # --------------------------------------------------------------------------- node and graph
@@ -301,6 +326,8 @@ class SummarizationNode:
             `RemoveMessage` per folded message. The summarizer graph uses this so its
             output, applied by the parent graph's `add_messages`, removes the folded
             messages there too.
+        redactor: Redact personal data from the new summary before it is returned
+            and written to `sessions` (None: off; True: `PatternRedactor()`).
 
     Example:
         ```python
@@ -332,6 +359,7 @@ class SummarizationNode:
         max_summary_sentences: int = 12,
         sessions: Any = None,
         replace_all: bool = False,
+        redactor: RedactorSpec = None,
     ) -> None:
         if max_messages is None and max_tokens is None:
             raise ValueError("Give max_messages, max_tokens or both (they trigger summarization).")
@@ -349,6 +377,7 @@ class SummarizationNode:
             "prompt": prompt,
             "token_counter": token_counter,
             "max_summary_sentences": max_summary_sentences,
+            "redactor": resolve_redactor(redactor),
         }
 
     def _update(self, result: SummarizationResult) -> dict[str, Any]:
@@ -431,6 +460,7 @@ def create_summarizer_graph(
     token_counter: TokenCounter = count_tokens_approximately,
     max_summary_sentences: int = 12,
     sessions: Any = None,
+    redactor: RedactorSpec = None,
 ) -> StateGraph:
     """An uncompiled graph that keeps working memory bounded with a running summary.
 
@@ -448,6 +478,8 @@ def create_summarizer_graph(
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary (no model).
         sessions: A session saver (or anything with `set_summary`) to persist the summary.
+        redactor: Redact personal data from the summary before it reaches the state
+            or `sessions` (None: off; True: `PatternRedactor()`; or any `Redactor`).
 
     Example:
         ```python
@@ -476,6 +508,7 @@ def create_summarizer_graph(
         max_summary_sentences=max_summary_sentences,
         sessions=sessions,
         replace_all=True,
+        redactor=redactor,
     )
     graph = StateGraph(_SummarizerGraphState)
     graph.add_node("summarize", node.as_runnable())

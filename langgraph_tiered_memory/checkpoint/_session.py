@@ -7,7 +7,12 @@
 - `setup()` checks the server's modules first (`RedisModulesMissingError`);
 - client defaults: a client created from a URL gets bounded timeouts, and the server
   it talks to is remembered (credentials masked) for the outage errors that
-  `translate_outages` raises on the concrete savers.
+  `translate_outages` raises on the concrete savers;
+- redaction (`redactor=`): the running summary is redacted before it is stored in the
+  registry. The other registry fields are identifiers, times and counts: the session
+  and user ids key the registry and its ownership, so they are kept as given (two users
+  whose ids both redact to `[email]` would otherwise share sessions). Checkpoints are
+  stored as the graph wrote them: redact personal data before it enters the state.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from langgraph_tiered_memory.checkpoint.registry import (
     SessionStatus,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.redaction import Redactor, redact_text, resolve_redactor
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.redis import RedisSaver
@@ -130,6 +136,10 @@ class _SessionInit:
         redis_timeout: The most one call waits on Redis, in seconds (default 15), with
             a client created from `redis_url`: a frozen or unreachable server raises
             `BackendUnavailableError` within this bound. Timeouts are never retried.
+        redactor: Redact personal data from the session summary before it is stored
+            (`set_summary`): None (default) stores it as given, True uses
+            `PatternRedactor()`, or any `Redactor`. Session and user ids are kept;
+            checkpoints are not redacted.
         **upstream: Options of the upstream saver (`checkpoint_prefix`, ...).
     """
 
@@ -146,8 +156,10 @@ class _SessionInit:
         session_prefix: str = "tm_session",
         clock: Any = None,
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
+        redactor: Any = None,
         **upstream: Any,
     ) -> None:
+        self.redactor: Redactor | None = resolve_redactor(redactor)
         seconds, upstream_ttl = session_ttl(ttl)
         self._tm_ttl: float | None = seconds
         timeout = check_redis_timeout(redis_timeout)
@@ -184,6 +196,12 @@ class _SessionInit:
         facts = _session_facts(config, checkpoint, metadata)
         if facts is not None:
             self._recorder.submit(*facts)
+
+    def _redacted(self, summary: str) -> str:
+        """The summary as the registry may store it (redacted when a redactor is set)."""
+        if self.redactor is None or not isinstance(summary, str):
+            return summary  # the registry refuses a non-str summary itself
+        return redact_text(summary, self.redactor).text
 
     @staticmethod
     def _read_session(config: RunnableConfig, found: CheckpointTuple | None) -> str | None:
@@ -287,8 +305,8 @@ class _AsyncSessionLayer(_SessionInit, _AsyncBase):
         return await self.sessions.get_summary(session_id)
 
     async def aset_summary(self, session_id: str, summary: str) -> None:
-        """Store the session's running summary (under the session TTL)."""
-        await self.sessions.set_summary(session_id, summary)
+        """Store the session's running summary (under the session TTL), redacted."""
+        await self.sessions.set_summary(session_id, self._redacted(summary))
 
 
 class _SyncSessionLayer(_SessionInit, _SyncBase):
@@ -400,5 +418,5 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         return self.sessions.get_summary(session_id)
 
     def set_summary(self, session_id: str, summary: str) -> None:
-        """Store the session's running summary (under the session TTL)."""
-        self.sessions.set_summary(session_id, summary)
+        """Store the session's running summary (under the session TTL), redacted."""
+        self.sessions.set_summary(session_id, self._redacted(summary))

@@ -19,6 +19,7 @@ from langgraph.store.base import IndexConfig, TTLConfig, tokenize_path
 from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW, ChromaHnswConfig
 from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
+from langgraph_tiered_memory.redaction import Redactor, resolve_redactor
 from langgraph_tiered_memory.store._common import validate_ttl
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "check_hnsw",
     "check_index",
     "check_key_prefix",
+    "check_redactor",
     "check_ttl_config",
 ]
 
@@ -151,3 +153,12 @@ def check_hnsw(hnsw: ChromaHnswConfig | None) -> dict[str, int]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
             raise ConfigurationError(f"chroma_hnsw[{key!r}] must be an int >= 2, got {value!r}.")
     return out  # type: ignore[return-value]
+
+
+def check_redactor(redactor: Any) -> Redactor | None:
+    """The store's redactor: None (default, nothing redacted), True/"default", or a `Redactor`.
+
+    Raises:
+        ConfigurationError: anything else (names the accepted values).
+    """
+    return resolve_redactor(redactor)

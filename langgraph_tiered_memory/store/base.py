@@ -31,6 +31,7 @@ from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking import Scoring
+from langgraph_tiered_memory.redaction import Redactor
 from langgraph_tiered_memory.store._backends import build_tiers
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
@@ -45,6 +46,7 @@ from langgraph_tiered_memory.store._config import (
     check_clock,
     check_index,
     check_key_prefix,
+    check_redactor,
     check_ttl_config,
 )
 from langgraph_tiered_memory.store.planning import (
@@ -97,8 +99,10 @@ class TieredStoreCore:
         allow_non_finite_filters: bool,
         memory_index_path: str | None = None,
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
+        redactor: Any = None,
     ) -> None:
         self._router = TierRouter(tiers)
+        self.redactor: Redactor | None = check_redactor(redactor)
         self.key_prefix = check_key_prefix(key_prefix)
         self.ttl_config = check_ttl_config(ttl)
         self.scoring: Scoring = Scoring.from_config(scoring)
@@ -111,6 +115,7 @@ class TieredStoreCore:
             indexed=self.index_config is not None,
             fields=fields,
             allow_non_finite_filters=self.allow_non_finite_filters,
+            redactor=self.redactor,
         )
         self._tiers: dict[TierName, Tier] = build_tiers(
             router=self._router,
@@ -381,8 +386,9 @@ class TieredStoreCore:
                 )
                 for _, r in page
             ]
+            count = options.get("$count_access", True)
             for tier_name, r in page:
-                if tier_name == "long" and self.memory_mode:
+                if tier_name == "long" and self.memory_mode and count:
                     to_touch.append(r.item)
                 if sop.refresh_ttl and r.item.ttl is not None:
                     to_refresh.setdefault(tier_name, []).append(r.item)

@@ -6,7 +6,9 @@ embed (sync or async) and execute the plan against the tiers. A bad op therefore
 fails the whole batch before anything is written.
 
 Everything planning needs of the store is in a `PlanConfig`, so a plan depends only
-on the ops and that config.
+on the ops and that config. With a redactor, every put value is redacted here, before
+anything reads it (memory fields, keyword text, texts to embed, the stored JSON), so
+the sync and async stores share it and no raw value reaches a tier.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.ranking import split_search_options
+from langgraph_tiered_memory.redaction import REDACTIONS_FIELD, Redactor, redact_value
 from langgraph_tiered_memory.store._common import (
     SURROGATE_FIX,
     ItemWrite,
@@ -69,6 +72,8 @@ class PlanConfig:
     fields: Sequence[tuple[str, Any]] = ()
     """The index's default field paths, each with its tokenized form."""
     allow_non_finite_filters: bool = False
+    redactor: Redactor | None = None
+    """Applied to every put value before it is stored (None: values are kept as given)."""
 
 
 PlannedSearch = tuple[int, SearchOp, dict[str, Any], dict[str, Any] | None]
@@ -143,12 +148,40 @@ _Put = tuple[PutOp, str | None, Any]
 """A checked put: the op, its value as JSON (None for a delete), its memory fields."""
 
 
+def _redacted(
+    redactor: Redactor, ns: Namespace, key: str, value: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The value with its strings redacted and `redactions` counting what was found.
+
+    The counts add to those of a stored value put again; key and namespace are kept.
+    """
+    report = value.get(REDACTIONS_FIELD)
+    if report is not None and not (
+        isinstance(report, Mapping)
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in report.values())
+    ):
+        raise InvalidItemError(
+            f"Value of item {key!r} in {ns} has a field {REDACTIONS_FIELD!r} that is not a"
+            f" redaction report: the field is reserved for the counts the store's redactor"
+            f" reports ({{'email': 1, ...}}). Rename the field."
+        )
+    redacted, counts = redact_value(value, redactor)
+    if counts:
+        merged = dict(report or {})
+        for kind, n in counts.items():
+            merged[kind] = merged.get(kind, 0) + n
+        redacted[REDACTIONS_FIELD] = merged
+    return redacted
+
+
 def _check_put(cfg: PlanConfig, op: PutOp) -> tuple[Namespace, str, _Put]:
     ns = validate_namespace(op.namespace)
     key = validate_key(op.key)
     # Depth and text first: later steps recurse into the value.
     if op.value is not None:
         check_value(ns, key, op.value)
+        if cfg.redactor is not None:
+            op = op._replace(value=_redacted(cfg.redactor, ns, key, op.value))
     fields = None
     if isinstance(op.value, Mapping) and cfg.memory_mode and cfg.tier_for(ns) == "long":
         fields = memory_fields(dict(op.value), key=key)  # before encoding

@@ -274,7 +274,10 @@ def search_memories(
     user_id: str | None,
     min_score: float | None,
 ) -> list[MemoryHit]:
-    """A page of memories ranked for `query`, each counted as an access."""
+    """A page of memories ranked for `query`, each counted as an access.
+
+    A filter with `"$count_access": False` counts none.
+    """
     if not core.memory_mode:
         raise ConfigurationError(
             "search_memories needs scoring={'mode': 'memory'} (the default); this store"
@@ -294,7 +297,8 @@ def search_memories(
     req = SearchRequest(tuple(prefix), query, qv, value_filter, options, offset + limit, now)
     ranked = _memory_ranked(core, req, query)
     page = (ranked or [])[offset : offset + limit]
-    core._long().touch([r.item for r in page], now=now)
+    if options.get("$count_access", True):
+        core._long().touch([r.item for r in page], now=now)
     return [
         MemoryHit(_memory_entry(r.item, r.stats), r.score, r.breakdown)  # type: ignore[arg-type]
         for r in page

@@ -12,6 +12,7 @@ from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_c
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.redaction import RedactorSpec
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
@@ -41,6 +42,7 @@ class _TieredStore(TieredStoreCore):
         allow_non_finite_filters: bool = True,
         memory_index_path: str | None = None,
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
+        redactor: RedactorSpec = None,
     ) -> None:
         super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
         self._configure(
@@ -58,6 +60,7 @@ class _TieredStore(TieredStoreCore):
             allow_non_finite_filters=allow_non_finite_filters,
             memory_index_path=memory_index_path,
             redis_timeout=redis_timeout,
+            redactor=redactor,
         )
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -125,6 +128,13 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             server then raises `BackendUnavailableError` within this bound. Connection
             errors are retried within it, timeouts never. With `redis_client=` the
             client's own timeouts apply.
+        redactor: Redact personal data from every value before it is stored, on both
+            tiers: None (default) stores values as given; True uses `PatternRedactor()`
+            (emails, phone numbers, card numbers, IBANs); or any `Redactor`, such as
+            `PresidioRedactor`. Every string in the value is redacted (field names,
+            keys and namespaces are kept), and a value where something was found gains
+            `"redactions": {"email": 1, ...}` (in `MemoryEntry.metadata` on the long
+            tier). Search queries are not redacted: they are not stored.
 
     Example:
         ```python
