@@ -14,12 +14,13 @@ from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
 from langgraph_tiered_memory.redaction import RedactorSpec
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
+from langgraph_tiered_memory.store._profile import ProfileMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
 __all__ = ["TieredMemoryStore"]
 
 
-class _TieredStore(TieredStoreCore):
+class _TieredStore(ProfileMethods, TieredStoreCore):
     """What both stores share: the keyword-only constructor and the batch entry points.
 
     The options are documented on `TieredMemoryStore`.
