@@ -1,5 +1,12 @@
 """langgraph-tiered-memory: three tiers of memory for LangGraph agents."""
 
+from langgraph_tiered_memory._deferred import MemoryWriteError, MemoryWriter, flush_memory_writes
+from langgraph_tiered_memory.agent import (
+    DEFAULT_MEMORY_PROMPT,
+    ImportanceRules,
+    MemoryAgentState,
+    create_memory_agent,
+)
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
 from langgraph_tiered_memory.checkpoint.registry import SessionMeta
 from langgraph_tiered_memory.config import (
@@ -16,6 +23,14 @@ from langgraph_tiered_memory.errors import (
     InvalidItemError,
     TieredMemoryError,
 )
+from langgraph_tiered_memory.extraction import (
+    ExtractedMemories,
+    ExtractedMemory,
+    ExtractionResult,
+    MemoryDecision,
+    aextract_memories,
+    extract_memories,
+)
 from langgraph_tiered_memory.forgetting import (
     DEFAULT_FORGETTING_POLICY,
     GARBAGE_COLLECT_POLICY,
@@ -25,7 +40,18 @@ from langgraph_tiered_memory.forgetting import (
 )
 from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.profile import UserProfile, aget_user_profile, get_user_profile
 from langgraph_tiered_memory.ranking import ScoreBreakdown
+from langgraph_tiered_memory.redaction import (
+    Finding,
+    PatternRedactor,
+    PresidioRedactor,
+    RedactionResult,
+    Redactor,
+    RedactorSpec,
+    redact_value,
+    resolve_redactor,
+)
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.store._reports import (
     ConsolidationRecord,
@@ -42,40 +68,72 @@ from langgraph_tiered_memory.summarizer import (
     summarize_messages,
     trim_working_memory,
 )
+from langgraph_tiered_memory.tools import (
+    MemoryToolError,
+    create_manage_memory_tool,
+    create_search_memory_tool,
+)
 
 __all__ = [
+    "aextract_memories",
+    "aget_user_profile",
+    "asummarize_messages",
     "AsyncRedisSessionSaver",
     "AsyncTieredMemoryStore",
     "BackendUnavailableError",
+    "calculate_decay",
     "ChromaHnswConfig",
     "ConfigurationError",
     "ConsolidationRecord",
+    "create_forgetting_graph",
+    "create_manage_memory_tool",
+    "create_memory_agent",
+    "create_search_memory_tool",
+    "create_summarizer_graph",
     "DEFAULT_CHROMA_HNSW",
     "DEFAULT_FORGETTING_POLICY",
+    "DEFAULT_MEMORY_PROMPT",
     "DEFAULT_TIER_POLICY",
+    "extract_memories",
+    "ExtractedMemories",
+    "ExtractedMemory",
+    "ExtractionResult",
+    "Finding",
+    "flush_memory_writes",
     "ForgettingPolicy",
     "ForgettingReport",
     "ForgottenRow",
     "GARBAGE_COLLECT_POLICY",
     "GCReport",
+    "get_user_profile",
+    "ImportanceRules",
     "InvalidFilterError",
     "InvalidItemError",
+    "MemoryAgentState",
+    "MemoryDecision",
     "MemoryEntry",
     "MemoryHit",
+    "MemoryToolError",
+    "MemoryWriteError",
+    "MemoryWriter",
+    "PatternRedactor",
+    "PresidioRedactor",
     "PromotionSkip",
+    "redact_value",
+    "RedactionResult",
+    "Redactor",
+    "RedactorSpec",
     "RedisSessionSaver",
+    "resolve_redactor",
     "ScoreBreakdown",
     "ScoringConfig",
     "SessionMeta",
+    "should_forget",
     "SummarizationNode",
-    "TierPolicy",
+    "summarize_messages",
     "TieredMemoryError",
     "TieredMemoryStore",
-    "asummarize_messages",
-    "calculate_decay",
-    "create_forgetting_graph",
-    "create_summarizer_graph",
-    "should_forget",
-    "summarize_messages",
+    "TierPolicy",
     "trim_working_memory",
+    "UserProfile",
 ]

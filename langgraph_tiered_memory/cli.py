@@ -22,6 +22,7 @@ Example:
 
 import typer
 
+from langgraph_tiered_memory.cli_bench_agent import bench_agent
 from langgraph_tiered_memory.cli_bench_graphs import (
     bench_checkpoint,
     bench_forgetting,
@@ -56,6 +57,7 @@ bench_app.command("retrieval")(bench_retrieval)
 bench_app.command("checkpoint")(bench_checkpoint)
 bench_app.command("summarizer")(bench_summarizer)
 bench_app.command("forgetting")(bench_forgetting)
+bench_app.command("agent")(bench_agent)
 app.command()(gc)
 app.command()(demo)
 

@@ -2,7 +2,8 @@
 
 What counts as an example:
 
-- README.md: every fenced block whose info string is ``python`` or ``py``.
+- README.md and the pages under docs/: every fenced block whose info string is
+  ``python`` or ``py``.
 - Docstrings: the same fences, and doctest (``>>>``) examples, in the docstring of every
   public module of the package (no ``_``-prefixed part in its name), of every object in
   those modules' ``__all__`` and of the public methods, properties and constructors of those
@@ -13,9 +14,10 @@ Each example runs twice in the same temporary working directory (users re-run th
 ``REDIS_URL`` set to the test Redis, and must execute at least one ``assert`` (a doctest
 must compare at least one output), so an example that checks nothing cannot be added.
 
-A README block that cannot run in the tests opts out with the marker
+A Markdown block that cannot run in the tests opts out with the marker
 ``<!-- no-run: <reason> -->`` on the line right before its fence. The reason is required,
-the block must still compile, and at most ``MAX_NO_RUN`` blocks may opt out. Docstring
+the block must still compile, and at most ``MAX_NO_RUN`` blocks of the README (and
+``MAX_NO_RUN_PAGE`` of each docs page) may opt out. Docstring
 examples cannot opt out.
 """
 
@@ -43,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = langgraph_tiered_memory.__name__
 RUN_LANGUAGES = frozenset({"python", "py"})
 MAX_NO_RUN = 1
+MAX_NO_RUN_PAGE = 2
+DOC_PAGES = sorted((ROOT / "docs").glob("*.md"))
 # Floors for the number of examples found; raise them when you add examples.
 MIN_README_EXAMPLES = 7
 MIN_DOCSTRING_EXAMPLES = 19
@@ -190,12 +194,16 @@ def docstring_examples() -> list[Example]:
 
 
 def readme_examples() -> list[Example]:
-    """Every ```python / ```py block of README.md."""
-    return [
-        Example(f"README.md:{b.line}", f"README.md:{b.line}", b.code, no_run=b.no_run)
-        for b in fenced_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
-        if b.language in RUN_LANGUAGES
-    ]
+    """Every ```python / ```py block of README.md and of the docs pages."""
+    out: list[Example] = []
+    for path in [ROOT / "README.md", *DOC_PAGES]:
+        name = path.relative_to(ROOT).as_posix()
+        out.extend(
+            Example(f"{name}:{b.line}", f"{name}:{b.line}", b.code, no_run=b.no_run)
+            for b in fenced_blocks(path.read_text(encoding="utf-8"))
+            if b.language in RUN_LANGUAGES
+        )
+    return out
 
 
 # ------------------------------------------------------------------ running
@@ -293,15 +301,22 @@ def test_discovery_reaches_submodules_and_methods() -> None:
     } <= names
 
 
-def test_readme_opts_out_only_with_a_reasoned_marker() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize(
+    "path", [ROOT / "README.md", *DOC_PAGES], ids=lambda p: p.relative_to(ROOT).as_posix()
+)
+def test_markdown_opts_out_only_with_a_reasoned_marker(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
     blocks = fenced_blocks(text)
-    assert all(b.language for b in blocks), "give every README fence a language"
+    assert all(b.language for b in blocks), f"give every fence of {path.name} a language"
     marked = [b for b in blocks if b.no_run is not None]
     assert all(b.language in RUN_LANGUAGES and b.no_run for b in marked)
-    assert len(marked) <= MAX_NO_RUN
+    assert len(marked) <= (MAX_NO_RUN if path.name == "README.md" else MAX_NO_RUN_PAGE)
     # a misspelt or misplaced marker would silently do nothing: every mention is one of these
     assert len(NO_RUN_WORD.findall(text)) == len(marked)
+
+
+def test_the_docs_pages_are_found() -> None:
+    assert "agent.md" in {p.name for p in DOC_PAGES}
 
 
 def test_docstrings_show_python_only_in_checked_fences() -> None:

@@ -1,0 +1,430 @@
+"""Node logic of the memory agent: the `memory_retrieval` node and the storage jobs.
+
+`MemoryNodes` holds the agent's options and implements, as sync and async twins over
+the store the graph runs with: retrieval (profile, memories, summary rendered into the
+memory context), the storage job of a finished turn (the interaction memory,
+reinforcement of the memories the reply used, extraction, profile refresh) and the
+deferred `memory_storage` node that waits for it. The pure rules (importance, "used"
+memories, prompt rendering) live in `_agent_rules` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+
+from langgraph_tiered_memory._agent_rules import (
+    DEFAULT_IMPORTANCE_RULES,
+    DEFAULT_MEMORY_PROMPT,
+    ImportanceRules,
+    RetrievedMemory,
+    check_prompt,
+    fill_namespace,
+    interaction_importance,
+    last_human,
+    message_text,
+    render_memory_context,
+    used_memories,
+)
+from langgraph_tiered_memory._deferred import MemoryWriter, WriteJob, WriteStep
+from langgraph_tiered_memory.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_IMPORTANCE_RULES",
+    "DEFAULT_MEMORY_PROMPT",
+    "ImportanceRules",
+    "MemoryNodes",
+    "RetrievedMemory",
+    "check_prompt",
+    "fill_namespace",
+    "interaction_importance",
+    "render_memory_context",
+    "used_memories",
+]
+
+# ------------------------------------------------------------------ nodes
+
+
+class ReadOnlyView(BaseStore):
+    """The reads of a store; its puts are dropped (answered None, never sent)."""
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def _merge(ops: list[Op], answers: Iterable[Result]) -> list[Result]:
+        found = iter(answers)
+        return [None if isinstance(op, PutOp) else next(found) for op in ops]
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the read ops on the store."""
+        ops = list(ops)
+        reads = [op for op in ops if not isinstance(op, PutOp)]
+        return self._merge(ops, self.store.batch(reads) if reads else [])
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the read ops on the store (async)."""
+        ops = list(ops)
+        reads = [op for op in ops if not isinstance(op, PutOp)]
+        return self._merge(ops, await self.store.abatch(reads) if reads else [])
+
+
+@dataclass
+class MemoryNodes:
+    """The options of one memory agent, and its retrieval and storage logic.
+
+    `store` None means the store the graph runs with (`get_store()`).
+    """
+
+    namespace: tuple[str, ...]
+    prompt: str | Callable[[dict[str, str]], str]
+    memory_limit: int
+    writer: MemoryWriter
+    extraction: bool = True
+    extraction_model: Any = None
+    profile: bool = True
+    profile_model: Any = None
+    redactor: Any = None
+    importance: ImportanceRules | Callable[[str], float] = DEFAULT_IMPORTANCE_RULES
+    reinforce_delta: float = 0.1
+    store: Any = None
+
+    # ---------------------------------------------------------------- helpers
+    def resolve_store(self) -> Any:
+        """The store of this agent (given, or the graph's)."""
+        found = self.store
+        if found is None:
+            from langgraph.config import get_store
+
+            try:
+                found = get_store()
+            except RuntimeError:  # outside a run: reported just below
+                found = None
+        if found is None:
+            raise ConfigurationError(
+                "The memory agent needs a store: compile it with graph.compile(store=...)"
+                " (or serve it with one), or pass create_memory_agent(store=...)."
+            )
+        return found
+
+    @staticmethod
+    def _user(config: Mapping[str, Any] | None) -> str | None:
+        user = ((config or {}).get("configurable") or {}).get("user_id")
+        return None if user in (None, "") else str(user)
+
+    @staticmethod
+    def _thread(config: Mapping[str, Any] | None) -> str:
+        return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+
+    @staticmethod
+    def _memory_search(store: Any, namespace: tuple[str, ...]) -> bool:
+        """Whether the store ranks memories (`search_memories` with score breakdowns)."""
+        return (
+            bool(getattr(store, "memory_mode", False))
+            and hasattr(store, "asearch_memories")
+            and getattr(store, "tier_for", lambda ns: None)(namespace) == "long"
+        )
+
+    @staticmethod
+    def _from_hit(hit: Any) -> RetrievedMemory | None:
+        entry = hit.entry
+        if not entry.content:
+            return None
+        return RetrievedMemory(
+            key=entry.id,
+            namespace=list(entry.namespace),
+            content=entry.content,
+            memory_type=entry.memory_type,
+            importance=float(entry.importance),
+            score=float(hit.score),
+        )
+
+    @staticmethod
+    def _from_item(item: Any) -> RetrievedMemory | None:
+        value = item.value or {}
+        content = value.get("content")
+        if not isinstance(content, str) or not content:
+            return None
+        importance = value.get("importance", 0.5)
+        return RetrievedMemory(
+            key=item.key,
+            namespace=list(item.namespace),
+            content=content,
+            memory_type=str(value.get("memory_type", "experience")),
+            importance=float(importance) if isinstance(importance, (int, float)) else 0.5,
+            score=None if getattr(item, "score", None) is None else float(item.score),
+        )
+
+    def _result(
+        self, state: Mapping[str, Any], found: list[RetrievedMemory], profile: Any
+    ) -> dict[str, Any]:
+        context = render_memory_context(
+            self.prompt, summary=state.get("summary"), memories=found, profile=profile
+        )
+        return {"memory_context": context, "retrieved_memories": found}
+
+    def _query(self, state: Mapping[str, Any]) -> str:
+        human = last_human(state.get("messages") or [])
+        return message_text(human).strip() if human is not None else ""
+
+    def _profile_options(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Keyword arguments of `get_user_profile`, or None without a profile."""
+        if not self.profile:
+            return None
+        template = fill_namespace(self.namespace, config, keep=("user_id",))
+        return {"model": self.profile_model, "namespace": template}
+
+    def load_profile(
+        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
+    ) -> Any:
+        """The user's profile (cached by the profile module), or None when off.
+
+        The stores' own `get_user_profile` lists memories without counting accesses;
+        on any other store, `read_only` (the reply path) reads through a view that
+        drops the cache write, so a turn's reply never waits on a store write there.
+        """
+        options = self._profile_options(config)
+        user = self._user(config)
+        if options is None or user is None:
+            return None
+        if hasattr(store, "get_user_profile"):
+            return store.get_user_profile(user, **options)
+        from langgraph_tiered_memory.profile import get_user_profile
+
+        return get_user_profile(ReadOnlyView(store) if read_only else store, user, **options)
+
+    async def aload_profile(
+        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
+    ) -> Any:
+        """Async `load_profile`."""
+        options = self._profile_options(config)
+        user = self._user(config)
+        if options is None or user is None:
+            return None
+        if hasattr(store, "aget_user_profile"):
+            return await store.aget_user_profile(user, **options)
+        from langgraph_tiered_memory.profile import aget_user_profile
+
+        view = ReadOnlyView(store) if read_only else store
+        return await aget_user_profile(view, user, **options)
+
+    # ---------------------------------------------------------------- retrieval
+    def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The `memory_retrieval` node (sync): profile, memories, summary rendered."""
+        namespace = fill_namespace(self.namespace, config)
+        store = self.resolve_store()
+        query = self._query(state)
+        found: list[Any] = []
+        if query and self.memory_limit > 0:
+            if self._memory_search(store, namespace):
+                hits = store.search_memories(namespace, query, limit=self.memory_limit)
+                found = [self._from_hit(h) for h in hits]
+            else:
+                items = store.search(namespace, query=query, limit=self.memory_limit)
+                found = [self._from_item(i) for i in items]
+        profile = self.load_profile(store, config, read_only=True)
+        return self._result(state, [m for m in found if m is not None], profile)
+
+    async def aretrieve(
+        self, state: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The `memory_retrieval` node (async twin of `retrieve`)."""
+        namespace = fill_namespace(self.namespace, config)
+        store = self.resolve_store()
+        query = self._query(state)
+        found: list[Any] = []
+        if query and self.memory_limit > 0:
+            if self._memory_search(store, namespace):
+                hits = await store.asearch_memories(namespace, query, limit=self.memory_limit)
+                found = [self._from_hit(h) for h in hits]
+            else:
+                items = await store.asearch(namespace, query=query, limit=self.memory_limit)
+                found = [self._from_item(i) for i in items]
+        profile = await self.aload_profile(store, config, read_only=True)
+        return self._result(state, [m for m in found if m is not None], profile)
+
+    # ---------------------------------------------------------------- storage
+    def storage_job(
+        self,
+        state: Mapping[str, Any],
+        reply: BaseMessage,
+        config: Mapping[str, Any],
+    ) -> WriteJob | None:
+        """The writes of one finished turn (None when there is no user message).
+
+        Steps: the interaction memory (a deterministic key per thread and user
+        message, so a retry or a second run rewrites it rather than adding one),
+        one reinforcement per used memory, then extraction.
+        """
+        human = last_human(state.get("messages") or [])
+        if human is None:
+            return None
+        store = self.resolve_store()
+        namespace = fill_namespace(self.namespace, config)
+        user, thread = self._user(config), self._thread(config)
+        user_text, reply_text = message_text(human), message_text(reply)
+        ident = f"{thread}\x00{human.id or user_text}".encode()
+        key = "turn-" + hashlib.sha256(ident).hexdigest()[:24]
+        value: dict[str, Any] = {
+            "content": f"User: {user_text}\nAssistant: {reply_text}",
+            "memory_type": "experience",
+            "importance": interaction_importance(user_text, self.importance),
+            "source": "memory_agent",
+        }
+        if thread:
+            value["thread_id"] = thread
+        value = self._redacted(value)
+        steps = [self._put_step(store, namespace, key, value)]
+        retrieved = cast(list[RetrievedMemory], state.get("retrieved_memories") or [])
+        for memory in used_memories(reply_text, retrieved):
+            if memory["key"] != key:
+                steps.append(self._reinforce_step(store, memory))
+        if self.extraction:
+            turn = [HumanMessage(content=user_text), AIMessage(content=reply_text)]
+            steps.append(self._extract_step(store, namespace, turn, user))
+        if self.profile and user is not None:
+            steps.append(self._profile_step(store, config))
+        return WriteJob(
+            lane=repr(namespace),
+            steps=steps,
+            description=f"memory storage of thread {thread or '?'} in {namespace}",
+        )
+
+    def _redacted(self, value: dict[str, Any]) -> dict[str, Any]:
+        if self.redactor is None:
+            return value
+        from langgraph_tiered_memory.redaction import REDACTIONS_FIELD, redact_value
+
+        redacted, counts = redact_value(value, self.redactor)
+        if counts:
+            redacted[REDACTIONS_FIELD] = dict(counts)
+        return redacted
+
+    @staticmethod
+    def _put_step(store: Any, namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> Any:
+        def run() -> None:
+            store.put(namespace, key, value)
+
+        async def arun() -> None:
+            await store.aput(namespace, key, value)
+
+        return WriteStep("store interaction", run, arun)
+
+    def _reinforce_step(self, store: Any, memory: RetrievedMemory) -> WriteStep:
+        namespace, key, delta = tuple(memory["namespace"]), memory["key"], self.reinforce_delta
+        # memory-mode stores keep importance beside the access statistics; others: get + put
+        native = self._memory_search(store, namespace) and hasattr(store, "update_importance")
+
+        def bumped(item: Any) -> dict[str, Any] | None:
+            if item is None:
+                return None
+            old = item.value.get("importance", 0.5)
+            old = float(old) if isinstance(old, (int, float)) else 0.5
+            return {**item.value, "importance": min(1.0, max(0.0, old + delta))}
+
+        def run() -> None:
+            if native:
+                store.update_importance(namespace, key, delta)
+                return
+            value = bumped(store.get(namespace, key))
+            if value is not None:
+                store.put(namespace, key, value)
+
+        async def arun() -> None:
+            if native:
+                await store.aupdate_importance(namespace, key, delta)
+                return
+            value = bumped(await store.aget(namespace, key))
+            if value is not None:
+                await store.aput(namespace, key, value)
+
+        return WriteStep(f"reinforce {key}", run, arun)
+
+    def _extract_step(
+        self, store: Any, namespace: tuple[str, ...], turn: list[BaseMessage], user: str | None
+    ) -> WriteStep:
+        from langgraph_tiered_memory import extraction
+
+        options: dict[str, Any] = {
+            "model": self.extraction_model,
+            "redactor": self.redactor,
+            "user_id": user,
+        }
+
+        def run() -> None:
+            extraction.extract_memories(store, namespace, turn, **options)
+
+        async def arun() -> None:
+            await extraction.aextract_memories(store, namespace, turn, **options)
+
+        return WriteStep("extract memories", run, arun)
+
+    def _profile_step(self, store: Any, config: Mapping[str, Any]) -> WriteStep:
+        """Rebuild the cached profile now, so the next turn's read is a cache hit."""
+        given = config.get("configurable") or {}
+        config = {"configurable": {k: v for k, v in given.items() if not k.startswith("__")}}
+
+        def run() -> None:
+            self.load_profile(store, config)
+
+        async def arun() -> None:
+            await self.aload_profile(store, config)
+
+        return WriteStep("refresh profile", run, arun)
+
+    # ---------------------------------------------------------------- deferred node
+    def _pending_turn(self, state: Mapping[str, Any]) -> BaseMessage | None:
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        return last if isinstance(last, AIMessage) and not last.tool_calls else None
+
+    def finish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The deferred `memory_storage` node (sync): wait for this turn's job.
+
+        A job this process does not know (the run resumed elsewhere) is planned again
+        from the state and run here.
+        """
+        job_id = state.get("storage_job")
+        if not job_id:
+            return {}
+        if not self.writer.wait(job_id):
+            reply = self._pending_turn(state)
+            job = self.storage_job(state, reply, config) if reply is not None else None
+            if job is not None:
+                self.writer.run(job)
+        return {"storage_job": None}
+
+    async def afinish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The deferred `memory_storage` node (async twin of `finish`)."""
+        job_id = state.get("storage_job")
+        if not job_id:
+            return {}
+        if not await self.writer.await_job(job_id):
+            reply = self._pending_turn(state)
+            job = self.storage_job(state, reply, config) if reply is not None else None
+            if job is not None:
+                await self.writer.arun(job)
+        return {"storage_job": None}
+
+    def store_inline(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """`memory_storage` without the background writer (sync): write, then return."""
+        reply = self._pending_turn(state)
+        job = self.storage_job(state, reply, config) if reply is not None else None
+        if job is not None:
+            self.writer.run(job)
+        return {}
+
+    async def astore_inline(
+        self, state: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """`memory_storage` without the background writer (async)."""
+        reply = self._pending_turn(state)
+        job = self.storage_job(state, reply, config) if reply is not None else None
+        if job is not None:
+            await self.writer.arun(job)
+        return {}

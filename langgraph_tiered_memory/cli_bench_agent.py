@@ -1,0 +1,92 @@
+"""`tiered-memory bench agent`: turn latency of the memory agent with and without storage.
+
+Registered on the `bench` group in `langgraph_tiered_memory.cli`.
+"""
+
+import json
+import os
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from langgraph_tiered_memory.cli_common import JsonFlag
+
+__all__ = ["bench_agent"]
+
+
+def bench_agent(
+    turns: Annotated[int, typer.Option(min=1, help="Timed turns per mode.")] = 30,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed turns per mode first.")] = 3,
+    delay_ms: Annotated[
+        float, typer.Option(min=0.0, help="The fake model's fixed delay per call, in ms.")
+    ] = 100.0,
+    seed_memories: Annotated[
+        int, typer.Option(min=0, help="Long-term memories per user before the first turn.")
+    ] = 100,
+    turns_per_session: Annotated[
+        int, typer.Option(min=1, help="Turns per thread before a new session starts.")
+    ] = 10,
+    extraction: Annotated[
+        bool, typer.Option(help="Run extraction in the storage of the 'with' mode.")
+    ] = True,
+    profile: Annotated[bool, typer.Option(help="Put the user profile in the context.")] = True,
+    embed: Annotated[
+        str, typer.Option(help="'hashing' (no model) or 'local' (offline MiniLM).")
+    ] = "hashing",
+    as_json: JsonFlag = False,
+) -> None:
+    """Turn latency of the memory agent with storage vs without it (fake model, real tiers).
+
+    A turn's latency is the time until its reply is streamed; the run time (until the
+    run ends with storage flushed) is shown too. Target: with / without <= 1.1 at p50
+    and p95. Redis is REDIS_URL or an embedded server; Chroma a temporary directory.
+    """
+    from langgraph_tiered_memory.bench.agent import (
+        AGENT_MODES,
+        AgentBenchConfig,
+        run_agent_benchmark,
+    )
+
+    config = AgentBenchConfig(
+        turns=turns,
+        warmup=warmup,
+        delay_ms=delay_ms,
+        seed_memories=seed_memories,
+        turns_per_session=turns_per_session,
+        extraction=extraction,
+        profile=profile,
+        embed=embed,
+        redis_url=os.environ.get("REDIS_URL"),
+    )
+    try:
+        config.validate()
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
+    data = run_agent_benchmark(config).to_dict()
+    data["config"]["redis_url"] = "REDIS_URL" if config.redis_url else "embedded"
+    console = Console()
+    table = Table(title=f"Memory agent: {turns} turns per mode, model delay {delay_ms:g} ms")
+    for col in ("storage", "turns", "turn p50 ms", "turn p95 ms", "run p50 ms", "run p95 ms"):
+        table.add_column(col, justify="left" if col == "storage" else "right")
+    for mode in AGENT_MODES:
+        row = data[mode]
+        table.add_row(
+            mode,
+            str(row["turns"]),
+            f"{row['turn_p50_ms']:.1f}",
+            f"{row['turn_p95_ms']:.1f}",
+            f"{row['run_p50_ms']:.1f}",
+            f"{row['run_p95_ms']:.1f}",
+        )
+    console.print(table)
+    verdict = "within" if data["within_target"] else "OVER"
+    console.print(
+        f"turn latency with / without storage: p50 {data['ratio_p50']:.3f},"
+        f" p95 {data['ratio_p95']:.3f} ({verdict} the {data['target_ratio']} target);"
+        f" memories {data['memories_before']} -> {data['memories_after']},"
+        f" write failures {data['write_failures']}"
+    )
+    if as_json:
+        typer.echo(json.dumps(data, allow_nan=False))
