@@ -6,11 +6,9 @@ import asyncio
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,6 @@ import pytest
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.errors import ChromaDirectoryInUseError, ConfigurationError
-from langgraph_tiered_memory.store._common import namespace_id
 from langgraph_tiered_memory.store._dirlock import lock_directory
 from langgraph_tiered_memory.store.tiers import doc_mirror
 from tests.conftest import DIMS
@@ -128,37 +125,6 @@ def test_prefixes_that_differ_only_by_case_keep_their_own_data(tmp_path: Path) -
     _check_isolated(reopened)
     for store in reopened.values():
         store.close()
-
-
-def test_keyword_tables_of_an_uppercase_prefix_are_renamed_on_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Stores written before names were case-safe: "tm" and "TM" shared one FTS table.
-    clock = Clock()
-    monkeypatch.setattr(doc_mirror, "fts_table", doc_mirror._legacy_fts_table)
-    monkeypatch.setattr(doc_mirror.DocMirror, "move_legacy_keyword_index", lambda *a: None)
-    old = {p: _memory_store(tmp_path, p, clock) for p in ("tm", "TM")}
-    for prefix, store in old.items():
-        _write(store, prefix)
-    for store in old.values():
-        store.close()
-    monkeypatch.undo()
-    nsid = namespace_id(NS)
-    assert _fts_rows(tmp_path, f"fts_tm_{nsid}") == 4  # one table for both prefixes
-    stores = {p: _memory_store(tmp_path, p, clock) for p in ("tm", "TM")}
-    _check_isolated(stores)
-    assert _fts_rows(tmp_path, f"fts_tm_{nsid}") == 2
-    assert _fts_rows(tmp_path, f"fts_-t-m_{nsid}") == 2
-    # The moved entries keep their contextual column (the text written before).
-    hits = stores["TM"].search_memories(("users",), "harbor", retrieval="keyword")
-    assert [h.entry.content for h in hits][:1] == [TEXTS["TM"][0]]
-    for store in stores.values():
-        store.close()
-
-
-def _fts_rows(path: Path, table: str) -> int:
-    with closing(sqlite3.connect(path / doc_mirror.MIRROR_FILE)) as conn:
-        return int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
 
 def test_case_safe_names_keep_lowercase_prefixes_unchanged() -> None:

@@ -8,7 +8,8 @@ truth. The file plays five roles, each in its own module and tables:
 - intent log (`sqlite_intents`): keys whose Chroma records are changing;
 - namespace registry (`sqlite_registry`): the namespaces of each prefix, one-off jobs done;
 - memory statistics (`sqlite_stats`): ranking fields, write order, access counts;
-- keyword index (`sqlite_keywords`): one FTS5 table per namespace.
+- keyword index (`sqlite_keywords`): small namespaces' entries in one shared table, ranked
+  per namespace; an FTS5 table of its own for each namespace past `SHARED_MAX` memories.
 
 They share one connection and lock (`sqlite_db`). Writes follow the intent log so the
 file never disagrees with Chroma after a crash: (1) the keys about to change are
@@ -20,6 +21,8 @@ records from Chroma (`recover`).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ from langgraph_tiered_memory.store.tiers.sqlite_intents import IntentLog
 from langgraph_tiered_memory.store.tiers.sqlite_keywords import (
     FTS_TOKENIZE,
     FTS_WEIGHTS,
+    SHARED_MAX,
     KeywordIndex,
     case_safe,
     fts_table,
@@ -47,9 +51,19 @@ __all__ = [
     "MIRROR_FILE",
     "MemoryRow",
     "MemoryStats",
+    "SHARED_MAX",
     "case_safe",
     "fts_table",
 ]
+
+
+logger = logging.getLogger("langgraph_tiered_memory.store.tiers.doc_mirror")
+
+_DROP_STEP = 32
+"""Retired keyword tables dropped per transaction."""
+
+_DROP_BUDGET = 2.0
+"""Seconds that opening a mirror may spend dropping retired keyword tables."""
 
 
 def _table_name(prefix: str, nsid: str) -> str:
@@ -64,9 +78,13 @@ class DocMirror:
     Args:
         location: The Chroma persist directory (the file is `MIRROR_FILE` in it), a
             file path, or `":memory:"`.
+        clock: Monotonic seconds, for the time budget of dropping retired tables.
     """
 
-    def __init__(self, location: str | Path) -> None:
+    def __init__(
+        self, location: str | Path, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock
         self._db = SqliteFile(location)
         self.path = self._db.path
         self._docs = DocCopy(self._db)
@@ -233,27 +251,60 @@ class DocMirror:
 
     # ------------------------------------------------------------- keyword index
     def move_legacy_keyword_index(self, prefix: str) -> None:
-        """Move the keyword entries of `prefix` out of tables named before names were case-safe.
+        """Bring the keyword index of `prefix` to the current layout (once per prefix and file).
 
-        Until then a prefix with uppercase letters kept its keyword index in
-        `fts_<prefix>_<namespace id>`, a table that SQLite also hands to every prefix
-        spelled the same but for case. Its own rows (those whose rowid is one of its memory
-        rows) move to the case-safe table; the rows of the other prefixes stay. Runs once
-        per prefix and file; all-lowercase prefixes kept their table names.
+        Files written before kept one FTS5 table per namespace, named
+        `fts_<prefix>_<namespace id>`: for a prefix with uppercase letters, a table that
+        SQLite also hands to every prefix spelled the same but for case. Each namespace's
+        entries of `prefix` (rows whose rowid is one of its memory rows) move to their
+        current home in one transaction: the shared table, or the namespace's own table
+        past `SHARED_MAX` memories (the old table itself when its name is right). The
+        rows of other prefixes stay for them to move. Emptied tables are then dropped
+        for up to `_DROP_BUDGET` seconds; what is left is dropped at the next opens (or
+        by `drop_retired_keyword_tables`), and is never read meanwhile.
         """
-        if prefix == prefix.lower():
-            return
-        marker = f"{prefix}/fts-case-safe"
-        if self.is_filled(marker):
-            return
-        with self._db.transaction(immediate=True):
-            self._keywords.move_legacy(prefix)
-            self._registry.mark_filled(marker)
+        marker = f"{prefix}/fts-shared"
+        if not self.is_filled(marker):
+            with self._db.transaction(immediate=True):
+                if not self._registry.is_filled(marker):
+                    moved, retired = self._keywords.migrate(prefix)
+                    self._registry.mark_filled(marker)
+                    if moved or retired:
+                        logger.info(
+                            "keyword index of prefix %r: %d namespace tables moved to the"
+                            " shared layout, %d tables to drop",
+                            prefix,
+                            moved,
+                            retired,
+                        )
+        self.drop_retired_keyword_tables(budget=_DROP_BUDGET)
+
+    def drop_retired_keyword_tables(self, *, budget: float | None = None) -> int:
+        """Drop keyword tables emptied by the layout migration; how many are left.
+
+        Each drop scans SQLite's schema, so a file with thousands of old tables takes a
+        while: they go `_DROP_STEP` per transaction until none is left or `budget`
+        seconds have passed (None: no limit).
+        """
+        with self._db.locked():
+            left = self._keywords.retired()
+        start = self._clock()
+        while left:
+            with self._db.transaction(immediate=True):
+                self._keywords.drop_retired(_DROP_STEP)
+                left = self._keywords.retired()
+            if left and budget is not None and self._clock() - start >= budget:
+                logger.info("%d retired keyword tables left to drop at a later open", left)
+                break
+        return left
 
     def keyword_search(
         self, prefix: str, nsid: str, terms: Sequence[str], limit: int
     ) -> list[tuple[str, float]]:
         """BM25 search of one namespace's keyword index for any of `terms`.
+
+        Scores use the statistics of the namespace alone (its row count, average
+        length and document frequencies), wherever its entries are kept.
 
         In a namespace of 1,000 memories or more, terms found in at least half of
         them are dropped first: BM25 gives them no weight (FTS5 clamps their IDF to

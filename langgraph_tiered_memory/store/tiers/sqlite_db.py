@@ -76,6 +76,8 @@ class SqliteFile:
         )
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
+        # The keyword index ranks small namespaces in a temp table: keep it off disk.
+        self.conn.execute("PRAGMA temp_store=MEMORY")
         self.lock = threading.Lock()
         self._rollback_hooks: list[Callable[[], None]] = []
 

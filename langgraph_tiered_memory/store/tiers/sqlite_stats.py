@@ -1,7 +1,8 @@
 """Memory statistics: ranking fields, write order and access counts of each memory.
 
 One row per memory in `mem`. Its `rid` is also the rowid of the memory's entry in the
-keyword index, and `seq` its position in its namespace's write order (kept when the
+keyword index (so `mem` tells which namespace an entry of the shared keyword table
+belongs to), and `seq` its position in its namespace's write order (kept when the
 memory is rewritten), which the contextual key follows.
 """
 
@@ -93,10 +94,19 @@ class MemoryTable:
         ).fetchone()
         return None if row[0] is None else int(row[0])
 
-    def nsids(self, prefix: str) -> list[str]:
-        """Namespace ids of `prefix` that hold memories."""
-        rows = self._c.execute("SELECT DISTINCT nsid FROM mem WHERE prefix=?", (prefix,))
-        return [nsid for (nsid,) in rows]
+    def count(self, prefix: str, nsid: str) -> int:
+        """How many memories the namespace holds."""
+        row = self._c.execute(
+            "SELECT count(*) FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid)
+        ).fetchone()
+        return int(row[0])
+
+    def counts(self, prefix: str) -> list[tuple[str, int]]:
+        """(namespace id, number of memories) of each namespace of `prefix` that has any."""
+        rows = self._c.execute(
+            "SELECT nsid, count(*) FROM mem WHERE prefix=? GROUP BY nsid", (prefix,)
+        ).fetchall()
+        return [(str(nsid), int(n)) for nsid, n in rows]
 
     # ------------------------------------------------------------------ writes
     def upsert(self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow]) -> dict[str, int]:
