@@ -122,11 +122,16 @@ class MemoryNodes:
         return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
 
     @staticmethod
-    def _memory_search(store: Any, namespace: tuple[str, ...]) -> bool:
-        """Whether the store ranks memories (`search_memories` with score breakdowns)."""
+    def _memory_method(store: Any, namespace: tuple[str, ...], name: str) -> bool:
+        """Whether the store ranks this namespace's memories and has the method `name`.
+
+        The sync store has `search_memories` and `update_importance` (and the async
+        `aupdate_importance`); the async store has `asearch_memories` and
+        `aupdate_importance`: each call path asks for the method it calls.
+        """
         return (
             bool(getattr(store, "memory_mode", False))
-            and hasattr(store, "asearch_memories")
+            and callable(getattr(store, name, None))
             and getattr(store, "tier_for", lambda ns: None)(namespace) == "long"
         )
 
@@ -221,7 +226,7 @@ class MemoryNodes:
         query = self._query(state)
         found: list[Any] = []
         if query and self.memory_limit > 0:
-            if self._memory_search(store, namespace):
+            if self._memory_method(store, namespace, "search_memories"):
                 hits = store.search_memories(namespace, query, limit=self.memory_limit)
                 found = [self._from_hit(h) for h in hits]
             else:
@@ -239,7 +244,7 @@ class MemoryNodes:
         query = self._query(state)
         found: list[Any] = []
         if query and self.memory_limit > 0:
-            if self._memory_search(store, namespace):
+            if self._memory_method(store, namespace, "asearch_memories"):
                 hits = await store.asearch_memories(namespace, query, limit=self.memory_limit)
                 found = [self._from_hit(h) for h in hits]
             else:
@@ -318,7 +323,8 @@ class MemoryNodes:
     def _reinforce_step(self, store: Any, memory: RetrievedMemory) -> WriteStep:
         namespace, key, delta = tuple(memory["namespace"]), memory["key"], self.reinforce_delta
         # memory-mode stores keep importance beside the access statistics; others: get + put
-        native = self._memory_search(store, namespace) and hasattr(store, "update_importance")
+        native = self._memory_method(store, namespace, "update_importance")
+        anative = self._memory_method(store, namespace, "aupdate_importance")
 
         def bumped(item: Any) -> dict[str, Any] | None:
             if item is None:
@@ -336,7 +342,7 @@ class MemoryNodes:
                 store.put(namespace, key, value)
 
         async def arun() -> None:
-            if native:
+            if anative:
                 await store.aupdate_importance(namespace, key, delta)
                 return
             value = bumped(await store.aget(namespace, key))

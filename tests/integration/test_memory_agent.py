@@ -373,3 +373,59 @@ async def test_async_runs_recall_isolate_and_store_off_the_reply_path(
         assert "memory_storage" in rest[-1] and writer.pending == 0
     found = await amem_store.asearch(("memories", "ana"), limit=100)
     assert any("hiking" in str(i.value.get("content")) for i in found)
+
+
+def _spy(store: Any, name: str, calls: list[str]) -> None:
+    real = getattr(store, name)
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return real(*args, **kwargs)
+
+    async def aspy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(name)
+        return await real(*args, **kwargs)
+
+    setattr(store, name, aspy if asyncio.iscoroutinefunction(real) else spy)
+
+
+def test_the_sync_store_ranks_and_reinforces_through_its_own_methods(
+    mem_store: TieredMemoryStore, saver: RedisSessionSaver, writer: MemoryWriter
+) -> None:
+    ns = ("memories", "ana")
+    mem_store.put(ns, "tea", {"content": "drinks jasmine green tea", "memory_type": "preference"})
+    calls: list[str] = []
+    for name in ("search_memories", "update_importance", "put"):
+        _spy(mem_store, name, calls)
+    model = RecordingChatModel(replies=["Then a jasmine green tea it is."])
+    graph = create_memory_agent(model, writer=writer, extraction=False).compile(
+        store=mem_store, checkpointer=saver
+    )
+    graph.invoke({"messages": "What should I drink?"}, _config("ana"))
+    assert "search_memories" in calls and "update_importance" in calls
+    tea = mem_store.get_memory(ns, "tea")
+    # one access: the ranked search; a get + put reinforcement would count a second
+    assert tea is not None and tea.access_count == 1 and tea.importance == pytest.approx(0.6)
+
+
+async def test_the_async_store_reinforces_through_aupdate_importance(
+    amem_store: AsyncTieredMemoryStore, redis_url: str, key_prefix: str, writer: MemoryWriter
+) -> None:
+    ns = ("memories", "ana")
+    await amem_store.aput(
+        ns, "tea", {"content": "drinks jasmine green tea", "memory_type": "preference"}
+    )
+    calls: list[str] = []
+    for name in ("asearch_memories", "aupdate_importance"):
+        _spy(amem_store, name, calls)
+    model = RecordingChatModel(replies=["Then a jasmine green tea it is."])
+    async with AsyncRedisSessionSaver.from_conn_string(
+        redis_url, session_prefix=key_prefix
+    ) as asaver:
+        graph = create_memory_agent(model, writer=writer, extraction=False).compile(
+            store=amem_store, checkpointer=asaver
+        )
+        await graph.ainvoke({"messages": "What should I drink?"}, _config("ana"))
+    assert calls.count("asearch_memories") == 1 and calls.count("aupdate_importance") == 1
+    tea = await amem_store.aget_memory(ns, "tea")
+    assert tea is not None and tea.access_count == 1 and tea.importance == pytest.approx(0.6)
