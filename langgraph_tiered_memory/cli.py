@@ -28,6 +28,7 @@ from langgraph_tiered_memory.cli_bench_graphs import (
     bench_forgetting,
     bench_summarizer,
 )
+from langgraph_tiered_memory.cli_bench_load import bench_load
 from langgraph_tiered_memory.cli_bench_store import (
     _parse_sizes as _parse_sizes,  # re-exported: tests parse sizes through this module
 )
@@ -57,6 +58,7 @@ bench_app.command("retrieval")(bench_retrieval)
 bench_app.command("checkpoint")(bench_checkpoint)
 bench_app.command("summarizer")(bench_summarizer)
 bench_app.command("forgetting")(bench_forgetting)
+bench_app.command("load")(bench_load)
 bench_app.command("agent")(bench_agent)
 app.command()(gc)
 app.command()(demo)
