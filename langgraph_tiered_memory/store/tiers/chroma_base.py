@@ -154,6 +154,17 @@ class ChromaBase:
         if not vcopy.is_filled(marker):
             bucketed = {namespace_id(ns) for ns, _, b in entries if b is not None}
             vcopy.fill(self.prefix, marker, self._layout.existing_buckets(), bucketed)
+            # Key vectors of own collections live only in the copy and cannot be read
+            # back from Chroma: a new copy file means they must be re-made.
+            owned = [namespace_id(ns) for ns, _, b in entries if b is None]
+            if owned:
+                vcopy.mark_keys_due(self.prefix, owned)
+                logger.warning(
+                    "vector copy of %s made anew: the key vectors of %d namespaces with own"
+                    " collections may have to be re-made (ChromaTier.restore_key_vectors)",
+                    self.prefix,
+                    len(owned),
+                )
         mirror.recover(self.prefix, self._read_primaries, self._row_of_meta)
         mirror.replace_namespaces(self.prefix, [(encode_namespace(ns), t) for ns, t, _ in entries])
         if not mirror.is_filled(self.prefix):
@@ -276,10 +287,16 @@ class ChromaBase:
         col = self._layout.resolve(nsid)
         if col is None:
             return {}
-        if isinstance(col, NamespaceView) and self._vector_source is not None:
-            self._vector_source.refresh(self.prefix, nsid, keys, col)
+        source = self._vector_source
+        if isinstance(col, NamespaceView) and source is not None:
+            source.refresh(self.prefix, nsid, keys, col)
         got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
-        return {rid[2:]: meta for rid, meta in zip(got["ids"], got["metadatas"], strict=True)}
+        found = {rid[2:]: meta for rid, meta in zip(got["ids"], got["metadatas"], strict=True)}
+        if not isinstance(col, NamespaceView) and source is not None:
+            # Key vectors of writes Chroma did not take (or of deleted items) go.
+            write_ids = {k: decode_document(m["_d"]).write_id for k, m in found.items()}
+            source.refresh_keys(self.prefix, nsid, keys, write_ids)
+        return found
 
     def _finish_move(self, nsid: str, bucket: int) -> None:
         """Last step of a move to an own collection: empty the old bucket (idempotent)."""

@@ -419,8 +419,14 @@ class Collections:
             self._remember(nsid, meta)
         return dict(self._moving)
 
-    def copy_to_own(self, ns: Namespace, view: NamespaceView) -> Any:
-        """Step 1 of a move: a fresh own collection holding every record of the bucket."""
+    def copy_to_own(
+        self, ns: Namespace, view: NamespaceView, *, skip: set[str] | frozenset[str] = frozenset()
+    ) -> Any:
+        """Step 1 of a move: a fresh own collection holding the bucket's records.
+
+        Records whose (namespace-local) ids are in `skip` stay out of it: key vectors
+        kept outside the HNSW index (`VectorSource.adopt_keys`).
+        """
         nsid = view.nsid
         self._own.pop(nsid, None)
         try:  # a copy left by an interrupted move may be stale: start over
@@ -432,9 +438,16 @@ class Collections:
         offset = 0
         while True:
             page = view.get(include=["embeddings", "metadatas"], limit=PAGE, offset=offset)
-            if page["ids"]:
-                metas = [{k: v for k, v in m.items() if k != "_ns"} for m in page["metadatas"]]
-                own.upsert(ids=page["ids"], embeddings=page["embeddings"], metadatas=metas)
+            rows = [j for j, rid in enumerate(page["ids"]) if rid not in skip]
+            if rows:
+                metas = [
+                    {k: v for k, v in page["metadatas"][j].items() if k != "_ns"} for j in rows
+                ]
+                own.upsert(
+                    ids=[page["ids"][j] for j in rows],
+                    embeddings=[page["embeddings"][j] for j in rows],
+                    metadatas=metas,
+                )
             if len(page["ids"]) < PAGE:
                 return own
             offset += PAGE

@@ -7,10 +7,18 @@ sharing a bucket share its calls; (3) the vector copy follows Chroma; (4) the do
 copy and memory index commit and clear the intent log. A crash in between leaves keys
 that the next open repairs from Chroma. A bucketed namespace that reaches the size
 threshold then moves to its own collection.
+
+In an own collection, the vector source decides where key vectors go (`split_keys`):
+beside an embedded Chroma they skip the HNSW index and go to the vector copy, written
+before Chroma (with the context keys a delete invalidates removed), while the key
+vectors of replaced writes are removed after it. A key vector is only valid while its
+item's document names its write id, so a crash in between leaves nothing a reader
+trusts, and the next open drops the leftovers (`refresh_keys`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +34,7 @@ from langgraph_tiered_memory.store._common import (
 from langgraph_tiered_memory.store._document import Document, decode_document, encode_document
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
+from langgraph_tiered_memory.store.tiers.chroma_vectors import Record, Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow
 
 __all__ = ["ChromaWrites"]
@@ -61,6 +70,9 @@ class _Pending:
         self.unindexed: list[str] = []
         self.records: list[tuple[str, np.ndarray]] = []
         self.stale: list[str] = []
+        self.unkeyed: list[str] = []  # context keys made with a deleted memory's text
+        self.key_puts: list[Record] = []  # key vectors kept in the vector copy
+        self.tags: dict[str, Tags] = {}  # key -> text tags of its key vectors
 
 
 class ChromaWrites(ChromaBase):
@@ -109,7 +121,18 @@ class ChromaWrites(ChromaBase):
                 for ns, group in by_ns.items()
                 if (p := self._prepare(ns, group, now, targets)) is not None
             ]
+            owned = [p for p in pending if not isinstance(p.col, NamespaceView)]
+            # Key vectors that skip Chroma are written first; see the module notes.
+            self._vectors.write_keys(
+                self.prefix,
+                [(p.nsid, rid, vec, p.tags[key_of(rid)]) for p in owned for rid, vec in p.key_puts],
+                deletes=[(p.nsid, rid) for p in owned for rid in p.unkeyed],
+            )
             self._send(targets)
+            self._vectors.write_keys(
+                self.prefix,
+                deletes=[(p.nsid, rid) for p in owned for rid in p.stale if rid[:2] == "x:"],
+            )
             views = [p for p in pending if isinstance(p.col, NamespaceView)]
             if views:
                 self._vectors.write(
@@ -149,6 +172,7 @@ class ChromaWrites(ChromaBase):
         metadatas: list[dict[str, Any]] = []
         rows: list[Sequence[float]] = []  # each record's vector, without the extra dimension
         blanks: list[int] = []  # records of unindexed items
+        keyed: list[int] = []  # records that are key vectors (the last ones of an item)
         zero = [0.0] * self.dims
         for w in upserts:
             prev = old_docs.get(w.key)
@@ -187,7 +211,11 @@ class ChromaWrites(ChromaBase):
             rows.append(vectors[0] if vectors else zero)
             metadatas.append(meta)
             p.mirrored[w.key] = meta
+            if w.key_vectors:
+                p.tags[w.key] = (text_tag(w.keyword_text), text_tag(w.context_text))
             for i, vec in enumerate(vectors[1:], start=1):
+                if i >= len(vectors) - w.key_vectors:
+                    keyed.append(len(rows))
                 ids.append(f"x:{i}:{write_id}:{w.key}")
                 rows.append(vec)
                 metadatas.append({"_k": w.key, "_w": write_id})
@@ -201,7 +229,7 @@ class ChromaWrites(ChromaBase):
         # A deleted memory's successor loses the context vector made with its text. Its
         # record still counts that vector; readers and later deletes take a missing
         # vector as no hit (a rewrite of the successor gives it a new one).
-        p.stale.extend(unkeyed)
+        p.unkeyed = unkeyed
         # Items rewritten without memory fields leave the memory index too.
         p.unindexed = [w.key for w in upserts if w.key not in p.memories]
         # One float32 matrix of the records (a trailing 0, or [0, ..., 0, 1] when not
@@ -212,18 +240,28 @@ class ChromaWrites(ChromaBase):
         matrix[blanks, -1] = 1.0
         p.records = list(zip(ids, matrix, strict=True))
         if isinstance(col, NamespaceView):
+            p.stale.extend(unkeyed)
             target = targets.setdefault(f"b{col.bucket}", _Target(col.col))
             target.ids.extend(f"{p.nsid}:{rid}" for rid in ids)
             target.metadatas.extend({**m, "_ns": p.nsid} for m in metadatas)
             target.deletes.extend(f"{p.nsid}:{rid}" for rid in p.stale)
-        else:
-            target = targets.setdefault(f"n{p.nsid}", _Target(col))
-            target.ids.extend(ids)
-            # Extra vectors of an own collection carry no metadata: their id names the
-            # item and the write (`_k`/`_w` serve the bucket's vector copy only), and
-            # every metadata key costs Chroma a row per record.
-            target.metadatas.extend(m if "_d" in m else None for m in metadatas)
-            target.deletes.extend(p.stale)
+            target.embeddings.append(matrix)
+            return p
+        _, p.key_puts = self._vectors.split_keys([p.records[j] for j in keyed])
+        if p.key_puts:
+            copied = {rid for rid, _ in p.key_puts}
+            kept = [j for j, rid in enumerate(ids) if rid not in copied]
+            ids = [ids[j] for j in kept]
+            metadatas = [metadatas[j] for j in kept]
+            matrix = matrix[kept]
+        target = targets.setdefault(f"n{p.nsid}", _Target(col))
+        target.ids.extend(ids)
+        # Extra vectors of an own collection carry no metadata: their id names the item
+        # and the write (`_k`/`_w` serve the bucket's vector copy only), and every
+        # metadata key costs Chroma a row per record.
+        target.metadatas.extend(m if "_d" in m else None for m in metadatas)
+        # Key vectors written before they moved to the copy may still be in Chroma.
+        target.deletes.extend([*p.stale, *unkeyed])
         target.embeddings.append(matrix)
         return p
 
@@ -276,10 +314,45 @@ class ChromaWrites(ChromaBase):
             self._graduate(ns, view)
 
     def _graduate(self, ns: Namespace, view: NamespaceView) -> None:
-        """Copy, flip the registry entry, empty the bucket; a rerun finishes a crashed move."""
-        self._layout.copy_to_own(ns, view)
+        """Copy, flip the registry entry, empty the bucket; a rerun finishes a crashed move.
+
+        Key vectors the vector source keeps for own collections move there (from the
+        bucket's copy) instead of into the new HNSW index.
+        """
+        pick = functools.partial(self._pick_keys, view)
+        moved = self._vectors.adopt_keys(self.prefix, view.nsid, pick)
+        self._layout.copy_to_own(ns, view, skip=moved)
         self._layout.flip(ns, view.bucket)
         self._finish_move(view.nsid, view.bucket)
+
+    def _pick_keys(self, view: NamespaceView, rids: list[str]) -> dict[str, Tags | None]:
+        """Key vectors (with their tags) and stale vectors (None) among extra record ids.
+
+        Stale vectors, left by interrupted writes, are dropped by the move. The context
+        text a key was made with is taken to be today's predecessor's text.
+        """
+        keys = list(dict.fromkeys(key_of(rid) for rid in rids))
+        docs = {
+            k: decode_document(m["_d"]) for k, m in self._docs.get(view.nsid, view, keys).items()
+        }
+        idx = self.memindex
+        tags: dict[str, Tags] = {}
+        out: dict[str, Tags | None] = {}
+        for rid in rids:
+            _, i, write_id, key = rid.split(":", 3)
+            doc = docs.get(key)
+            if doc is None or doc.write_id != write_id:
+                out[rid] = None
+                continue
+            if int(i) < doc.vectors - doc.key_vectors:
+                continue  # a field vector: stays an HNSW record
+            if key not in tags:
+                prev = None if idx is None else idx.previous_text(self.prefix, view.nsid, key)
+                described = None if self._describe is None else self._describe(doc.value)
+                own = text_tag(described[0]) if described is not None else None
+                tags[key] = (own, text_tag(prev))
+            out[rid] = tags[key]
+        return out
 
     def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
         if not self._docs.has_docs(namespace_id(namespace), col):
@@ -383,9 +456,14 @@ class ChromaWrites(ChromaBase):
         self._docs.begin(nsid, gone)
         if separate is not None:
             separate.begin(self.prefix, nsid, gone)
-        col.delete(ids=doomed)
         if isinstance(col, NamespaceView):
+            col.delete(ids=doomed)
             self._vectors.write(self.prefix, [], deletes=[(nsid, rid) for rid in doomed])
+        else:  # key vectors first, as in `write`: the swept items are gone for readers
+            self._vectors.write_keys(
+                self.prefix, deletes=[(nsid, rid) for rid in doomed if rid[:2] == "x:"]
+            )
+            col.delete(ids=doomed)
         self._docs.commit(nsid, deletes=gone, done=gone)
         if separate is not None:
             separate.commit(self.prefix, nsid, deletes=gone, done=gone, docs=False)

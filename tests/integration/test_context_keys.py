@@ -1,0 +1,340 @@
+"""Key vectors of memories in own collections: kept in the vector copy, not in HNSW.
+
+Each test compares a namespace in its own collection with a bucketed twin written the
+same way (bucketed namespaces score every record exactly, key vectors included, as
+before): the dense channel must give every memory the same best, own-vector and
+key-vector similarities.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store._common import namespace_id
+from langgraph_tiered_memory.store.tiers.chroma_layout import Collections
+from langgraph_tiered_memory.store.tiers.chroma_vectors import (
+    VECTORS_FILE,
+    VectorCopy,
+    VectorSource,
+)
+from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites
+from tests.conftest import DIMS
+from tests.fakes import Clock, HashingEmbeddings
+from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.integration
+
+NS = ("mem", "hana")
+
+FACTS = [
+    "Hana adopted a greyhound named Biscuit.",
+    "The clinic door code is 4471.",
+    "Ivo bought a red kayak last summer.",
+    "Biscuit the greyhound hates thunder.",
+    "Hana works night shifts at the clinic.",
+    "The kayak club meets on Sundays.",
+    "Ivo's sister lives in Porto.",
+    "Thunderstorms are common in May.",
+    "Hana's favourite tea is genmaicha.",
+    "The clinic moved to Elm Street.",
+]
+
+QUERIES = ["greyhound at the clinic", "kayak on Sunday", "Porto sister", "tea in May"]
+
+
+def _store(path: Path, prefix: str, clock: Clock, *, own: bool) -> Any:
+    store = TieredMemoryStore(
+        chroma_path=str(path),
+        key_prefix=prefix,
+        tiers={"default": "long"},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+        clock=clock,
+    )
+    store.setup()
+    if own:  # moves to its own collection once it holds 4 records
+        store.tiers["long"]._layout.graduate_at = 4
+    return store
+
+
+def _dense(store: Any, clock: Clock, ns: tuple[str, ...] = NS) -> dict[str, list[Any]]:
+    """Per query: (key, best, own, key-vector similarity) of every dense hit.
+
+    Similarities compare within 1e-5 (HNSW distances are float32, exact ones float64).
+    """
+    tier = store.tiers["long"]
+    emb = HashingEmbeddings(DIMS)
+    out: dict[str, list[Any]] = {}
+    for q in QUERIES:
+        hits = tier.retrieve(
+            ns, query_vector=emb.embed_query(q), match=None, filter=None, limit=5, now=clock()
+        ).dense
+        out[q] = sorted(
+            (
+                h.item.key,
+                *(
+                    None if s is None else pytest.approx(s, abs=1e-5)
+                    for s in (h.best, h.own, h.context)
+                ),
+            )
+            for h in hits
+        )
+    return out
+
+
+def _hnsw_ids(store: Any, ns: tuple[str, ...] = NS) -> list[str]:
+    col = store.tiers["long"]._collection(ns, create=False)
+    assert type(col).__name__ != "NamespaceView"
+    return sorted(col.get(include=[])["ids"])
+
+
+def _copied(store: Any, prefix: str, ns: tuple[str, ...] = NS) -> set[str]:
+    tier = store.tiers["long"]
+    keys = [f"m{i}" for i in range(len(FACTS))]
+    return set(tier._vcopy.key_rids(prefix, namespace_id(ns), keys))
+
+
+def _current_key_rids(
+    store: Any, ns: tuple[str, ...] = NS, *, unkeyed: tuple[str, ...] = ()
+) -> set[str]:
+    """Key vector ids the stored documents name (`x:<i>:<write id>:<key>`).
+
+    `unkeyed`: memories whose context key went with their predecessor's delete (their
+    documents still count it; readers take it as missing).
+    """
+    tier = store.tiers["long"]
+    col = tier._collection(ns, create=False)
+    keys = [f"m{i}" for i in range(len(FACTS))]
+    out = set()
+    for key, meta in tier._docs.get(namespace_id(ns), col, keys).items():
+        _, nvec, write_id, nkeys = tier._decode(ns, key, meta)
+        if key not in unkeyed:
+            out.update(f"x:{i}:{write_id}:{key}" for i in range(nvec - nkeys, nvec) if i >= 1)
+    return out
+
+
+@pytest.fixture
+def twins(tmp_path: Path) -> Any:
+    clock = Clock()
+    prefix = "k" + uuid.uuid4().hex[:8]
+    bucketed = _store(tmp_path / "b", prefix, clock, own=False)
+    own = _store(tmp_path / "o", prefix, clock, own=True)
+    yield bucketed, own, prefix, clock
+    bucketed.close()
+    own.close()
+
+
+def _both(twins: Any, fn: Any) -> None:
+    bucketed, own, _, _ = twins
+    fn(bucketed)
+    fn(own)
+
+
+def test_an_own_collection_holds_one_hnsw_record_per_memory(twins: Any) -> None:
+    bucketed, own, prefix, clock = twins
+    _both(twins, lambda s: [s.put(NS, f"m{i}", {"content": t}) for i, t in enumerate(FACTS)])
+    # Every memory after the first has a context key; none of them is in the HNSW index.
+    assert _hnsw_ids(own) == sorted(f"p:m{i}" for i in range(len(FACTS)))
+    assert _copied(own, prefix) == _current_key_rids(own)
+    assert len(_current_key_rids(own)) == len(FACTS) - 1
+    assert _dense(own, clock) == _dense(bucketed, clock)
+    assert any(h[3] is not None for hits in _dense(own, clock).values() for h in hits)
+
+
+def test_rewrites_deletes_and_sweeps_keep_the_copy_exact(twins: Any) -> None:
+    bucketed, own, prefix, clock = twins
+
+    def ops(s: Any) -> None:
+        for i, t in enumerate(FACTS):
+            s.put(NS, f"m{i}", {"content": t}, ttl=1 if i == 7 else None)
+        s.put(NS, "m3", {"content": "Biscuit the greyhound loves thunder now."})  # rewrite
+        s.delete(NS, "m5")  # m6's context key was made with m5's text
+
+    _both(twins, ops)
+    assert _copied(own, prefix) == _current_key_rids(own, unkeyed=("m6",))
+    assert not any(r.endswith((":m5", ":m6")) for r in _copied(own, prefix))
+    assert any(r.endswith(":m3") for r in _copied(own, prefix))
+    assert _dense(own, clock) == _dense(bucketed, clock)
+    clock.now += 120
+    assert bucketed.sweep_ttl() == own.sweep_ttl() == 1  # m7, and m8's context key
+    assert not any(r.endswith((":m7", ":m8")) for r in _copied(own, prefix))
+    assert _copied(own, prefix) == _current_key_rids(own, unkeyed=("m6", "m8"))
+    assert _hnsw_ids(own) == sorted(f"p:m{i}" for i in range(len(FACTS)) if i not in (5, 7))
+    assert _dense(own, clock) == _dense(bucketed, clock)
+
+
+def test_a_crashed_move_to_an_own_collection_is_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    prefix = "k" + uuid.uuid4().hex[:8]
+    twin = _store(tmp_path / "b", prefix, clock, own=False)
+    store = _store(tmp_path / "o", prefix, clock, own=True)
+    real_flip = Collections.flip
+
+    def crash(self: Any, *args: Any) -> None:
+        raise RuntimeError("crash before the registry flip")
+
+    monkeypatch.setattr(Collections, "flip", crash)
+    for s in (twin, store):
+        for i, t in enumerate(FACTS[:4]):
+            try:
+                s.put(NS, f"m{i}", {"content": t})
+            except RuntimeError:
+                assert s is store  # the move past 4 records failed
+    monkeypatch.setattr(Collections, "flip", real_flip)
+    store.close()
+    store = _store(tmp_path / "o", prefix, clock, own=True)
+    for s in (twin, store):
+        for i, t in enumerate(FACTS[4:], start=4):
+            s.put(NS, f"m{i}", {"content": t})
+    assert _hnsw_ids(store) == sorted(f"p:m{i}" for i in range(len(FACTS)))
+    assert _copied(store, prefix) == _current_key_rids(store)
+    assert _dense(store, clock) == _dense(twin, clock)
+    twin.close()
+    store.close()
+
+
+def test_a_write_interrupted_before_chroma_leaves_no_key_vector_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    prefix = "k" + uuid.uuid4().hex[:8]
+    store = _store(tmp_path / "o", prefix, clock, own=True)
+    for i, t in enumerate(FACTS[:6]):
+        store.put(NS, f"m{i}", {"content": t})
+    before = _copied(store, prefix)
+    dense = _dense(store, clock)
+
+    def crash(self: Any, targets: Any) -> None:
+        raise RuntimeError("crash before Chroma")
+
+    monkeypatch.setattr(ChromaWrites, "_send", crash)
+    with pytest.raises(RuntimeError):
+        store.put(NS, "m4", {"content": "Hana now works day shifts."})
+    with pytest.raises(RuntimeError):
+        store.put(NS, "m6", {"content": FACTS[6]})
+    assert len(_copied(store, prefix)) == len(before) + 2  # written ahead of Chroma
+    assert _dense(store, clock) == dense  # their write ids are not Chroma's: ignored
+    monkeypatch.undo()
+    store.close()
+    store = _store(tmp_path / "o", prefix, clock, own=True)  # repairs the intent log
+    assert _copied(store, prefix) == before == _current_key_rids(store)
+    assert _dense(store, clock) == dense
+    store.close()
+
+
+def test_a_lost_vector_copy_is_recorded_and_its_key_vectors_re_made(tmp_path: Path) -> None:
+    clock = Clock()
+    prefix = "k" + uuid.uuid4().hex[:8]
+    store = _store(tmp_path / "o", prefix, clock, own=True)
+    for i, t in enumerate(FACTS):
+        store.put(NS, f"m{i}", {"content": t})
+    dense = _dense(store, clock)
+    store.close()
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / "o" / (VECTORS_FILE + suffix)).unlink(missing_ok=True)
+    store = _store(tmp_path / "o", prefix, clock, own=True)
+    tier = store.tiers["long"]
+    assert tier.key_vectors_due() == [NS]
+    assert _copied(store, prefix) == set()
+    lost = _dense(store, clock)
+    assert all(h[3] is None for hits in lost.values() for h in hits)  # own vectors only
+    made = tier.restore_key_vectors(NS, HashingEmbeddings(DIMS).embed_documents)
+    assert made == len(FACTS) - 1
+    assert tier.key_vectors_due() == []
+    assert _copied(store, prefix) == _current_key_rids(store)
+    assert _dense(store, clock) == dense
+    assert tier.restore_key_vectors(NS, HashingEmbeddings(DIMS).embed_documents) == 0
+    store.close()
+
+
+def test_key_vectors_written_into_hnsw_by_older_versions_still_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock()
+    prefix = "k" + uuid.uuid4().hex[:8]
+    twin = _store(tmp_path / "b", prefix, clock, own=False)
+    # The previous version kept every key vector of an own collection in HNSW.
+    monkeypatch.setattr(VectorCopy, "split_keys", VectorSource.split_keys)
+    monkeypatch.setattr(VectorCopy, "adopt_keys", VectorSource.adopt_keys)
+    old = _store(tmp_path / "o", prefix, clock, own=True)
+    for s in (twin, old):
+        for i, t in enumerate(FACTS):
+            s.put(NS, f"m{i}", {"content": t})
+    old.close()
+    monkeypatch.undo()
+    store = _store(tmp_path / "o", prefix, clock, own=True)
+    legacy = _current_key_rids(store)
+    assert set(_hnsw_ids(store)) - {f"p:m{i}" for i in range(len(FACTS))} == legacy
+    assert _copied(store, prefix) == set()
+    assert _dense(store, clock) == _dense(twin, clock)
+    for s in (twin, store):  # a rewrite moves the memory's key vector to the copy
+        s.put(NS, "m2", {"content": "Ivo sold the red kayak."})
+        s.delete(NS, "m4")
+    moved = {r for r in _current_key_rids(store) if r.endswith(":m2")}
+    assert len(moved) == 1 and _copied(store, prefix) == moved
+    hnsw_keys = set(_hnsw_ids(store)) - {f"p:m{i}" for i in range(len(FACTS))}
+    assert hnsw_keys == _current_key_rids(store, unkeyed=("m5",)) - moved
+    assert not any(r.endswith((":m4", ":m5")) for r in hnsw_keys)  # deleted, unkeyed
+    assert _dense(store, clock) == _dense(twin, clock)
+    twin.close()
+    store.close()
+
+
+def test_a_chroma_server_keeps_key_vectors_in_chroma(
+    chroma_server: tuple[str, int],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    clock = Clock()
+    prefix = "k" + uuid.uuid4().hex[:8]
+    client = chromadb.HttpClient(
+        host=chroma_server[0], port=chroma_server[1], settings=Settings(anonymized_telemetry=False)
+    )
+    store = TieredMemoryStore(
+        chroma_client=client,
+        tiers={"default": "long"},
+        key_prefix=prefix,
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+        memory_index_path=str(tmp_path / "index.sqlite3"),
+        clock=clock,
+    )
+    store.setup()
+    store.tiers["long"]._layout.graduate_at = 4
+    for i, t in enumerate(FACTS):
+        store.put(NS, f"m{i}", {"content": t})
+    ids = _hnsw_ids(store)
+    assert len(ids) == 2 * len(FACTS) - 1 and set(ids) >= _current_key_rids(store)
+    dense = _dense(store, clock)
+    assert any(h[3] is not None for hits in dense.values() for h in hits)
+    store.close()
+
+
+def test_without_key_vectors_an_own_collection_gets_the_whole_dense_pool(tmp_path: Path) -> None:
+    clock = Clock()
+    store = TieredMemoryStore(
+        chroma_path=str(tmp_path),
+        key_prefix="nk",
+        tiers={"default": "long"},
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+        scoring={"mode": "memory", "context_keys": False},
+        clock=clock,
+    )
+    store.setup()
+    store.tiers["long"]._layout.graduate_at = 4
+    for i in range(40):
+        store.put(NS, f"n{i}", {"content": f"note {i} about the clinic"})
+    assert len(_hnsw_ids(store)) == 40
+    emb = HashingEmbeddings(DIMS)
+    hits = store.tiers["long"].retrieve(
+        NS, query_vector=emb.embed_query("clinic"), match=None, filter=None, limit=5, now=clock()
+    )
+    assert len(hits.dense) == 20  # 4 x limit records, all own vectors
+    store.close()
