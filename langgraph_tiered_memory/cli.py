@@ -11,6 +11,11 @@ Commands:
 - `tiered-memory bench checkpoint`: per-super-step latency, session saver vs upstream
 - `tiered-memory bench summarizer`: context size and fact coverage of the summarizer
   conversations (data read from a path you give).
+- `tiered-memory bench forgetting`: the forgetting graph's run time at growing sizes
+- `tiered-memory bench agent`: the memory agent's turn latency with storage vs without
+- `tiered-memory bench load`: concurrent agent sessions on real Redis and Chroma, with
+  errors and lost updates against a serial replay
+- `tiered-memory gc`: garbage-collect the long-term tier (`--dry-run` to preview)
 
 Example:
     ```bash
