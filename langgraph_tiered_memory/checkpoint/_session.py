@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+import redis.asyncio as aredis
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
@@ -118,6 +119,24 @@ class _Flavour(NamedTuple):
     registry: Callable[..., Any]
     recorder: Callable[..., Any]
     client_options: Callable[[str, float], dict[str, Any]]
+    queue_connections: Callable[[Any, float | None], None] = lambda client, timeout: None
+
+
+def _queue_async_connections(client: Any, timeout: float | None) -> None:
+    """Make the async client made from a URL wait for a free connection.
+
+    redis-py's asyncio pool fails at once with `MaxConnectionsError` when all its
+    connections are busy (100 by default), so many concurrent graph runs could fail a
+    checkpoint write. The same connections, in a pool that queues callers for up to the
+    call bound, replace it before any connection is opened.
+    """
+    old = client.connection_pool
+    client.connection_pool = aredis.BlockingConnectionPool(
+        connection_class=old.connection_class,
+        max_connections=old.max_connections,
+        timeout=timeout,
+        **old.connection_kwargs,
+    )
 
 
 class _SessionInit:
@@ -181,6 +200,8 @@ class _SessionInit:
             ttl=upstream_ttl,
             **upstream,
         )
+        if self._tm_owns_client:
+            self._flavour.queue_connections(self._tm_client, timeout)
         self.sessions = self._flavour.registry(
             self._tm_client, key_prefix=session_prefix, ttl=seconds, clock=clock
         )
@@ -213,7 +234,9 @@ class _SessionInit:
 class _AsyncSessionLayer(_SessionInit, _AsyncBase):
     """TTL defaults, session registry, module check and outage errors (asyncio)."""
 
-    _flavour = _Flavour(AsyncSessionRegistry, AsyncRecorder, aclient_options)
+    _flavour = _Flavour(
+        AsyncSessionRegistry, AsyncRecorder, aclient_options, _queue_async_connections
+    )
     sessions: AsyncSessionRegistry
     _recorder: AsyncRecorder
 
