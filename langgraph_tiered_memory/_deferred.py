@@ -326,6 +326,12 @@ class MemoryWriter:
         return future
 
     def _drain(self, lane: str) -> None:
+        """Run the lane's next job, then queue the lane again behind the other lanes.
+
+        A lane that keeps receiving jobs (one user, many sessions) would otherwise keep
+        its worker thread while other users' lanes wait. Once the interpreter is
+        shutting down the pool takes no new work, so the thread finishes the lane.
+        """
         job = self._next(lane, None)
         while job is not None:
             failure = self._run_steps(job)
@@ -333,6 +339,13 @@ class MemoryWriter:
             if future is not None:
                 future.set_result(None if failure is None else _Failed(failure))
             job = self._next(lane, job)
+            if job is None:
+                return
+            try:
+                self._pool().submit(self._drain, lane)
+                return
+            except RuntimeError:  # the pool is shutting down: finish the lane here
+                continue
 
     async def _adrain(self, lane: str) -> None:
         job = self._next(lane, None)

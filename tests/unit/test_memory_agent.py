@@ -340,3 +340,25 @@ def test_pending_writes_finish_and_failures_are_logged_at_exit(tmp_path: Any) ->
     assert result.returncode == 0, result.stderr
     assert done.read_text() == "ok"
     assert "At exit" in result.stderr and "job B" in result.stderr
+
+
+def test_a_busy_lane_does_not_keep_the_only_worker_from_other_users() -> None:
+    writer = MemoryWriter(max_workers=1, retry_wait=0.0)
+    order: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        started.set()
+        assert release.wait(10)
+        order.append("a1")
+
+    writer.submit(WriteJob("a", [_step("a1", first)]))
+    assert started.wait(10)
+    for name in ("a2", "a3"):
+        writer.submit(WriteJob("a", [_step(name, lambda name=name: order.append(name))]))
+    writer.submit(WriteJob("b", [_step("b1", lambda: order.append("b1"))]))
+    release.set()
+    writer.flush(10)
+    # user b waited for one job of user a, not for a's whole queue; a's stay in order
+    assert order == ["a1", "b1", "a2", "a3"]
+    writer.close()
