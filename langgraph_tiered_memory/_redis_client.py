@@ -197,6 +197,24 @@ class _AsyncBoundedConnection:
                 ) from e
 
 
+def _driver_options() -> dict[str, Any]:
+    """Client metadata made once, at import.
+
+    redis-py 8 builds it for every new connection by asking `importlib.metadata` for
+    its own version, which stats the disk: inside an event loop that is a blocking
+    call (`langgraph dev` fails the run with `BlockingError`). Older versions read the
+    version once and take no `driver_info` option.
+    """
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:
+        return {}
+    return {"driver_info": DriverInfo()}
+
+
+_DRIVER_OPTIONS = _driver_options()
+
+
 def _bounded_class(base: type, mixin: type, budget: float) -> type:
     return type(f"Bounded{base.__name__}", (mixin, base), {"budget": budget})
 
@@ -212,6 +230,7 @@ def _options(url: str, timeout: float, parse: Any, mixin: type) -> dict[str, Any
             retries=3,
             supported_errors=(RedisConnectionError,),
         ),
+        **_DRIVER_OPTIONS,
     }
     if url.startswith(_BOUNDED_SCHEMES):
         base = parse(url).get("connection_class")

@@ -33,3 +33,19 @@ async def test_concurrent_writes_wait_for_a_connection(redis_url: str, key_prefi
         await asyncio.gather(*(turn(i) for i in range(40)))
         await saver.aflush_sessions()
         assert saver._tm_client.connection_pool.max_connections == 2
+
+
+async def test_a_new_connection_inside_the_event_loop_does_not_block(
+    redis_url: str, key_prefix: str
+) -> None:
+    from blockbuster import blockbuster_ctx
+
+    async with AsyncRedisSessionSaver.from_conn_string(
+        redis_url, session_prefix=key_prefix
+    ) as saver:
+        pool = saver._tm_client.connection_pool
+        with blockbuster_ctx():  # as under `langgraph dev`
+            held = [await pool.get_connection() for _ in range(3)]  # at least 2 are new
+            for connection in held:
+                await pool.release(connection)
+            assert await saver._tm_client.ping()
