@@ -17,17 +17,14 @@ agent update, merge or skip what another session writes.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langgraph_tiered_memory.bench._fake_chat import FakeReplyModel
 
 __all__ = [
     "ScriptedChatModel",
@@ -160,7 +157,7 @@ def _reply_to(messages: Sequence[BaseMessage]) -> str:
     )
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(FakeReplyModel):
     """A fake chat model whose reply depends only on the last user message.
 
     The reply never depends on the retrieved memories or the profile in the prompt
@@ -175,27 +172,8 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-load"
 
-    def _result(self, messages: list[BaseMessage]) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(_reply_to(messages)))])
+    def _delay(self) -> float:
+        return self.delay_s
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay_s > 0:
-            time.sleep(self.delay_s)
-        return self._result(messages)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay_s > 0:
-            await asyncio.sleep(self.delay_s)
-        return self._result(messages)
+    def _reply(self, messages: list[BaseMessage]) -> str:
+        return _reply_to(messages)

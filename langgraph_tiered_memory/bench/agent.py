@@ -37,11 +37,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langgraph_tiered_memory.bench._fake_chat import FakeReplyModel
 
 __all__ = [
     "AGENT_MODES",
@@ -59,7 +58,7 @@ TARGET_RATIO = 1.1
 """Turn latency with storage / without, at p50 and p95."""
 
 
-class DelayedChatModel(BaseChatModel):
+class DelayedChatModel(FakeReplyModel):
     """A fake chat model: waits `delay` seconds, then answers from the user's message.
 
     The reply repeats the last user message's words, so some retrieved memories count
@@ -72,33 +71,13 @@ class DelayedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "delayed-fake"
 
-    def _answer(self, messages: list[BaseMessage]) -> ChatResult:
+    def _delay(self) -> float:
+        return self.delay
+
+    def _reply(self, messages: list[BaseMessage]) -> str:
         last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         said = str(last.content) if last is not None else ""
-        reply = AIMessage(content=f"Understood. About that: {said}")
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        time.sleep(self.delay)
-        return self._answer(messages)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        import asyncio
-
-        await asyncio.sleep(self.delay)
-        return self._answer(messages)
+        return f"Understood. About that: {said}"
 
 
 class HashedNgramEmbeddings(Embeddings):

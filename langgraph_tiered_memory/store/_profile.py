@@ -3,15 +3,14 @@
 A profile reads every memory of a user. Through `search`, each read would count as an
 access of every one of them (refreshing their `last_accessed` and `access_count`), so
 an agent reading the profile every turn would keep all its user's memories from ever
-decaying. The store's methods therefore list the memories on the store's read path
-without counting accesses (as the maintenance passes read them); the cache itself is
+decaying. The store's methods therefore list the memories with the search option
+`"$count_access": False` (and without refreshing TTLs); the cache itself is
 read and written with `get`/`put`. `get_user_profile(store, ...)` on any other store
 lists with `store.search`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Sequence
 from typing import cast
@@ -19,7 +18,6 @@ from typing import cast
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, SearchItem
 
-from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.profile import (
     DEFAULT_MAX_PER_TYPE,
     DEFAULT_PROFILE_NAMESPACE,
@@ -27,41 +25,33 @@ from langgraph_tiered_memory.profile import (
     aget_user_profile,
     get_user_profile,
 )
-from langgraph_tiered_memory.store._common import check_labels
-from langgraph_tiered_memory.store._items import to_datetime
-from langgraph_tiered_memory.store._protocols import StoreCore
-from langgraph_tiered_memory.store.search import SearchRequest, search_tiers
 
 __all__ = ["ProfileMethods"]
 
 
+_UNCOUNTED = {"$count_access": False}
+
+
+def _filter(store: BaseStore) -> dict[str, bool] | None:
+    """Only memory ranking counts accesses (and takes `$` options)."""
+    return _UNCOUNTED if getattr(store, "memory_mode", False) else None
+
+
 def _uncounted_page(
-    core: StoreCore, namespace: tuple[str, ...], limit: int, offset: int
+    store: BaseStore, namespace: tuple[str, ...], limit: int, offset: int
 ) -> list[SearchItem]:
-    """One page of a listing search of `namespace`, not counted as accesses."""
-    check_labels(namespace)
-    with redis_call():
-        merged = search_tiers(
-            core,
-            SearchRequest(tuple(namespace), None, None, None, {}, offset + limit, core.clock()),
-        )
-    return [
-        SearchItem(
-            namespace=r.item.namespace,
-            key=r.item.key,
-            value=r.item.value,
-            created_at=to_datetime(r.item.created_at),
-            updated_at=to_datetime(r.item.updated_at),
-            score=None,
-        )
-        for _, r in merged[offset : offset + limit]
-    ]
+    """One page of a listing search of `namespace`: no access counted, no TTL refreshed."""
+    return store.search(
+        namespace, filter=_filter(store), limit=limit, offset=offset, refresh_ttl=False
+    )
 
 
 async def _auncounted_page(
-    core: StoreCore, namespace: tuple[str, ...], limit: int, offset: int
+    store: BaseStore, namespace: tuple[str, ...], limit: int, offset: int
 ) -> list[SearchItem]:
-    return await asyncio.to_thread(_uncounted_page, core, namespace, limit, offset)
+    return await store.asearch(
+        namespace, filter=_filter(store), limit=limit, offset=offset, refresh_ttl=False
+    )
 
 
 class ProfileMethods:
@@ -95,7 +85,7 @@ class ProfileMethods:
             namespace=namespace,
             refresh=refresh,
             max_per_type=max_per_type,
-            lister=functools.partial(_uncounted_page, cast(StoreCore, self)),
+            lister=functools.partial(_uncounted_page, cast(BaseStore, self)),
         )
 
     async def aget_user_profile(
@@ -123,5 +113,5 @@ class ProfileMethods:
             namespace=namespace,
             refresh=refresh,
             max_per_type=max_per_type,
-            lister=functools.partial(_auncounted_page, cast(StoreCore, self)),
+            lister=functools.partial(_auncounted_page, cast(BaseStore, self)),
         )
