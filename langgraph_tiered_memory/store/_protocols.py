@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from langgraph.store.base import Op, Result
 
 from langgraph_tiered_memory.config import TierName
+from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.ranking import Scoring
 from langgraph_tiered_memory.store._common import Namespace
 from langgraph_tiered_memory.store.planning import Plan
@@ -32,6 +33,8 @@ class StoreCore(Protocol):
     """The index's embeddings (LangChain `Embeddings`), or None without an index."""
     allow_non_finite_filters: bool
     _router: TierRouter
+    graph: GraphStore | None
+    """The knowledge graph (`graph=`), or None when the store keeps none."""
 
     @property
     def memory_mode(self) -> bool:

@@ -28,6 +28,7 @@ from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_redis_timeout
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking import Scoring
@@ -102,6 +103,7 @@ class TieredStoreCore:
         redactor: Any = None,
     ) -> None:
         self._router = TierRouter(tiers)
+        self.graph: GraphStore | None = None
         self.redactor: Redactor | None = check_redactor(redactor)
         self.key_prefix = check_key_prefix(key_prefix)
         self.ttl_config = check_ttl_config(ttl)

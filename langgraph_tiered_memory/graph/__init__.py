@@ -1,0 +1,1 @@
+"""The knowledge graph beside the long-term tier: triples, their storage and queries."""

@@ -1,0 +1,109 @@
+"""The interface every knowledge-graph backend implements.
+
+Two backends ship: the embedded default keeps triples in the long tier's SQLite file
+(written in the memory's own transaction), FalkorDB keeps them in a graph database.
+Both pass the same contract tests (`tests/graph_contract.py`).
+
+Semantics every backend keeps:
+
+- a triple is stored per namespace, with the user of that namespace and the set of
+  memories supporting it; it is deleted when its last supporting memory is;
+- `prefix` arguments select namespaces like store searches do (a tuple prefix:
+  `("users", "u1")` covers `("users", "u1", "notes")`, never `("users", "u10")`);
+- paths of more than one triple only join triples of one `graph_scope` (one user, or
+  one namespace without a user), so no query crosses users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from langgraph_tiered_memory.graph.types import (
+    GraphHit,
+    MemoryTriples,
+    Namespace,
+    Neighbor,
+    Triple,
+    TripleRecord,
+)
+
+__all__ = ["GraphStore"]
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Storage and queries of triples. Methods are synchronous and thread-safe."""
+
+    name: str
+    """Backend name ("sqlite", "falkordb")."""
+
+    in_tier_transaction: bool
+    """True when the long tier writes the triples in the memory's own transaction
+    (the store then hands them to the tier with each write instead of calling
+    `replace` afterwards)."""
+
+    def setup(self) -> None:
+        """Create what the backend needs (tables, indexes); idempotent."""
+
+    def replace(self, changes: Sequence[MemoryTriples]) -> None:
+        """Make each memory of `changes` support exactly its triples, all or nothing.
+
+        Triples left without any supporting memory are deleted.
+        """
+
+    def repoint(self, namespace: Namespace, sources: Sequence[str], target: str) -> None:
+        """Consolidation: the triples `sources` supported are supported by `target` instead."""
+
+    def memory_triples(
+        self, namespace: Namespace, keys: Sequence[str]
+    ) -> Mapping[str, tuple[Triple, ...]]:
+        """The triples each of `keys` supports (keys supporting none are absent)."""
+
+    def triples(
+        self,
+        prefix: Namespace,
+        *,
+        subject: str | None = None,
+        relation: str | None = None,
+        object: str | None = None,  # noqa: A002
+        limit: int = 100,
+    ) -> list[TripleRecord]:
+        """Triples under `prefix` matching the given parts (normalised before matching).
+
+        Ordered by namespace, subject, relation, object.
+        """
+
+    def neighbors(
+        self,
+        prefix: Namespace,
+        entity: str,
+        *,
+        hops: int = 1,
+        relation: str | None = None,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        """Entities within `hops` (1 or 2) of `entity`, following triples either way.
+
+        `relation` restricts every hop to that relation. Nearest first, then by entity
+        name; an entity is reported once per namespace scope, by its shortest path.
+        """
+
+    def memories_for(
+        self,
+        prefix: Namespace,
+        entities: Sequence[str],
+        *,
+        hops: int = 1,
+        limit: int = 200,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
+    ) -> list[GraphHit]:
+        """Memories supporting triples that touch `entities` (hops 0) or their neighbours.
+
+        `hops=1` also follows one more triple from each entity the first triples reach.
+        Entities are matched by their normalised name. With `namespace_filter`, only the
+        namespaces it accepts. At most `limit` hits, fewest hops first.
+        """
+
+    def close(self) -> None:
+        """Release clients the backend owns."""
