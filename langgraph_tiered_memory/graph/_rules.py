@@ -1,0 +1,554 @@
+"""The rule-based triple extractor's engine: one text in, normalised triples out.
+
+See `langgraph_tiered_memory.graph.extract` for what it recognises. Pure functions,
+no I/O. A text is split into sentences (questions are skipped), sentences into clauses
+(at "and"/"but"/";" before a new subject), and each clause is read as subject, verb
+group and object, followed by adjuncts (dates, places, "with <Name>").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from langgraph_tiered_memory.graph._rules_table import (
+    ADJUNCT_BOUNDARY,
+    ADVERBS,
+    DATE,
+    DEMONYM_ENDINGS,
+    DEMONYMS,
+    KIN_FORMS,
+    NEGATION,
+    PASSIVE_RELATION,
+    VERBS,
+    Verb,
+)
+from langgraph_tiered_memory.graph._rules_text import (
+    FUNCTION_WORDS,
+    entity_name,
+    is_name,
+    named_entities,
+)
+from langgraph_tiered_memory.graph.types import Triple, normalize_entity, normalize_relation
+
+__all__ = ["DEFAULT_SPEAKER", "extract_text", "split_quoted", "user_lines"]
+
+DEFAULT_SPEAKER = "user"
+"""Who "I" and "my" are when a text has no speaker."""
+
+_SAID = re.compile(
+    r'^\s*(?P<speaker>[^\s",:][^",:\n]{0,60}?)\s+(?:said|says|wrote|asked|replied),?\s*'
+    r'["\u201c](?P<quote>.*?)["\u201d]\s*(?:and\s+shared\b.*)?$',
+    re.DOTALL,
+)
+_CONTRACTIONS = (
+    (re.compile(r"\b(I)'m\b", re.IGNORECASE), r"\1 am"),
+    (re.compile(r"\b(can)'t\b", re.IGNORECASE), r"\1 not"),
+    (re.compile(r"\b(w)on't\b", re.IGNORECASE), r"\1ill not"),
+    (re.compile(r"\b(\w+)n't\b", re.IGNORECASE), r"\1 not"),
+    (re.compile(r"\b(I|we|you|they|he|she)'ve\b", re.IGNORECASE), r"\1 have"),
+    (re.compile(r"\b(I|we|you|they|he|she)'ll\b", re.IGNORECASE), r"\1 will"),
+    (re.compile(r"\b(I|we|you|they|he|she)'d\b", re.IGNORECASE), r"\1 would"),
+    (re.compile(r"\b(we|you|they)'re\b", re.IGNORECASE), r"\1 are"),
+    (re.compile(r"\b(he|she|it|that|there|what|who|here)'s\b", re.IGNORECASE), r"\1 is"),
+    (re.compile(r"\b(let)'s\b", re.IGNORECASE), r"\1 us"),
+)
+_SENTENCE = re.compile(r"(?<=[.!?])[\"\u201d)]?\s+|\n+")
+_CLAUSE = re.compile(
+    r"\s*;\s*|,?\s+(?:and|but|so|because|since|while|although|though|then|and then"
+    r"|when|after|before|where)\s+(?=(?:I|we|my|our|he|she|they|his|her|their)\b)"
+    r"|\s+(?:said|says|thinks|think|told\s+me|knows|know)\s+(?:that\s+)?(?=(?:I|we|my|our)\b)"
+    r"|,?\s+(?=who\s)",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"^(?:(?:also|actually|btw|by the way|oh|well|so|and|but|anyway|hey|hi|yeah|yes|no|ok"
+    r"|okay|honestly|guess what|fun fact|plus|wow|haha|lol|um|hmm|now|then|later|recently"
+    r"|finally|luckily|sadly|unfortunately|fortunately|in fact|of course)\b[,!:.]?\s*)+",
+    re.IGNORECASE,
+)
+_NAME_RUN = (
+    r"[A-Z][\w'&.\u2024-]*(?:\s+(?:(?:of|de|la|van|von|der|del|da|du)\s+(?:the\s+)?)?"
+    r"[A-Z][\w'&.\u2024-]*)*"
+)
+_USER = r"(?i:(?:the\s+)?user)"
+"""How a memory written about the user names them ("The user lives in ...")."""
+_ROLE = re.compile(r"^\s*(?P<role>user|human|assistant|ai|system)\s*:\s*", re.IGNORECASE)
+"""A transcript line's role prefix ("User: ...", "Assistant: ...")."""
+_USER_ROLES = frozenset({"user", "human"})
+_VERBISH = (
+    r"(?:\w+s|\w+ed|is|are|was|were|has|have|had|and|or|just|also|really|still|never|not"
+    r"|do|does|did|will|would|can|could|got|went|ran|met|took|made|left|began|became)\b"
+)
+_SUBJECT = re.compile(
+    r"^(?:"
+    r"(?P<i>I|(?i:we))\b"
+    r"|(?P<user>" + _USER + r")\b"
+    r"|(?P<poss>(?i:my|our|his|her|their)|(?P<uowner>" + _USER + r")'s"
+    r"|(?P<owner>" + _NAME_RUN + r")'s)\s+"
+    r"(?P<noun>(?:(?:older|younger|little|big|best|elder|baby|new|late|step|favou?rite)\s+)?"
+    r"[a-z]+(?:\s+(?!" + _VERBISH + r")[a-z]+)?)(?:,?\s+(?P<kname>" + _NAME_RUN + r"))?,?"
+    r"|(?P<pron>(?i:he|she|they)|who)\b"
+    r"|(?P<name>" + _NAME_RUN + r")"
+    r")(?:\s+|$)",
+)
+_RELATIVE = re.compile(
+    r"(?P<poss>(?i:my|our|his|her|their)|(?P<uowner>" + _USER + r")'s"
+    r"|(?P<owner>" + _NAME_RUN + r")'s)\s+"
+    r"(?:(?:older|younger|little|big|best|elder|baby|new|late)\s+)?(?P<noun>[a-z]+)"
+    r"(?:,?\s+(?P<kname>" + _NAME_RUN + r"))?"
+)
+_HAVE_KIN = re.compile(
+    r"(?:a|an|one|two|three|\d+|her|his|my|new|little|baby|younger|older|big)\s+"
+    r"(?:(?:little|baby|younger|older|big|new)\s+)?"
+    r"(?P<kin>" + "|".join(sorted(KIN_FORMS, key=len, reverse=True)) + r")"
+    r"(?:\s+(?:boy|girl))?\b(?:,?\s+(?:named|called)?\s*(?P<kname>" + _NAME_RUN + r"))?"
+)
+_WITH_RELATIVE = re.compile(
+    r"\bwith\s+(?P<who>(?:(?i:my|our|his|her|their)|" + _USER + "'s|" + _NAME_RUN + r"'s)\s+"
+    r"(?:(?:older|younger|little|big|best|elder|baby|new|late)\s+)?[a-z]+)"
+)
+_NOT_AN_OBJECT = re.compile(
+    r"(?:how|what|when|where|why|whether|if|that|who|you|i|we|they|he|she|it|there"
+    r"|been|got|had|was|were|is|are|went|made|took|did|done|put|found|gave|said"
+    r"|(?!(?:bed|need|seed|feed|speed|breed|red|shed|sled)\b)[a-z]+ed)\b",
+    re.IGNORECASE,
+)
+"""The first word of a clause or verb phrase, not of an object ("love how you ...",
+"met investors and got advice")."""
+_NOT_SUBJECT_WORDS = frozenset(
+    """
+    looks look sounds sound seems seem feels feel feeling started starting been gotta
+    thanks thank check guess hope glad love congrats congratulations wish let lets here
+    sorry nice great cool awesome wow yay woohoo omg anyway bet sure totally definitely
+    enjoy keep take make have try go come stay remember imagine say tell ask
+    """.split()
+)
+"""Capitalised at the start of a sentence, these are not names."""
+_MODIFIER = re.compile(r"\s+(?!(?:" + "|".join(sorted(FUNCTION_WORDS)) + r")\b)[a-z]")
+_PRONOUN_OBJECTS = frozenset(
+    "it them this that these those him her me you us one something everything anything"
+    " nothing someone it's there here".split()
+)
+_PLACE = re.compile(r"\b(?P<prep>in|at|from|with)\s+(?:the\s+)?(?P<name>" + _NAME_RUN + r")")
+_SPLIT_LIST = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|as well as)\s+")
+_IS_NAMED = re.compile(
+    r"(?:is|was)\s+(?P<called>(?:called|named)\s+)?(?P<name>" + _NAME_RUN + r")\s*",
+    re.IGNORECASE,
+)
+"""The rest of "my sister is Anna" / "my dog is called Rex": the relative's name."""
+_MAX_OBJECT_WORDS = 6
+_SUBJECT_ANCHORED = frozenset({"is_a", "age", "from", "lives_in", "speaks", "studies"})
+_ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e)\.", re.IGNORECASE)
+
+
+@dataclass
+class _State:
+    speaker: str
+    last_person: str | None = None
+    out: dict[Triple, None] = field(default_factory=dict)
+
+    def add(self, subject: str, relation: str, obj: str) -> None:
+        if not subject or not obj or not relation or subject == obj:
+            return
+        triple = Triple(
+            normalize_entity(subject), normalize_relation(relation), normalize_entity(obj)
+        )
+        if triple.subject and triple.relation and triple.object:
+            self.out[triple] = None
+
+
+def user_lines(text: str) -> str:
+    """What the user says in `text`: a transcript keeps its user's lines only.
+
+    In a text with role prefixes ("User: ..."/"Human: ...", "Assistant: ..."/"AI: ...",
+    "System: ..."), a line belongs to the role it starts with, or to the role of the line
+    before it; the user's lines are kept (without the prefix), the others dropped (what
+    the assistant says is no fact the user stated). Lines before the first prefix stay.
+    A text without role prefixes is returned as it is.
+    """
+    lines = text.splitlines()
+    if not any(_ROLE.match(line) for line in lines):
+        return text
+    kept: list[str] = []
+    keep = True
+    for line in lines:
+        role = _ROLE.match(line)
+        if role is not None:
+            keep = role.group("role").casefold() in _USER_ROLES
+            line = line[role.end() :]
+        if keep:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def split_quoted(text: str) -> tuple[str | None, str]:
+    """(speaker, quote) of `Name said, "..."`, else (None, text)."""
+    match = _SAID.match(text)
+    if match is None:
+        return None, text
+    return match.group("speaker").strip(), match.group("quote")
+
+
+def _expand(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+    text = _ABBREVIATION.sub(lambda m: m.group(1) + "\u2024", text)
+    for pattern, repl in _CONTRACTIONS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _kin(noun: str) -> str | None:
+    words = noun.split()
+    for size in (2, 1):
+        if len(words) >= size:
+            head = " ".join(words[-size:]).casefold()
+            if head in KIN_FORMS:
+                return KIN_FORMS[head]
+    return None
+
+
+def _named_owner(name: str, state: _State) -> str:
+    """The entity of `<name>'s`; "the user's" is the speaker's, like "my"."""
+    entity = entity_name(name)
+    return state.speaker if entity == DEFAULT_SPEAKER else entity
+
+
+def _owner(match: re.Match[str], state: _State) -> str | None:
+    """Whose relative a `poss`/`uowner`/`owner` match names (None: an unknown "his")."""
+    if match.group("uowner") or match.group("poss").casefold() in ("my", "our"):
+        return state.speaker
+    if match.group("owner"):
+        return _named_owner(match.group("owner"), state)
+    return state.last_person
+
+
+def _names_person(match: re.Match[str]) -> bool:
+    """Whether "is <Name>" names the relative, not a nationality ("is Norwegian")."""
+    if match.group("called"):
+        return True
+    name = match.group("name")
+    first = name.split()[0]
+    if not is_name(first) or DATE.fullmatch(name):
+        return False
+    return len(name.split()) > 1 or not any(
+        part in DEMONYMS or part.endswith(DEMONYM_ENDINGS)
+        for part in first.casefold().split("-")  # "Italian-American"
+    )
+
+
+def _subject(clause: str, state: _State) -> tuple[str | None, str]:
+    """The clause's subject entity (None when it has none) and the rest of the clause."""
+    match = _SUBJECT.match(clause)
+    if match is None:
+        return None, clause
+    rest = clause[match.end() :]
+    if match.group("i"):
+        return state.speaker, rest
+    if match.group("user"):  # "The user lives in ...": who "I" is
+        return state.speaker, rest
+    if match.group("pron"):
+        return state.last_person, rest
+    if match.group("name") is not None:
+        words = match.group("name").split()
+        if words[0] == "The" and len(words) > 1:
+            words = words[1:]
+        first = words[0].casefold()
+        if (
+            first in _NOT_SUBJECT_WORDS
+            or "'" in first
+            or (len(words) == 1 and first.endswith("ing"))
+        ):
+            return None, clause
+        if not is_name(words[0]) or match.group("name").casefold() in FUNCTION_WORDS:
+            return None, clause
+        name = entity_name(" ".join(words))
+        state.last_person = name
+        return name, rest
+    owner = _owner(match, state)
+    if owner is None:
+        return None, rest
+    noun = match.group("noun")
+    kin = _kin(noun)
+    kname = match.group("kname")
+    words = noun.split()
+    if kin is None and len(words) == 2 and not kname and _kin(words[0]):
+        # "my parents live ...": the second word is the verb
+        noun, rest = words[0], words[1] + " " + rest
+        kin = _kin(noun)
+    if kin is None:
+        if kname:
+            return None, rest
+        if not re.match(r"(?:is|are|was|were)\s", rest, re.IGNORECASE):
+            # "our team uses X": the owner's thing does something
+            return f"{owner}'s {entity_name(noun)}", rest
+        # "my favourite food is X", "my birthday is ...": the noun names the relation
+        if re.match(r"favou?rite\s+(.+)", noun):
+            return owner, "@likes " + rest
+        return owner, "@" + normalize_relation(noun) + " " + rest
+    named = _IS_NAMED.fullmatch(rest) if not kname else None
+    if named is not None and _names_person(named):
+        # "my sister is Anna", "the user's dog is named Biscuit"
+        kname, rest = named.group("name"), ""
+    if kname and is_name(kname.split()[0]):
+        person = entity_name(kname)
+    else:
+        if kname:
+            rest = kname + " " + rest
+        person = f"{owner}'s {kin}"
+    state.add(owner, f"has_{kin}", person)
+    state.last_person = person
+    return person, rest
+
+
+def _object_phrase(text: str) -> tuple[str, str]:
+    """The object phrase at the start of `text` and what follows it."""
+    match = ADJUNCT_BOUNDARY.search(text)
+    if match is None:
+        return text.strip(), ""
+    return text[: match.start()].strip(), text[match.start() :]
+
+
+def _relative(phrase: str, state: _State) -> str | None:
+    """`my sister (Anna)` as an object: the person, with its has_<kin> triple added."""
+    match = _RELATIVE.fullmatch(phrase)
+    if match is None:
+        return None
+    kin = _kin(match.group("noun"))
+    if kin is None:
+        return None
+    owner = _owner(match, state)
+    if owner is None:
+        return None
+    kname = match.group("kname")
+    person = entity_name(kname) if kname else f"{owner}'s {kin}"
+    state.add(owner, f"has_{kin}", person)
+    return person
+
+
+def _objects(phrase: str, kind: str, state: _State, *, article: bool = False) -> list[str]:
+    """The object entities of `phrase`.
+
+    `article`: the phrase followed "a"/"an" ("is a retired teacher"), so a first word
+    in -ed is an adjective, not a verb.
+    """
+    parts = _SPLIT_LIST.split(phrase) if kind == "list" else [phrase]
+    names: list[str] = []
+    for part in parts:
+        part = re.sub(
+            r"^(?:going\s+to|going|to|(?:me|us|him|her|them)(?=\s+\w+\s+\w))\s+",
+            "",
+            part.strip(),
+            flags=re.IGNORECASE,
+        )
+        if not part or part.casefold() in _PRONOUN_OBJECTS:
+            continue
+        person = _relative(part, state)
+        if person is not None:
+            names.append(person)
+            continue
+        if len(part.split()) > _MAX_OBJECT_WORDS:
+            continue
+        not_object = _NOT_AN_OBJECT.match(part)
+        if not_object and not (
+            article and len(part.split()) > 1 and part.endswith("ed", 0, not_object.end())
+        ):
+            continue
+        name = entity_name(part)
+        if name and name not in FUNCTION_WORDS:
+            names.append(name)
+    return names
+
+
+def _adjuncts(anchor: str, subject: str, text: str, state: _State) -> None:
+    for match in DATE.finditer(text):
+        state.add(anchor, "date", normalize_entity(match.group("date")))
+    for match in _PLACE.finditer(text):
+        name = match.group("name")
+        if not is_name(name.split()[0]) or DATE.fullmatch(name):
+            continue
+        if _MODIFIER.match(text, match.end()):  # "in the LGBTQ community": not a name
+            continue
+        prep = match.group("prep").casefold()
+        entity = entity_name(name)
+        if prep == "with":
+            state.add(subject, "with", entity)
+            state.last_person = entity
+        else:
+            state.add(anchor, "located_in" if prep in ("in", "at") else "from", entity)
+    for match in _WITH_RELATIVE.finditer(text):
+        person = _relative(match.group("who"), state)
+        if person is not None:
+            state.add(subject, "with", person)
+
+
+def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _State) -> list[str]:
+    """Add the verb's triples; the entities a leading adjunct qualifies."""
+    after = rest[match.end() :]
+    phrase, tail = _object_phrase(after)
+    relation = verb.relation
+    if verb.kind == "passive":
+        agents = _objects(phrase, "list", state)
+        for agent in agents:
+            state.add(agent, PASSIVE_RELATION[match.group("passive").casefold()], subject)
+        _adjuncts(subject, subject, tail, state)
+        return [subject]
+    if match.groupdict().get("age"):
+        state.add(subject, "age", match.group("age"))
+        _adjuncts(subject, subject, after, state)
+        return [subject]
+    if verb.kind == "poss":
+        owner_match = re.match(r"(my|our|your|his|her|their|(.+?)'s)\s+(.+)", phrase)
+        if owner_match is None:
+            return [subject]
+        poss = owner_match.group(1).casefold()
+        owner = (
+            _named_owner(owner_match.group(2), state)
+            if owner_match.group(2)
+            else state.speaker
+            if poss in ("my", "our")
+            else state.last_person
+        )
+        kin = _kin(owner_match.group(3))
+        if owner and kin:
+            state.add(owner, f"has_{kin}", subject)
+        elif owner and len(owner_match.group(3).split()) <= 2:
+            state.add(owner, normalize_relation(owner_match.group(3)), subject)
+        _adjuncts(subject, subject, tail, state)
+        return [subject]
+    if verb.kind == "of":
+        of = re.match(r"(?P<n>\w+(?:\s+\w+)?)\s+of\s+(?P<y>.+)", phrase)
+        if of is None:
+            return [subject]
+        noun = re.sub(
+            r"^(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|last|current|former)\s+",
+            "",
+            of.group("n"),
+            flags=re.IGNORECASE,
+        )
+        relation = normalize_relation(noun) + "_of"
+        phrase = of.group("y")
+    if verb.kind == "kin":
+        kin_match = _HAVE_KIN.match(phrase)
+        kin = _kin(kin_match.group("kin")) if kin_match else None
+        if kin_match and kin:
+            kname = kin_match.group("kname")
+            if kname and is_name(kname.split()[0]):
+                person = entity_name(kname)
+                state.add(subject, f"has_{kin}", person)
+                state.last_person = person
+                _adjuncts(person, subject, tail, state)
+                return [person]
+            state.add(subject, "has", kin)
+            _adjuncts(kin, subject, tail, state)
+            return [kin]
+        have = match.group("have").casefold()
+        if have in ("had", "got"):  # "had a great time", "got the idea": no possession
+            _adjuncts(subject, subject, tail, state)
+            return [subject]
+        relation = "adopted" if have.startswith("adopt") else "has"
+    article = relation == "is_a" and bool(re.search(r"\b(?:a|an)\s*$", match.group(0), re.I))
+    objects = _objects(phrase, verb.kind, state, article=article)
+    for obj in objects:
+        state.add(subject, relation, obj)
+        if relation in ("married", "met", "with") and is_name(phrase[:1]):
+            state.last_person = obj
+    # a date or place qualifies the event's object; a class ("is_a nurse in Leeds"),
+    # a bare attribute or an objectless verb leaves it to the subject
+    anchors = objects if objects and relation not in _SUBJECT_ANCHORED else [subject]
+    for anchor in anchors:
+        _adjuncts(anchor, subject, tail, state)
+    return anchors
+
+
+def _clause(clause: str, state: _State) -> None:
+    clause = _FILLER.sub("", clause.strip())
+    # a leading date or place adjunct ("Last week, I ...", "In 2019 we ...")
+    lead = re.match(r"^(?P<adj>[^,]{1,40}),\s+(?=(?:I|we|my|[A-Z]))", clause)
+    leading = ""
+    if lead and DATE.search(lead.group("adj")):
+        leading, clause = lead.group("adj"), clause[lead.end() :]
+    else:
+        date = DATE.match(clause)
+        if date is not None:
+            leading, clause = date.group(0), clause[date.end() :].lstrip(", ")
+            clause = _FILLER.sub("", clause)
+    subject, rest = _subject(clause, state)
+    if subject is None:
+        return
+    from_name = bool(re.match(r"(?:The\s+)?[A-Z]", clause)) and not re.match(
+        r"(?:I|We|My|Our|His|Her|Their|He|She|They|(?i:(?:the\s+)?user))\b", clause
+    )
+    rest = re.sub(r"^" + ADVERBS, "", rest, flags=re.IGNORECASE)
+    if rest.startswith("@"):  # "my <noun> is ..."
+        relation, _, rest = rest[1:].partition(" ")
+        be = re.match(r"(?:is|are|was|were)\s+(?:on\s+)?", rest, re.IGNORECASE)
+        if be is None or NEGATION.match(rest[be.end() :]):
+            return
+        phrase, tail = _object_phrase(rest[be.end() :])
+        for obj in _objects(phrase, "list", state):
+            state.add(subject, relation, obj)
+        _adjuncts(subject, subject, tail, state)
+        return
+    if NEGATION.match(rest) and not re.match(
+        r"(?:do|does|did)\s+not\s+(?:like|love|enjoy)|(?:am|is|are)\s+not\s+(?:a\s+)?"
+        r"(?:big\s+)?fan|can\s*not\s+stand",
+        rest,
+        re.IGNORECASE,
+    ):
+        return
+    if from_name and re.match(r"like\s", rest):  # "Moments like this ...": no verb
+        return
+    for verb in VERBS:
+        match = verb.regex.match(rest)
+        if match is not None:
+            anchors = _verb(subject, rest, verb, match, state)
+            for anchor in anchors if leading else ():
+                _adjuncts(anchor, subject, leading, state)
+            return
+    _adjuncts(subject, subject, leading + " " + rest, state)
+
+
+def _mentioned(sentence: str, name: str) -> bool:
+    """Whether `name` is mentioned, not just capitalised first or called by (vocative)."""
+    at = sentence.find(name)
+    if at <= 0 or DATE.fullmatch(name):
+        return False
+    before = sentence[:at].rstrip()
+    after = sentence[at + len(name) :].lstrip()
+    if before[-1:] in ",:;-" and (after[:1] in ",!.?" or not after):
+        return False  # "Thanks, Mel!"
+    return not _FILLER.fullmatch(before + " ")
+
+
+def extract_text(text: str, speaker: str | None, *, mentions: bool = False) -> list[Triple]:
+    """The triples of one text; "I"/"my" are `speaker` (else the quoted one, else "user").
+
+    With `mentions`, every named entity of a statement (not a question) that no
+    triple names yet adds (speaker, mentions, entity).
+    """
+    quoted, body = split_quoted(text)
+    body = user_lines(body)
+    who = speaker if speaker is not None else quoted
+    state = _State(speaker=entity_name(who) if who else DEFAULT_SPEAKER)
+    if not state.speaker:
+        state.speaker = DEFAULT_SPEAKER
+    for sentence in _SENTENCE.split(_expand(body)):
+        sentence = sentence.strip().strip('"\u201c\u201d')
+        if not sentence or sentence.endswith("?"):
+            continue
+        for clause in _CLAUSE.split(sentence.rstrip(".!")):
+            if clause and clause.strip():
+                _clause(clause, state)
+        if mentions:
+            named = {e for t in state.out for e in (t.subject, t.object)}
+            for name in named_entities(sentence):
+                entity = entity_name(name)
+                if (
+                    entity
+                    and not entity[:1].isdigit()
+                    and entity not in named
+                    and _mentioned(sentence, name)
+                ):
+                    state.add(state.speaker, "mentions", entity)
+    return list(state.out)
