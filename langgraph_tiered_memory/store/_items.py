@@ -10,9 +10,12 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from langgraph_tiered_memory.graph.types import Triple
 
 Namespace = tuple[str, ...]
 
@@ -60,6 +63,12 @@ class ItemWrite:
     """How many of `vectors` (the last ones) are index keys, not field texts."""
     memory: Any = None
     """The value's validated `MemoryFields` (memory mode on the long tier), or None."""
+    triples: tuple[Triple, ...] | None = None
+    """Knowledge-graph facts of an upsert: after the write the item supports exactly
+    these triples. None: the write changes nothing in the graph (graph off). Deletes
+    drop the key's triples whatever this holds."""
+    user_id: str | None = None
+    """The user the namespace belongs to, for the graph's tenant scope (None: shared)."""
 
 
 def loads(text: str | bytes) -> Any:

@@ -44,6 +44,11 @@ Entry = tuple[Namespace, bool, "int | None"]
 """A registry entry: namespace, has held TTL items, bucket (None: own collection)."""
 
 
+def _write_id(meta: dict[str, Any]) -> str:
+    """The write id of a primary record's document."""
+    return decode_document(meta["_d"]).write_id
+
+
 class ChromaBase:
     """State shared by the read and write paths of the Chroma tier."""
 
@@ -165,7 +170,12 @@ class ChromaBase:
                     self.prefix,
                     len(owned),
                 )
-        mirror.recover(self.prefix, self._read_primaries, self._row_of_meta)
+        mirror.recover(
+            self.prefix,
+            self._read_primaries,
+            self._row_of_meta if self._describe is not None else None,
+            write_id=_write_id,
+        )
         mirror.replace_namespaces(self.prefix, [(encode_namespace(ns), t) for ns, t, _ in entries])
         if not mirror.is_filled(self.prefix):
             # First use of this mirror for the prefix: copy what Chroma already holds.
@@ -243,10 +253,43 @@ class ChromaBase:
                         )
                     idx = DocMirror(self._memory_index_path or ":memory:")
                     idx.move_legacy_keyword_index(self.prefix)
-                    idx.recover(self.prefix, self._read_primaries, self._row_of_meta, docs=False)
+                    idx.recover(
+                        self.prefix,
+                        self._read_primaries,
+                        self._row_of_meta,
+                        docs=False,
+                        write_id=_write_id,
+                    )
                     self._fill_memories(idx, list(self._layout.entries(())))
                     self._memindex = idx
         return self._memindex
+
+    @property
+    def graph_file(self) -> DocMirror | None:
+        """The SQLite file that keeps the knowledge graph: the memory index, else the mirror.
+
+        None when the tier keeps no SQLite file (see `keeps_sqlite_file`).
+        """
+        memindex = self.memindex
+        return memindex if memindex is not None else self.mirror
+
+    def keeps_sqlite_file(self) -> bool:
+        """Whether the tier has a SQLite file for the graph, without opening the client.
+
+        It has one beside an embedded Chroma (the mirror) and in memory mode (the memory
+        index), unless that index would need a path it was not given (a Chroma server).
+        """
+        if self._client is None:
+            return True  # the factory makes an embedded PersistentClient
+        settings = self._client.get_settings()
+        if getattr(settings, "is_persistent", False) and getattr(
+            settings, "persist_directory", None
+        ):
+            return True
+        if self._describe is None:
+            return False
+        remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
+        return bool(self._memory_index_path) or not remote
 
     def _row_of_meta(self, meta: dict[str, Any]) -> MemoryRow | None:
         if self._describe is None:

@@ -8,6 +8,11 @@ copy and memory index commit and clear the intent log. A crash in between leaves
 that the next open repairs from Chroma. A bucketed namespace that reaches the size
 threshold then moves to its own collection.
 
+Knowledge-graph triples (`ItemWrite.triples`) go to the tier's SQLite file that keeps
+the graph (`graph_file`): recorded with the intent in step (1), applied in the commit
+of step (4). Deletes, sweeps and memories rewritten as non-memories drop their keys'
+triples in that same commit.
+
 In an own collection, the vector source decides where key vectors go (`split_keys`):
 beside an embedded Chroma they skip the HNSW index and go to the vector copy, written
 before Chroma (with the context keys a delete invalidates removed), while the key
@@ -25,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.types import MemoryTriples
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     Namespace,
@@ -35,7 +42,7 @@ from langgraph_tiered_memory.store._document import Document, decode_document, e
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Record, Tags, key_of, text_tag
-from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow
+from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow, PendingGraph
 
 __all__ = ["ChromaWrites"]
 
@@ -73,6 +80,7 @@ class _Pending:
         self.unkeyed: list[str] = []  # context keys made with a deleted memory's text
         self.key_puts: list[Record] = []  # key vectors kept in the vector copy
         self.tags: dict[str, Tags] = {}  # key -> text tags of its key vectors
+        self.graph: list[MemoryTriples] | None = None  # triples of upserts that carry them
 
 
 class ChromaWrites(ChromaBase):
@@ -100,9 +108,16 @@ class ChromaWrites(ChromaBase):
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
         """Apply upserts and deletes; namespaces sharing a bucket share its Chroma calls."""
         by_ns: dict[Namespace, list[ItemWrite]] = {}
+        graph = False
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
+            graph = graph or w.triples is not None
         with self._lock:
+            if graph and self.graph_file is None:
+                raise ConfigurationError(
+                    "Writes carry knowledge-graph triples, but this long tier keeps no"
+                    " SQLite file for them (a Chroma server without memory_index_path)."
+                )
             docs = self._docs
             self._layout.prefetch([namespace_id(ns) for ns in by_ns])
             new = [
@@ -165,19 +180,22 @@ class ChromaWrites(ChromaBase):
         old_docs = {
             k: decode_document(m["_d"]) for k, m in self._docs.get(p.nsid, col, p.keys).items()
         }
-        self._docs.begin(p.nsid, p.keys)
-        if memindex is not None and memindex is not self.mirror:
-            memindex.begin(self.prefix, p.nsid, p.keys)
+        write_ids = [os.urandom(6).hex() for _ in upserts]
+        triples = [
+            PendingGraph(wid, MemoryTriples(ns, w.key, w.triples, w.user_id))
+            for w, wid in zip(upserts, write_ids, strict=True)
+            if w.triples is not None
+        ]
+        self._begin(p, memindex, triples)
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
         rows: list[Sequence[float]] = []  # each record's vector, without the extra dimension
         blanks: list[int] = []  # records of unindexed items
         keyed: list[int] = []  # records that are key vectors (the last ones of an item)
         zero = [0.0] * self.dims
-        for w in upserts:
+        for w, write_id in zip(upserts, write_ids, strict=True):
             prev = old_docs.get(w.key)
             vectors = w.vectors or []
-            write_id = os.urandom(6).hex()
             assert w.encoded is not None  # an upsert
             doc = encode_document(
                 w.encoded,
@@ -265,6 +283,19 @@ class ChromaWrites(ChromaBase):
         target.embeddings.append(matrix)
         return p
 
+    def _begin(self, p: _Pending, memindex: Any, triples: list[PendingGraph]) -> None:
+        """Record one namespace's keys (and the triples they get) in the intent logs."""
+        mirror = self.mirror
+        graph_file = memindex if memindex is not None else mirror
+        if triples:
+            p.graph = [t.change for t in triples]
+        if triples and mirror is not None and graph_file is mirror:
+            mirror.begin(self.prefix, p.nsid, p.keys, triples)
+        else:
+            self._docs.begin(p.nsid, p.keys)
+        if memindex is not None and memindex is not mirror:
+            memindex.begin(self.prefix, p.nsid, p.keys, triples)
+
     def _send(self, targets: dict[str, _Target]) -> None:
         """Chroma upserts, then deletes, per target collection (in allowed chunk sizes)."""
         if not targets:
@@ -289,6 +320,8 @@ class ChromaWrites(ChromaBase):
     def _commit(self, p: _Pending) -> None:
         """Copy one namespace's part of the batch into the SQLite copies."""
         mirror, memindex = self.mirror, self.memindex
+        separate = memindex is not None and memindex is not mirror
+        graph = {} if p.graph is None or separate else {"graph": p.graph}
         self._docs.commit(
             p.nsid,
             upserts=p.mirrored,
@@ -296,8 +329,9 @@ class ChromaWrites(ChromaBase):
             done=p.keys,
             memories=p.memories if mirror is memindex else None,
             forget=p.unindexed if mirror is memindex else (),
+            **graph,
         )
-        if memindex is not None and memindex is not mirror:
+        if memindex is not None and separate:
             memindex.commit(
                 self.prefix,
                 p.nsid,
@@ -306,6 +340,7 @@ class ChromaWrites(ChromaBase):
                 memories=p.memories,
                 forget=p.unindexed,
                 docs=False,
+                graph=p.graph,
             )
 
     def _maybe_graduate(self, ns: Namespace, view: NamespaceView) -> None:

@@ -2,21 +2,25 @@
 
 When the Chroma client is an embedded `PersistentClient`, the long-term tier keeps
 `tiered-memory-docs.sqlite3` beside the Chroma database. Chroma stays the source of
-truth. The file plays five roles, each in its own module and tables:
+truth. The file plays six roles, each in its own module and tables:
 
 - document copy (`sqlite_docs`): each item's primary-record metadata, answering `get`;
 - intent log (`sqlite_intents`): keys whose Chroma records are changing;
 - namespace registry (`sqlite_registry`): the namespaces of each prefix, one-off jobs done;
 - memory statistics (`sqlite_stats`): ranking fields, write order, access counts;
 - keyword index (`sqlite_keywords`): small namespaces' entries in one shared table, ranked
-  per namespace; an FTS5 table of its own for each namespace past `SHARED_MAX` memories.
+  per namespace; an FTS5 table of its own for each namespace past `SHARED_MAX` memories;
+- knowledge graph (`sqlite_graph`): triples per namespace and the memories supporting them.
 
 They share one connection and lock (`sqlite_db`). Writes follow the intent log so the
-file never disagrees with Chroma after a crash: (1) the keys about to change are
-recorded and committed (`begin`), (2) Chroma is written, (3) the copy, the statistics
-and the keyword index are updated and the keys leave the log in one transaction
-(`commit`). Opening the mirror replays whatever is still pending by copying those
-records from Chroma (`recover`).
+file never disagrees with Chroma after a crash: (1) the keys about to change (and the
+triples the write gives them) are recorded and committed (`begin`), (2) Chroma is
+written, (3) the copy, the statistics, the keyword index and the graph are updated and
+the keys leave the log in one transaction (`commit`). Opening the mirror replays
+whatever is still pending by copying those records from Chroma (`recover`).
+
+A file without a Chroma beside it (a server's memory index, `memory_index_path`) plays
+the same roles but the document copy.
 """
 
 from __future__ import annotations
@@ -27,8 +31,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from langgraph_tiered_memory.graph.types import (
+    GraphHit,
+    MemoryTriples,
+    Namespace,
+    Neighbor,
+    Triple,
+    TripleRecord,
+)
+from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE, SqliteFile
 from langgraph_tiered_memory.store.tiers.sqlite_docs import DocCopy
+from langgraph_tiered_memory.store.tiers.sqlite_graph import GraphTables, PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_intents import IntentLog
 from langgraph_tiered_memory.store.tiers.sqlite_keywords import (
     FTS_TOKENIZE,
@@ -51,6 +65,7 @@ __all__ = [
     "MIRROR_FILE",
     "MemoryRow",
     "MemoryStats",
+    "PendingGraph",
     "SHARED_MAX",
     "case_safe",
     "fts_table",
@@ -92,6 +107,7 @@ class DocMirror:
         self._registry = NamespaceRegistry(self._db)
         self._memories = MemoryTable(self._db)
         self._keywords = KeywordIndex(self._db, self._memories, naming=_table_name)
+        self._graph = GraphTables(self._db)
 
     def close(self) -> None:
         """Close the SQLite connection."""
@@ -109,10 +125,18 @@ class DocMirror:
             return self._docs.has_docs(prefix, nsid, live_at)
 
     # ------------------------------------------------------------- intent log
-    def begin(self, prefix: str, nsid: str, keys: Iterable[str]) -> None:
-        """Record (and commit) that these keys are about to change in Chroma."""
+    def begin(
+        self, prefix: str, nsid: str, keys: Iterable[str], graph: Sequence[PendingGraph] = ()
+    ) -> None:
+        """Record (and commit) that these keys are about to change in Chroma.
+
+        `graph` holds the triples the write gives some of them, with the write id of
+        each one's new document (see `recover`).
+        """
         with self._db.transaction():
             self._intents.record(prefix, nsid, keys)
+            if graph:
+                self._graph.record(prefix, nsid, graph)
 
     def commit(
         self,
@@ -126,6 +150,7 @@ class DocMirror:
         memories: Mapping[str, MemoryRow] | None = None,
         forget: Iterable[str] = (),
         docs: bool = True,
+        graph: Sequence[MemoryTriples] | None = None,
     ) -> None:
         """Apply what Chroma now holds and clear the pending keys, in one transaction.
 
@@ -140,17 +165,32 @@ class DocMirror:
                 their access statistics are kept.
             forget: Keys that leave the memory index only (rewritten as non-memories).
             docs: Whether this file keeps the document copy.
+            graph: The triples each written memory now supports (all of this
+                namespace); None when the batch changes no triples. Deleted and
+                forgotten keys lose theirs either way (unless `graph` gives a
+                forgotten key some). Not None also clears the triples `begin`
+                recorded for `done`.
         """
         deletes = list(deletes)
-        dropped = deletes + list(forget)
+        forget = list(forget)
+        dropped = deletes + forget
+        done = list(done)
+        gone = set(deletes)
+        changes = [m for m in graph or () if m.key not in gone]
+        given = {m.key for m in changes}
         with self._db.transaction():
             if docs:
                 self._docs.put(prefix, nsid, upserts or {})
             if memories or dropped:
                 self._keywords.write(prefix, nsid, memories or {}, dropped)
+            if changes or dropped:
+                drops = [k for k in forget if k not in given] if given else forget
+                self._graph.apply(prefix, nsid, changes, deletes + drops)
             self._docs.delete(prefix, nsid, deletes)
             self._docs.set_expiries(prefix, nsid, expiries or {})
             self._intents.clear(prefix, nsid, done)
+            if graph is not None:
+                self._graph.clear(prefix, nsid, done)
 
     def recover(
         self,
@@ -159,14 +199,22 @@ class DocMirror:
         describe: Callable[[dict[str, Any]], MemoryRow | None] | None = None,
         *,
         docs: bool = True,
+        write_id: Callable[[dict[str, Any]], str] | None = None,
     ) -> int:
         """Replay interrupted writes of `prefix` by copying their records from Chroma.
+
+        Keys gone from Chroma lose their triples. A key whose write recorded triples
+        (`begin`) gets them if Chroma holds that write's document, and keeps its
+        previous triples if Chroma still holds the previous one. Keys that are not
+        memories in Chroma (when `describe` is given) leave the memory index.
 
         Args:
             prefix: The store's key prefix.
             read: Returns Chroma's current primary metadata for (namespace id, keys).
-            describe: Builds the memory row of a primary record (None: not kept).
+            describe: Builds the memory row of a primary record (None: no memory index).
             docs: Whether this file keeps the document copy.
+            write_id: The write id of a primary record's document. Without it, a key
+                whose write recorded triples loses its triples (logged).
 
         Returns:
             How many keys were repaired.
@@ -176,6 +224,25 @@ class DocMirror:
         for nsid, keys in pending.items():
             current = read(nsid, keys)
             rows = {} if describe is None else {k: describe(m) for k, m in current.items()}
+            with self._db.locked():
+                recorded = self._graph.pending(prefix, nsid, keys)
+            graph = [
+                p.change
+                for k, p in recorded.items()
+                if k in current and write_id is not None and write_id(current[k]) == p.write_id
+            ]
+            unknown = [k for k in recorded if k in current and write_id is None]
+            graph += [recorded[k].change._replace(triples=()) for k in unknown]
+            if recorded:
+                logger.info(
+                    "graph of prefix %r, namespace %s: triples of %d interrupted writes"
+                    " recovered (%d applied, %d keys left without triples, the rest kept)",
+                    prefix,
+                    nsid,
+                    len(recorded),
+                    len(graph) - len(unknown),
+                    len(unknown),
+                )
             self.commit(
                 prefix,
                 nsid,
@@ -183,7 +250,9 @@ class DocMirror:
                 deletes=[k for k in keys if k not in current],
                 done=keys,
                 memories={k: row for k, row in rows.items() if row is not None},
+                forget=[k for k, row in rows.items() if row is None],
                 docs=docs,
+                graph=graph,
             )
         return sum(map(len, pending.values()))
 
@@ -341,3 +410,88 @@ class DocMirror:
         """
         with self._db.locked():
             return self._keywords.previous_text(prefix, nsid, key)
+
+    # ------------------------------------------------------------- knowledge graph
+    def graph_replace(self, prefix: str, changes: Sequence[MemoryTriples]) -> None:
+        """Make each memory of `changes` support exactly its triples, in one transaction."""
+        by_ns: dict[Namespace, list[MemoryTriples]] = {}
+        for m in changes:
+            by_ns.setdefault(tuple(m.namespace), []).append(m)
+        with self._db.transaction():
+            for ns, group in by_ns.items():
+                self._graph.apply(prefix, namespace_id(ns), group)
+
+    def graph_repoint(
+        self, prefix: str, namespace: Namespace, sources: Sequence[str], target: str
+    ) -> None:
+        """Move the support of the memories `sources` to `target`, in one transaction."""
+        with self._db.transaction():
+            self._graph.repoint(prefix, namespace_id(namespace), sources, target)
+
+    def graph_memory_triples(
+        self, prefix: str, namespace: Namespace, keys: Sequence[str]
+    ) -> dict[str, tuple[Triple, ...]]:
+        """The triples each of `keys` supports (keys supporting none are absent)."""
+        with self._db.locked():
+            return self._graph.memory_triples(prefix, namespace_id(namespace), keys)
+
+    def graph_triples(
+        self,
+        prefix: str,
+        under: Namespace,
+        *,
+        subject: str | None = None,
+        relation: str | None = None,
+        object_: str | None = None,
+        limit: int = 100,
+    ) -> list[TripleRecord]:
+        """Triples of the namespaces under `under` matching the given normalised parts."""
+        with self._db.locked():
+            return self._graph.triples(prefix, under, subject, relation, object_, limit)
+
+    def graph_neighbors(
+        self,
+        prefix: str,
+        under: Namespace,
+        entity: str,
+        *,
+        hops: int = 1,
+        relation: str | None = None,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        """Entities within `hops` of the normalised `entity`, per scope, nearest first."""
+        with self._db.locked():
+            return self._graph.neighbors(prefix, under, entity, hops, relation, limit)
+
+    def graph_memories(
+        self,
+        prefix: str,
+        under: Namespace,
+        entities: Sequence[str],
+        *,
+        hops: int = 1,
+        limit: int = 200,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
+    ) -> list[GraphHit]:
+        """Memories supporting triples that touch the normalised `entities` (or one hop on).
+
+        `namespace_filter` runs after the lock is released (it may call back into the
+        store).
+        """
+        with self._db.locked():
+            hits = self._graph.memories(
+                prefix, under, entities, hops, limit if namespace_filter is None else None
+            )
+        if namespace_filter is None:
+            return hits
+        allowed: dict[Namespace, bool] = {}
+        out = []
+        for hit in hits:
+            ok = allowed.get(hit.namespace)
+            if ok is None:
+                ok = allowed[hit.namespace] = bool(namespace_filter(hit.namespace))
+            if ok:
+                out.append(hit)
+                if len(out) >= limit:
+                    break
+        return out
