@@ -13,14 +13,20 @@ from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT
 from langgraph_tiered_memory._redis_client import redis_from_url as bounded_redis_from_url
 from langgraph_tiered_memory.config import ChromaHnswConfig, TierName
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.store._config import DEFAULT_CHROMA_PATH, check_hnsw
+from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.store._config import (
+    DEFAULT_CHROMA_PATH,
+    GRAPH_EXTRA_HINT,
+    GraphSpec,
+    check_hnsw,
+)
 from langgraph_tiered_memory.store._dirlock import lock_directory
 from langgraph_tiered_memory.store.routing import TierRouter
 from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
-__all__ = ["build_tiers", "redis_from_url", "chroma_from_path", "check_hnsw"]
+__all__ = ["build_graph", "build_tiers", "redis_from_url", "chroma_from_path", "check_hnsw"]
 
 
 def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> redis.Redis:
@@ -139,3 +145,39 @@ def build_tiers(
         )
         tiers["long"] = long_tier
     return tiers
+
+
+def build_graph(spec: GraphSpec, long_tier: MemoryTier) -> tuple[GraphStore, bool]:
+    """The knowledge graph a checked `graph=` option names, and whether the store owns it.
+
+    Nothing connects here: the SQLite graph lives in the long tier's index file (opened
+    on first use), FalkorDB clients connect on their first command.
+
+    Raises:
+        ConfigurationError: FalkorDB without the `graph` extra, or a caller's graph
+            that claims to write in the tier's transaction.
+    """
+    backend = spec.backend
+    if backend == "sqlite":
+        from langgraph_tiered_memory.graph.sqlite import SqliteGraph
+
+        return SqliteGraph.for_tier(long_tier), True
+    if backend == "falkordb":
+        try:
+            import falkordb  # noqa: F401  (the client the backend needs)
+        except ImportError as e:
+            raise ConfigurationError(
+                f"graph backend 'falkordb' needs the FalkorDB client: {GRAPH_EXTRA_HINT}."
+            ) from e
+        from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
+
+        assert spec.url is not None and spec.graph_name is not None  # checked in _config
+        return FalkorDBGraph(url=spec.url, graph_name=spec.graph_name), True
+    assert not isinstance(backend, str)
+    if backend.in_tier_transaction:
+        raise ConfigurationError(
+            f"The GraphStore {type(backend).__name__} writes in a tier's transaction"
+            " (in_tier_transaction=True), so it belongs to the tier that made it: pass"
+            " graph='sqlite' for the embedded graph of this store's long tier."
+        )
+    return backend, False

@@ -12,21 +12,26 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Literal, NamedTuple, TypedDict, cast
 
 from langgraph.store.base import IndexConfig, TTLConfig, tokenize_path
 
+from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW, ChromaHnswConfig
 from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
+from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.redaction import Redactor, resolve_redactor
 from langgraph_tiered_memory.store._common import validate_ttl
 
 __all__ = [
     "DEFAULT_CHROMA_PATH",
     "DEFAULT_KEY_PREFIX",
+    "GraphConfig",
+    "GraphSpec",
     "IndexFields",
     "check_clock",
+    "check_graph",
     "check_hnsw",
     "check_index",
     "check_key_prefix",
@@ -162,3 +167,131 @@ def check_redactor(redactor: Any) -> Redactor | None:
         ConfigurationError: anything else (names the accepted values).
     """
     return resolve_redactor(redactor)
+
+
+GRAPH_EXTRA_HINT = "pip install 'langgraph-tiered-memory[graph]'"
+"""How to install the FalkorDB client (the `graph` extra)."""
+
+_GRAPH_KEYS = frozenset({"backend", "url", "graph_name", "extractor"})
+
+
+class GraphConfig(TypedDict, total=False):
+    """The `graph=` option of the stores as a dict: which backend keeps the triples.
+
+    Every key is optional; `{}` is the embedded SQLite graph with the rule extractor.
+    """
+
+    backend: Literal["sqlite", "falkordb"] | GraphStore
+    """`"sqlite"` (default): tables in the long tier's SQLite file, written in each
+    memory's own transaction. `"falkordb"`: a FalkorDB server (extra `graph`). Or a
+    `GraphStore` instance (the caller owns and closes it)."""
+    url: str
+    """FalkorDB only: its URL, `redis://[[user]:password@]host:port` (required)."""
+    graph_name: str
+    """FalkorDB only: the graph's name (default `<key_prefix>_graph`)."""
+    extractor: Any
+    """`"rules"` (default, no model), a chat model or `init_chat_model` string (model
+    extraction), or any object with `extract(texts, *, speakers=None)`."""
+
+
+class GraphSpec(NamedTuple):
+    """A checked `graph=` option (no backend connected yet)."""
+
+    backend: str | GraphStore
+    """`"sqlite"`, `"falkordb"` or a caller's `GraphStore`."""
+    url: str | None
+    graph_name: str | None
+    extractor: Any
+    """What `graph.extract.resolve_extractor` takes (None: the rule extractor)."""
+
+    def __repr__(self) -> str:
+        url = None if self.url is None else mask_url(self.url)
+        return (
+            f"GraphSpec(backend={self.backend!r}, url={url!r}, graph_name={self.graph_name!r},"
+            f" extractor={self.extractor!r})"
+        )
+
+
+def _describe_graph_option(graph: Any) -> str:
+    """`graph` for an error message, its URL masked."""
+    if isinstance(graph, dict) and isinstance(graph.get("url"), str):
+        graph = {**graph, "url": mask_url(graph["url"])}
+    return repr(graph)
+
+
+def check_graph(
+    graph: Any, *, memory_mode: bool, has_long_tier: bool, key_prefix: str
+) -> GraphSpec | None:
+    """Validate the `graph=` option: None when the store keeps no graph.
+
+    Accepted: None or False (off), True or `"sqlite"` (embedded), a `GraphStore`
+    instance, or a `GraphConfig` dict.
+
+    Raises:
+        ConfigurationError: anything else, or a graph on a store without memory
+            scoring or without a long-term tier.
+    """
+    if graph is None or graph is False:
+        return None
+    if graph is True or graph == "sqlite":
+        spec = GraphSpec("sqlite", None, None, None)
+    elif isinstance(graph, dict):
+        spec = _check_graph_config(graph, key_prefix)
+    elif not isinstance(graph, (str, type)) and isinstance(graph, GraphStore):
+        spec = GraphSpec(graph, None, None, None)
+    else:
+        raise ConfigurationError(
+            "graph must be None, True, 'sqlite', a GraphStore or a GraphConfig dict such as"
+            " {'backend': 'falkordb', 'url': 'redis://localhost:6379'}, got"
+            f" {_describe_graph_option(graph)}."
+        )
+    if not memory_mode:
+        raise ConfigurationError(
+            "graph= needs scoring={'mode': 'memory'} (the default): triples are extracted"
+            " from long-term memories. This store was created with scoring mode 'similarity'."
+        )
+    if not has_long_tier:
+        raise ConfigurationError(
+            "graph= needs the long-term tier: triples are extracted from long-term memories,"
+            " and the tiers= policy routes no namespace to 'long'."
+        )
+    return spec
+
+
+def _check_graph_config(graph: dict[str, Any], key_prefix: str) -> GraphSpec:
+    shown = _describe_graph_option(graph)
+    unknown = set(graph) - _GRAPH_KEYS
+    if unknown:
+        raise ConfigurationError(
+            f"Unknown graph keys {sorted(unknown)} in {shown}; use {sorted(_GRAPH_KEYS)}."
+        )
+    backend = graph.get("backend", "sqlite")
+    url = graph.get("url")
+    name = graph.get("graph_name")
+    if backend == "falkordb":
+        if not isinstance(url, str) or not url.strip():
+            raise ConfigurationError(
+                f"graph backend 'falkordb' needs 'url' (such as 'redis://localhost:6379'),"
+                f" got {shown}."
+            )
+        if name is None:
+            name = f"{key_prefix}_graph"
+        elif not isinstance(name, str) or not name.strip():
+            raise ConfigurationError(
+                f"graph['graph_name'] must be a non-empty string, got {name!r}."
+            )
+        return GraphSpec("falkordb", url, name, graph.get("extractor"))
+    if isinstance(backend, str) and backend != "sqlite":
+        raise ConfigurationError(
+            f"graph['backend'] must be 'sqlite', 'falkordb' or a GraphStore, got {backend!r}."
+        )
+    if isinstance(backend, type) or not isinstance(backend, (str, GraphStore)):
+        raise ConfigurationError(
+            f"graph['backend'] must be 'sqlite', 'falkordb' or a GraphStore, got {backend!r}."
+        )
+    for option in ("url", "graph_name"):
+        if graph.get(option) is not None:
+            raise ConfigurationError(
+                f"graph[{option!r}] is a FalkorDB option; set 'backend': 'falkordb' to use it."
+            )
+    return GraphSpec(backend, None, None, graph.get("extractor"))

@@ -18,6 +18,8 @@ from langgraph.store.base import PutOp
 from langgraph_tiered_memory.consolidation import group_near_duplicates, merger, theme_group
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import PINNED_FIELD
+from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
 from langgraph_tiered_memory.store._common import StoredItem, check_search_text
 from langgraph_tiered_memory.store._protocols import StoreCore
@@ -62,6 +64,25 @@ def _unfinished(keys: list[str], values: list[dict[str, Any]]) -> int | None:
         if earlier is not None and set(earlier) == origins:
             return i
     return None
+
+
+def _merged_support(
+    graph: GraphStore, namespace: tuple[str, ...], groups: list[tuple[str, list[str]]]
+) -> dict[tuple[tuple[str, ...], str], tuple[Triple, ...]]:
+    """What each merged memory supports besides its own text: all its sources supported.
+
+    Read before anything is written. The merged memory is stored with these triples
+    before its sources are deleted, so no triple of a memory that still exists (or
+    of one merged into it) is ever unsupported.
+    """
+    keys = sorted({k for _, group in groups for k in group})
+    held: dict[str, tuple[Triple, ...]] = {}
+    for start in range(0, len(keys), 1000):
+        held.update(graph.memory_triples(namespace, keys[start : start + 1000]))
+    return {
+        (namespace, merged): tuple(dict.fromkeys(t for k in group for t in held.get(k, ())))
+        for merged, group in groups
+    }
 
 
 def _most_restrictive_type(values: list[dict[str, Any]], shared: tuple[str, ...]) -> str:
@@ -161,9 +182,11 @@ def consolidate(
     importance and records `consolidated_from` (keys of the original memories; a
     merged source stands for its own sources) and `source_count`.
     It is stored before the originals are deleted or down-weighted, so a crash in
-    between loses nothing; its key is derived from the sources' keys and contents,
-    so reused keys with new content never collide and a rerun (after a crash too)
-    writes the same memory again instead of a duplicate.
+    between loses nothing (with a knowledge graph, the merged memory also supports
+    every triple its sources supported, from that same write on); its key is derived
+    from the sources' keys and contents, so reused keys with new content never
+    collide and a rerun (after a crash too) writes the same memory again instead of
+    a duplicate.
 
     Never merged: pinned memories (`"pinned": True`: they stay exactly as they
     are), memories without a text `content`, down-weighted originals whose merged
@@ -258,6 +281,7 @@ def consolidate(
     merged_ops: list[PutOp] = []
     source_ops: list[PutOp] = []
     keep: dict[tuple[tuple[str, ...], str], StoredItem] = {}  # TTLs the rewrites keep
+    merged_groups: list[tuple[str, list[str]]] = []
     for group in groups:
         values = [candidates.values[k] for k in group]
         content = merge([str(v.get("content") or "") for v in values])
@@ -290,6 +314,7 @@ def consolidate(
             del merged["memory_type"]
         merged.pop("consolidated_into", None)
         merged_ops.append(PutOp(namespace, merged_key, merged))
+        merged_groups.append((merged_key, group))
         expiry = candidates.kept_expiry(group)
         if expiry is not None:
             keep[(namespace, merged_key)] = expiry
@@ -303,8 +328,12 @@ def consolidate(
                 keep[(namespace, k)] = candidates.items[k]
     if dry_run:
         return records
+    support = None
+    if core.graph is not None and merged_groups:
+        support = _merged_support(core.graph, namespace, merged_groups)
     # Every merged memory is stored before any source changes: a crash loses nothing.
+    # Down-weighted sources keep their content, so they keep supporting their triples.
     for ops in (merged_ops, source_ops):
         for start in range(0, len(ops), 500):
-            core._run_batch(ops[start : start + 500], keep=keep)
+            core._run_batch(ops[start : start + 500], keep=keep, support=support)
     return records

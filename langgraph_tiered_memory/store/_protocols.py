@@ -14,6 +14,7 @@ from langgraph.store.base import Op, Result
 
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.ranking import Scoring
 from langgraph_tiered_memory.store._common import Namespace
 from langgraph_tiered_memory.store.planning import Plan
@@ -35,6 +36,8 @@ class StoreCore(Protocol):
     _router: TierRouter
     graph: GraphStore | None
     """The knowledge graph (`graph=`), or None when the store keeps none."""
+    graph_extractor: Any
+    """The `TripleExtractor` of memory writes (None without a graph)."""
 
     @property
     def memory_mode(self) -> bool:
@@ -50,11 +53,19 @@ class StoreCore(Protocol):
     def _plan(self, ops: Iterable[Op]) -> Plan: ...
 
     def _run_batch(
-        self, ops: Iterable[Op], *, keep: Mapping[tuple[Namespace, str], Any] | None = None
+        self,
+        ops: Iterable[Op],
+        *,
+        keep: Mapping[tuple[Namespace, str], Any] | None = None,
+        support: Mapping[tuple[Namespace, str], Sequence[Triple]] | None = None,
     ) -> list[Result]: ...
 
     async def _arun_batch(
-        self, ops: Iterable[Op], *, keep: Mapping[tuple[Namespace, str], Any] | None = None
+        self,
+        ops: Iterable[Op],
+        *,
+        keep: Mapping[tuple[Namespace, str], Any] | None = None,
+        support: Mapping[tuple[Namespace, str], Sequence[Triple]] | None = None,
     ) -> list[Result]: ...
 
     def _check_memory_namespace(self, namespace: Namespace) -> None: ...

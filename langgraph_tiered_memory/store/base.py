@@ -29,11 +29,12 @@ from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_r
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking import Scoring
 from langgraph_tiered_memory.redaction import Redactor
-from langgraph_tiered_memory.store._backends import build_tiers
+from langgraph_tiered_memory.store._backends import build_graph, build_tiers
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     StoredItem,
@@ -44,11 +45,22 @@ from langgraph_tiered_memory.store._common import (
 from langgraph_tiered_memory.store._config import (
     DEFAULT_CHROMA_PATH,
     DEFAULT_KEY_PREFIX,
+    GraphSpec,
     check_clock,
+    check_graph,
     check_index,
     check_key_prefix,
     check_redactor,
     check_ttl_config,
+)
+from langgraph_tiered_memory.store._graph_write import (
+    GraphJobs,
+    GraphSyncedTier,
+    aextract,
+    detach_triples,
+    extract,
+    plan_graph,
+    replace_after_write,
 )
 from langgraph_tiered_memory.store.planning import (
     Plan,
@@ -101,9 +113,13 @@ class TieredStoreCore:
         memory_index_path: str | None = None,
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
         redactor: Any = None,
+        graph: Any = None,
     ) -> None:
         self._router = TierRouter(tiers)
         self.graph: GraphStore | None = None
+        self.graph_extractor: Any = None
+        """The `TripleExtractor` of memory writes when the store keeps a graph."""
+        self._owns_graph = False
         self.redactor: Redactor | None = check_redactor(redactor)
         self.key_prefix = check_key_prefix(key_prefix)
         self.ttl_config = check_ttl_config(ttl)
@@ -119,6 +135,17 @@ class TieredStoreCore:
             allow_non_finite_filters=self.allow_non_finite_filters,
             redactor=self.redactor,
         )
+        graph_spec = check_graph(
+            graph,
+            memory_mode=self.memory_mode,
+            has_long_tier="long" in self._router.used_tiers,
+            key_prefix=self.key_prefix,
+        )
+        extractor = None
+        if graph_spec is not None:
+            from langgraph_tiered_memory.graph.extract import resolve_extractor
+
+            extractor = resolve_extractor(graph_spec.extractor)
         self._tiers: dict[TierName, Tier] = build_tiers(
             router=self._router,
             key_prefix=self.key_prefix,
@@ -132,11 +159,28 @@ class TieredStoreCore:
             memory_index_path=memory_index_path,
             redis_timeout=check_redis_timeout(redis_timeout),
         )
+        if graph_spec is not None:
+            try:
+                self._configure_graph(graph_spec, extractor)
+            except BaseException:
+                for tier in self._tiers.values():
+                    tier.close()
+                raise
         self._sweeper: threading.Thread | None = None
         self._sweeper_stop = threading.Event()
         interval = (self.ttl_config or {}).get("sweep_interval_minutes")
         if interval:
             self._start_sweeper(float(interval) * 60)
+
+    def _configure_graph(self, spec: GraphSpec, extractor: Any) -> None:
+        """Build the checked graph beside the long tier (nothing connects yet)."""
+        long_tier = self._long()
+        self.graph, self._owns_graph = build_graph(spec, long_tier)
+        self.graph_extractor = extractor
+        if not self.graph.in_tier_transaction:
+            # The tier's own deletes (TTL sweeps) must reach a graph it does not write.
+            synced = GraphSyncedTier(long_tier, self.graph, self.scoring.user_label)
+            self._tiers["long"] = cast(Tier, synced)
 
     def _start_sweeper(self, every_seconds: float) -> None:
         def run() -> None:
@@ -166,8 +210,12 @@ class TieredStoreCore:
         self._sweeper_stop.set()
         if self._sweeper is not None and self._sweeper is not threading.current_thread():
             self._sweeper.join(timeout=5)
-        for tier in self._tiers.values():
-            tier.close()
+        try:
+            for tier in self._tiers.values():
+                tier.close()
+        finally:
+            if self.graph is not None and self._owns_graph:
+                self.graph.close()
 
     @property
     def tiers(self) -> dict[TierName, Tier]:
@@ -248,6 +296,8 @@ class TieredStoreCore:
         """Check the backends answer and create what the tiers need. Idempotent."""
         for tier in self._tiers.values():
             tier.setup()
+        if self.graph is not None:
+            self.graph.setup()
 
     def sweep_ttl(self) -> int:
         """Delete expired items now (Redis expires its own; Chroma needs this).
@@ -260,16 +310,22 @@ class TieredStoreCore:
 
     # ----------------------------------------------------------------- running
     def _run_batch(
-        self, ops: Iterable[Op], *, keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None
+        self,
+        ops: Iterable[Op],
+        *,
+        keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None,
+        support: Mapping[tuple[tuple[str, ...], str], Sequence[Triple]] | None = None,
     ) -> list[Result]:
         """Run a batch of operations.
 
         `keep` maps the (namespace, key) of rewritten items to the stored items whose
-        TTL and expiry the rewrite keeps (internal rewrites only).
+        TTL and expiry the rewrite keeps (internal rewrites only: their content is
+        kept, so their triples are too). `support` maps (namespace, key) of memory
+        writes to triples they support besides those of their text (consolidation).
         """
         plan = self._plan(ops)
         keep_expiries(plan, keep)
-        self._prepare(plan)
+        self._prepare(plan, self._graph_jobs(plan, keep, support))
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
         if self.embeddings is not None:
@@ -279,12 +335,19 @@ class TieredStoreCore:
         return self._execute(plan, vectors, queries)
 
     async def _arun_batch(
-        self, ops: Iterable[Op], *, keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None
+        self,
+        ops: Iterable[Op],
+        *,
+        keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None,
+        support: Mapping[tuple[tuple[str, ...], str], Sequence[Triple]] | None = None,
     ) -> list[Result]:
         plan = self._plan(ops)
         keep_expiries(plan, keep)
+        jobs = self._graph_jobs(plan, keep, support)
+        if jobs is not None and not jobs.done:
+            await aextract(self.graph_extractor, jobs)  # before the thread hop
         if plan.writes:
-            await asyncio.to_thread(self._prepare, plan)
+            await asyncio.to_thread(self._prepare, plan, jobs)
         vectors: list[list[float]] = []
         queries: dict[str, Any] = {}
         if self.embeddings is not None:
@@ -297,12 +360,31 @@ class TieredStoreCore:
                 queries = dict(zip(plan.queries, found, strict=True))
         return await asyncio.to_thread(self._execute, plan, vectors, queries)
 
-    def _prepare(self, plan: Plan) -> None:
+    def _graph_jobs(
+        self,
+        plan: Plan,
+        keep: Mapping[tuple[tuple[str, ...], str], Any] | None,
+        support: Mapping[tuple[tuple[str, ...], str], Sequence[Triple]] | None,
+    ) -> GraphJobs | None:
+        """The triples of a planned batch's memory writes (None: the store keeps no graph)."""
+        if self.graph is None or not plan.writes:
+            return None
+        return plan_graph(
+            plan.writes,
+            tier_for=self._router.tier_for,
+            user_label=self.scoring.user_label,
+            keep=keep,
+            support=support,
+        )
+
+    def _prepare(self, plan: Plan, jobs: GraphJobs | None = None) -> None:
         """Checks and reads a planned batch needs before embedding and writing (I/O).
 
         Every tier checks that it can take the writes to its target namespaces (on
         the long tier: their stored embedding size), so a batch that would fail on
-        one of them fails before its first write. Then memory writes get their keys.
+        one of them fails before its first write. Then the triples of memory writes
+        are extracted (sync store; the async one has awaited its extractor already)
+        and memory writes get their keys.
         """
         if not plan.writes:
             return
@@ -311,6 +393,8 @@ class TieredStoreCore:
             targets.setdefault(self._router.tier_for(w.namespace), {})[w.namespace] = None
         for tier_name, namespaces in targets.items():
             self._tier(tier_name).check_writes(list(namespaces))
+        if jobs is not None:
+            extract(self.graph_extractor, jobs)
         self._add_memory_keys(plan)
 
     _check_search_text = staticmethod(check_search_input)
@@ -419,8 +503,12 @@ class TieredStoreCore:
                 if slot:
                     w.vectors = [list(text_vectors[j]) for j in slot]
                 by_tier.setdefault(self._router.tier_for(w.namespace), []).append(w)
+            external = self.graph is not None and not self.graph.in_tier_transaction
+            changes = detach_triples(by_tier.get("long", [])) if external else []
             for tier_name, writes in by_tier.items():
                 self._tier(tier_name).write(writes, now=now)
+            if self.graph is not None and changes:
+                replace_after_write(self.graph, changes)
         return results
 
     def _long(self) -> MemoryTier:

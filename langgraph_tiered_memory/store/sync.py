@@ -10,9 +10,12 @@ from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
+from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
 from langgraph_tiered_memory.redaction import RedactorSpec
+from langgraph_tiered_memory.store._config import GraphConfig
+from langgraph_tiered_memory.store._graph import GraphMethods
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
 from langgraph_tiered_memory.store._profile import ProfileMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
@@ -20,7 +23,7 @@ from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, Ti
 __all__ = ["TieredMemoryStore"]
 
 
-class _TieredStore(ProfileMethods, TieredStoreCore):
+class _TieredStore(GraphMethods, ProfileMethods, TieredStoreCore):
     """What both stores share: the keyword-only constructor and the batch entry points.
 
     The options are documented on `TieredMemoryStore`.
@@ -44,6 +47,7 @@ class _TieredStore(ProfileMethods, TieredStoreCore):
         memory_index_path: str | None = None,
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
         redactor: RedactorSpec = None,
+        graph: bool | str | GraphConfig | GraphStore | None = None,
     ) -> None:
         super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
         self._configure(
@@ -62,6 +66,7 @@ class _TieredStore(ProfileMethods, TieredStoreCore):
             memory_index_path=memory_index_path,
             redis_timeout=redis_timeout,
             redactor=redactor,
+            graph=graph,
         )
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -136,6 +141,15 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             keys and namespaces are kept), and a value where something was found gains
             `"redactions": {"email": 1, ...}` (in `MemoryEntry.metadata` on the long
             tier). Search queries are not redacted: they are not stored.
+        graph: Keep a knowledge graph of (subject, relation, object) triples extracted
+            from long-term memories (needs memory scoring and the long tier). None or
+            False (default): no graph. True or `"sqlite"`: tables in the long tier's
+            SQLite index, written in each memory's own transaction, with the rule
+            extractor. A `GraphConfig` dict chooses the backend (`"sqlite"`, or
+            `"falkordb"` with `url` and optional `graph_name`; extra `graph`) and the
+            `extractor` (`"rules"`, a chat model or `init_chat_model` string). Or a
+            `GraphStore` instance (the caller closes it). Query it with
+            `graph_triples` and `graph_neighbors`; `rebuild_graph` re-extracts.
 
     Example:
         ```python

@@ -1,0 +1,356 @@
+"""The stores' knowledge-graph methods: queries, and rebuilding the triples of memories.
+
+`graph_triples` and `graph_neighbors` (and their `a…` twins) query the graph the
+store keeps with `graph=`; a prefix selects namespaces like a search's, so a query
+under `("users", "u1")` never sees another user's triples. `rebuild_graph`
+re-extracts the memories under a prefix and replaces their triples: it repairs a
+graph a failed update left behind (`GraphSyncError`) and builds one for memories
+stored before the store had a graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Sequence
+from typing import Any, cast
+
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.types import (
+    MemoryTriples,
+    Namespace,
+    Neighbor,
+    TripleRecord,
+    normalize_entity,
+    normalize_relation,
+)
+from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.store._common import check_labels
+from langgraph_tiered_memory.store._graph_write import (
+    check_triples,
+    memory_speaker,
+    memory_text,
+    sync_error,
+)
+from langgraph_tiered_memory.store._protocols import StoreCore
+
+__all__ = ["GraphMethods", "MemoryText"]
+
+_EXTRACT_BATCH = 64
+"""Memories per extractor call of a rebuild."""
+_READ_PAGE = 500
+_ALL = 2**31 - 1
+"""A `limit` no graph reaches: every triple under a prefix (FalkorDB takes 32-bit limits)."""
+
+MemoryText = tuple[Namespace, str, str, str | None, str | None]
+"""(namespace, key, text, speaker, user) of a memory to extract."""
+
+
+def _require_graph(store: Any, method: str) -> GraphStore:
+    graph = getattr(store, "graph", None)
+    if graph is None:
+        raise ConfigurationError(
+            f"{method} needs a knowledge graph: create the store with graph=True (embedded"
+            " SQLite) or graph={'backend': 'falkordb', 'url': ...}."
+        )
+    return cast(GraphStore, graph)
+
+
+def _check_prefix(namespace: Any, what: str) -> Namespace:
+    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+        raise ValueError(
+            f"{what} must be a namespace prefix tuple such as ('users', 'u1'), got {namespace!r}."
+        )
+    if not all(isinstance(label, str) for label in namespace):
+        raise ValueError(f"{what} labels must be strings, got {tuple(namespace)!r}.")
+    check_labels(namespace, what)
+    return tuple(namespace)
+
+
+def _check_limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise ValueError(f"limit must be a positive int, got {limit!r}.")
+    return limit
+
+
+def _check_part(value: Any, name: str, *, relation: bool = False) -> str | None:
+    """A pattern part, normalised like stored triples; None stays None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string or None, got {value!r}.")
+    check_labels([value], name)
+    out = normalize_relation(value) if relation else normalize_entity(value)
+    if not out:
+        raise ValueError(f"{name} {value!r} is empty once normalised; pass a name or None.")
+    return out
+
+
+def _neighbors_args(
+    store: Any, namespace: Any, entity: Any, hops: Any, relation: Any, limit: Any
+) -> tuple[GraphStore, Namespace, str, dict[str, Any]]:
+    graph = _require_graph(store, "graph_neighbors")
+    prefix = _check_prefix(namespace, "namespace")
+    if entity is None:
+        raise ValueError("entity must be an entity name such as 'alice', got None.")
+    start = _check_part(entity, "entity")
+    assert start is not None
+    if isinstance(hops, bool) or hops not in (1, 2):
+        raise ValueError(f"hops must be 1 or 2, got {hops!r}.")
+    return (
+        graph,
+        prefix,
+        start,
+        {
+            "hops": hops,
+            "relation": _check_part(relation, "relation", relation=True),
+            "limit": _check_limit(limit),
+        },
+    )
+
+
+def _triples_args(
+    store: Any, namespace: Any, subject: Any, relation: Any, obj: Any, limit: Any
+) -> tuple[GraphStore, Namespace, dict[str, Any]]:
+    graph = _require_graph(store, "graph_triples")
+    return (
+        graph,
+        _check_prefix(namespace, "namespace"),
+        {
+            "subject": _check_part(subject, "subject"),
+            "relation": _check_part(relation, "relation", relation=True),
+            "object": _check_part(obj, "object"),
+            "limit": _check_limit(limit),
+        },
+    )
+
+
+# --------------------------------------------------------------------------- rebuild
+def _memories(core: StoreCore, prefix: Namespace) -> tuple[list[MemoryText], set[Any]]:
+    """The live long-term memories under `prefix` (text, speaker, user), and their ids."""
+    tier = core._long()
+    now = core.clock()
+    label = core.scoring.user_label
+    out: list[MemoryText] = []
+    for ns in tier.namespaces(prefix, now=None):
+        if core.tier_for(ns) != "long":
+            continue
+        user = user_scope(ns, label)
+        for page in tier.iter_memory_stats(ns, _READ_PAGE):
+            found = tier.get(ns, [k for k, _ in page], now=now)  # not an access
+            for key, item in found.items():
+                out.append((ns, key, memory_text(item.value), memory_speaker(item.value), user))
+    return out, {(ns, key) for ns, key, *_ in out}
+
+
+def _stale(core: StoreCore, graph: GraphStore, prefix: Namespace, live: set[Any]) -> list[Any]:
+    """Memories the graph credits under `prefix` that are gone from the tier."""
+    credited: dict[tuple[Namespace, str], str | None] = {}
+    for rec in graph.triples(prefix, limit=_ALL):
+        for key in rec.memory_keys:
+            credited[(rec.namespace, key)] = rec.user_id
+    missing = [at for at in credited if at not in live]
+    by_ns: dict[Namespace, list[str]] = {}
+    for ns, key in missing:
+        by_ns.setdefault(ns, []).append(key)
+    tier = core._long()
+    now = core.clock()
+    gone: list[MemoryTriples] = []
+    for ns, keys in by_ns.items():
+        # Written since the listing: their own write set their triples.
+        found = tier.get(ns, keys, now=now) if core.tier_for(ns) == "long" else {}
+        gone.extend(MemoryTriples(ns, k, (), credited[(ns, k)]) for k in keys if k not in found)
+    return gone
+
+
+def _changes(batch: list[MemoryText], found: Any, extractor: Any) -> list[MemoryTriples]:
+    wanted = [i for i, m in enumerate(batch) if m[2].strip()]
+    triples = check_triples(found, len(wanted), extractor) if wanted else []
+    by_index = dict(zip(wanted, triples, strict=True))
+    return [
+        MemoryTriples(ns, key, by_index.get(i, ()), user)
+        for i, (ns, key, _, _, user) in enumerate(batch)
+    ]
+
+
+def _texts(batch: list[MemoryText]) -> tuple[list[str], list[str | None]]:
+    wanted = [m for m in batch if m[2].strip()]
+    return [m[2] for m in wanted], [m[3] for m in wanted]
+
+
+def _replace(graph: GraphStore, changes: Sequence[MemoryTriples], prefix: Namespace) -> None:
+    try:
+        graph.replace(changes)
+    except Exception as e:
+        raise sync_error(graph, [prefix], "kept", e) from e
+
+
+def rebuild(core: StoreCore, prefix: Namespace) -> int:
+    """Re-extract every memory under `prefix` and replace its triples (sync)."""
+    graph = _require_graph(core, "rebuild_graph")
+    extractor = core.graph_extractor
+    memories, live = _memories(core, prefix)
+    for start in range(0, len(memories), _EXTRACT_BATCH):
+        batch = memories[start : start + _EXTRACT_BATCH]
+        texts, speakers = _texts(batch)
+        found = extractor.extract(texts, speakers=speakers) if texts else []
+        _replace(graph, _changes(batch, found, extractor), prefix)
+    gone = _stale(core, graph, prefix, live)
+    for start in range(0, len(gone), 1000):
+        _replace(graph, gone[start : start + 1000], prefix)
+    return len(memories)
+
+
+async def arebuild(core: StoreCore, prefix: Namespace) -> int:
+    """Async `rebuild`: the extractor's `aextract`, the I/O in worker threads."""
+    graph = _require_graph(core, "arebuild_graph")
+    extractor = core.graph_extractor
+    memories, live = await asyncio.to_thread(_memories, core, prefix)
+    run = getattr(extractor, "aextract", None)
+    for start in range(0, len(memories), _EXTRACT_BATCH):
+        batch = memories[start : start + _EXTRACT_BATCH]
+        texts, speakers = _texts(batch)
+        if not texts:
+            found: Any = []
+        elif run is not None:
+            found = await run(texts, speakers=speakers)
+        else:
+            found = await asyncio.to_thread(extractor.extract, texts, speakers=speakers)
+        await asyncio.to_thread(_replace, graph, _changes(batch, found, extractor), prefix)
+    gone = await asyncio.to_thread(_stale, core, graph, prefix, live)
+    for start in range(0, len(gone), 1000):
+        await asyncio.to_thread(_replace, graph, gone[start : start + 1000], prefix)
+    return len(memories)
+
+
+class GraphMethods:
+    """Knowledge-graph queries and `rebuild_graph`, sync and async (both stores)."""
+
+    def graph_triples(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        subject: str | None = None,
+        relation: str | None = None,
+        object: str | None = None,  # noqa: A002
+        limit: int = 100,
+    ) -> list[TripleRecord]:
+        """Triples under a namespace prefix matching a pattern, with their source memories.
+
+        Parts are normalised like stored triples (`"Alice"` matches `alice`,
+        `"lives in"` matches `lives_in`); None matches anything.
+
+        Args:
+            namespace: Namespace prefix; `("users", "u1")` covers that user's namespaces.
+            subject: Subject entity, or None.
+            relation: Relation, or None.
+            object: Object entity, or None.
+            limit: Most triples returned (ordered by namespace, subject, relation, object).
+
+        Raises:
+            ConfigurationError: the store was created without `graph=`.
+            ValueError: a bad argument.
+        """
+        graph, prefix, kw = _triples_args(self, namespace, subject, relation, object, limit)
+        return graph.triples(prefix, **kw)
+
+    def graph_neighbors(
+        self,
+        namespace: tuple[str, ...],
+        entity: str,
+        *,
+        hops: int = 1,
+        relation: str | None = None,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        """Entities within 1 or 2 hops of `entity`, with the triples and memories on the way.
+
+        Triples are followed either way; a 2-hop path stays within one user (or one
+        namespace without a user). Nearest first, then by name.
+
+        Args:
+            namespace: Namespace prefix; `("users", "u1")` covers that user's namespaces.
+            entity: Start entity (normalised: case and spaces do not matter).
+            hops: 1 or 2.
+            relation: Follow only this relation on every hop, or None for any.
+            limit: Most neighbours returned.
+
+        Raises:
+            ConfigurationError: the store was created without `graph=`.
+            ValueError: a bad argument.
+        """
+        graph, prefix, start, kw = _neighbors_args(self, namespace, entity, hops, relation, limit)
+        return graph.neighbors(prefix, start, **kw)
+
+    async def agraph_triples(
+        self,
+        namespace: tuple[str, ...],
+        *,
+        subject: str | None = None,
+        relation: str | None = None,
+        object: str | None = None,  # noqa: A002
+        limit: int = 100,
+    ) -> list[TripleRecord]:
+        """Async `graph_triples` (the query runs in a worker thread).
+
+        Args:
+            namespace: Namespace prefix.
+            subject: Subject entity, or None.
+            relation: Relation, or None.
+            object: Object entity, or None.
+            limit: Most triples returned.
+        """
+        graph, prefix, kw = _triples_args(self, namespace, subject, relation, object, limit)
+        return await asyncio.to_thread(functools.partial(graph.triples, prefix, **kw))
+
+    async def agraph_neighbors(
+        self,
+        namespace: tuple[str, ...],
+        entity: str,
+        *,
+        hops: int = 1,
+        relation: str | None = None,
+        limit: int = 50,
+    ) -> list[Neighbor]:
+        """Async `graph_neighbors` (the query runs in a worker thread).
+
+        Args:
+            namespace: Namespace prefix.
+            entity: Start entity.
+            hops: 1 or 2.
+            relation: Follow only this relation, or None.
+            limit: Most neighbours returned.
+        """
+        graph, prefix, start, kw = _neighbors_args(self, namespace, entity, hops, relation, limit)
+        return await asyncio.to_thread(functools.partial(graph.neighbors, prefix, start, **kw))
+
+    def rebuild_graph(self, namespace_prefix: tuple[str, ...] = ()) -> int:
+        """Re-extract every long-term memory under a prefix and replace its triples.
+
+        Repairs the graph after a `GraphSyncError` (memories stored, graph not
+        updated), builds the graph of memories stored before the store had one, and
+        re-extracts after changing the extractor. Triples credited to memories that
+        no longer exist are dropped.
+
+        Args:
+            namespace_prefix: Namespace prefix; `()` (default) is every memory.
+
+        Returns:
+            The number of memories re-extracted.
+
+        Raises:
+            ConfigurationError: the store was created without `graph=`.
+            GraphSyncError: the graph failed (run it again).
+        """
+        prefix = _check_prefix(namespace_prefix, "namespace_prefix")
+        return rebuild(cast(StoreCore, self), prefix)
+
+    async def arebuild_graph(self, namespace_prefix: tuple[str, ...] = ()) -> int:
+        """Async `rebuild_graph`: the extractor's async API, the I/O in worker threads.
+
+        Args:
+            namespace_prefix: Namespace prefix; `()` (default) is every memory.
+        """
+        prefix = _check_prefix(namespace_prefix, "namespace_prefix")
+        return await arebuild(cast(StoreCore, self), prefix)
