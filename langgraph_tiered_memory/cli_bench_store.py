@@ -275,6 +275,13 @@ def bench_retrieval(
             " --set context_keys=false --set rrf_k=60.",
         ),
     ] = None,
+    graph: Annotated[
+        str,
+        typer.Option(
+            help="Knowledge graph: off; on (store with graph=True, ranked with the graph"
+            " channel); compare (each question without and with the channel, both printed).",
+        ),
+    ] = "off",
     as_json: JsonFlag = False,
 ) -> None:
     """Measure recall@k of one store search per LoCoMo question.
@@ -320,6 +327,7 @@ def bench_retrieval(
         batch_size=batch_size,
         progress=not as_json,
         overrides=overrides,
+        graph=graph.strip().lower(),
     )
     try:
         report = run_retrieval_benchmark(config, console=console)

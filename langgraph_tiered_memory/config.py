@@ -158,6 +158,17 @@ class ScoringConfig(TypedDict, total=False):
     shared_types: list[str]
     """Memory types of namespaces outside any user that contextual retrieval keeps.
     Defaults to `["fact", "skill"]`."""
+    graph_weight: float
+    """Weight of the knowledge-graph list in the fusion (hybrid and contextual, on a
+    store with `graph=`): memories supporting triples about the query's entities,
+    ranked by `ranking_select.graph_scores`, add `graph_weight / (rrf_k + rank)`.
+    0 switches the channel off. Defaults to 0 (off: with the rule extractor it did not
+    reach its target on the LoCoMo dev split, see the README's graph figures); 0.5 is
+    the value `bench retrieval --graph on` measures."""
+    graph_hops: int
+    """How far the graph channel walks beyond the triples naming a query entity: 0
+    (those triples' memories only) or 1 (also memories of triples one hop further).
+    Defaults to 1."""
 
 
 class ChromaHnswConfig(TypedDict, total=False):

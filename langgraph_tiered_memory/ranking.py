@@ -31,6 +31,14 @@ Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
   order: `f'(m) = f(m) + neighbor_weight * max(f(previous memory), f(next memory))`
   (memories of one conversation answer each other), divided by the largest
   possible value so the top memory of both lists, with a top neighbour, gets 1.
+
+  With a knowledge graph (`graph=`) and `graph_weight` > 0, a fourth list joins the
+  fusion: memories supporting triples about the query's entities (and, with
+  `graph_hops` 1, one hop further), ranked by `ranking_select.graph_scores`; it adds
+  `graph_weight / (rrf_k + graph_rank)`, where memories tied in the graph list share
+  the mean of the positions they fill (the graph ties in large groups). The largest
+  possible value counts the graph list only when it holds a memory, so without graph
+  hits relevance is exactly as without the channel.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ __all__ = [
     "user_scope",
     "UserScope",
     "fold",
+    "index_terms",
 ]
 
 DAY = 86_400.0
@@ -81,16 +90,12 @@ _STOPWORDS = frozenset(
 _FOLD_LOCK = threading.Lock()
 _fold_db: sqlite3.Connection | None = None
 
+GRAPH_WEIGHT = 0.0
+"""Default weight of the graph list in the fusion (`ScoringConfig.graph_weight`)."""
 
-@functools.lru_cache(maxsize=8192)
-def _fold_char(ch: str) -> str:
-    """One character as the keyword index's tokenizer folds it.
 
-    Returns its folded form, `""` for a mark the tokenizer drops inside a word
-    (a combining accent), or `" "` for a separator.
-    """
-    if ch.isascii():
-        return ch.lower() if ch.isalnum() else " "
+def _fts_terms(text: str) -> list[str]:
+    """The terms the keyword index's tokenizer makes of `text`, in order."""
     global _fold_db
     with _FOLD_LOCK:
         if _fold_db is None:
@@ -101,12 +106,33 @@ def _fold_char(ch: str) -> str:
             db.execute("CREATE VIRTUAL TABLE fold_terms USING fts5vocab(fold, instance)")
             _fold_db = db
         _fold_db.execute("DELETE FROM fold")
-        # Between two x's: one token "x?x" means ch is part of words; two mean a separator.
-        _fold_db.execute("INSERT INTO fold (t) VALUES (?)", (f"x{ch}x",))
-        terms = [t for (t,) in _fold_db.execute("SELECT term FROM fold_terms ORDER BY offset")]
+        _fold_db.execute("INSERT INTO fold (t) VALUES (?)", (text,))
+        return [t for (t,) in _fold_db.execute("SELECT term FROM fold_terms ORDER BY offset")]
+
+
+@functools.lru_cache(maxsize=8192)
+def _fold_char(ch: str) -> str:
+    """One character as the keyword index's tokenizer folds it.
+
+    Returns its folded form, `""` for a mark the tokenizer drops inside a word
+    (a combining accent), or `" "` for a separator.
+    """
+    if ch.isascii():
+        return ch.lower() if ch.isalnum() else " "
+    # Between two x's: one token "x?x" means ch is part of words; two mean a separator.
+    terms = _fts_terms(f"x{ch}x")
     if len(terms) == 1 and terms[0].startswith("x") and terms[0].endswith("x"):
         return terms[0][1:-1]
     return " "
+
+
+@functools.lru_cache(maxsize=8192)
+def index_terms(text: str) -> frozenset[str]:
+    """The distinct terms the keyword index makes of `text`: folded, Porter-stemmed.
+
+    `"camping trips"` and `"camped"` share the term `camp`, as they do in BM25.
+    """
+    return frozenset(_fts_terms(text))
 
 
 def fold(text: str) -> str:
@@ -161,6 +187,8 @@ class Scoring:
     min_score: float | None = None
     user_label: str = "users"
     shared_types: tuple[str, ...] = ("fact", "skill")
+    graph_weight: float = GRAPH_WEIGHT
+    graph_hops: int = 1
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> Scoring:
@@ -211,6 +239,7 @@ class Scoring:
             "user_weight",
             "half_life_days",
             "neighbor_weight",
+            "graph_weight",
         ):
             if name in config:
                 values[name] = _number(name, config[name], positive=name in _POSITIVE)
@@ -228,6 +257,14 @@ class Scoring:
                     f"scoring sentence_keys must be an int >= 0 (0 switches them off), got {n!r}."
                 )
             values["sentence_keys"] = n
+        if "graph_hops" in config:
+            n = config["graph_hops"]
+            if isinstance(n, bool) or n not in (0, 1):
+                raise ConfigurationError(
+                    f"scoring graph_hops must be 0 (the query entities' own triples) or 1"
+                    f" (one more hop from the entities they reach), got {n!r}."
+                )
+            values["graph_hops"] = int(n)
         if "candidates" in config:
             n = config["candidates"]
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -340,6 +377,8 @@ class ScoreBreakdown:
     user: float
     semantic_rank: int | None = None
     keyword_rank: int | None = None
+    graph_rank: int | None = None
+    """Rank in the graph list, when the knowledge-graph channel returned the memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +400,8 @@ class MemoryCandidate:
     namespace: tuple[str, ...] = ()
     seq: int | None = None
     """Write position in its namespace; memories at seq +- 1 are its neighbours."""
+    graph: float | None = None
+    """Graph-channel score (`ranking_select.graph_scores`), when the graph reached it."""
 
 
 def recency(last_touched: float, now: float, half_life_days: float) -> float:
@@ -382,6 +423,21 @@ def _ranks(values: Sequence[float | None]) -> list[int | None]:
             rank, prev = position, value
         ranks[i] = rank
     return ranks
+
+
+def _mean_ranks(values: Sequence[float | None]) -> list[float | None]:
+    """Like `_ranks`, but memories of one tie share the mean of the positions they fill.
+
+    The graph list ties in large groups (every memory a frequent entity names scores
+    alike); sharing the first position would lift a whole group as high as a single
+    best match, so the group shares its mean position instead (fractional ranking).
+    """
+    ranks = _ranks(values)
+    size: dict[int, int] = {}
+    for r in ranks:
+        if r is not None:
+            size[r] = size.get(r, 0) + 1
+    return [None if r is None else r + (size[r] - 1) / 2 for r in ranks]
 
 
 def fuse(
@@ -420,13 +476,23 @@ def fuse(
     else:
         own_ranks, ctx_ranks, wc = sem_ranks, [None] * len(candidates), 0.0
     beta = scoring.neighbor_weight
+    graph_ranks = _mean_ranks([c.graph for c in candidates])
+    wg = scoring.graph_weight if any(r is not None for r in graph_ranks) else 0.0
     top = (ws + wc + wk) / (k + 1) * (1 + beta) or 1.0
+    if wg:
+        # Only when the graph list holds a memory: otherwise the normalisation (and
+        # so every score) is bit for bit the one without the channel.
+        top = (ws + wc + wk + wg) / (k + 1) * (1 + beta)
     fused = [
         (ws / (k + orank) if orank else 0.0)
         + (wc / (k + crank) if crank else 0.0)
         + (wk / (k + kr) if kr else 0.0)
         for orank, crank, kr in zip(own_ranks, ctx_ranks, kw_ranks, strict=True)
     ]
+    if wg:
+        fused = [
+            f + (wg / (k + gr) if gr else 0.0) for f, gr in zip(fused, graph_ranks, strict=True)
+        ]
     if beta:
         at = {(c.namespace, c.seq): f for c, f in zip(candidates, fused, strict=True)}
         fused = [
@@ -456,6 +522,9 @@ def rank_memories(
         (index into `candidates`, breakdown) pairs, best first. Ties keep input order.
     """
     out: list[tuple[int, ScoreBreakdown]] = []
+    # The graph list counts in rrf fusion only; its rank is shown whenever it fused.
+    fuses_graph = mode_spec(retrieval).fusion == "rrf" and scoring.graph_weight > 0
+    graph_ranks = _ranks([c.graph for c in candidates]) if fuses_graph else None
     for i, (c, (rel, sr, kr)) in enumerate(
         zip(candidates, fuse(candidates, scoring, retrieval), strict=True)
     ):
@@ -485,6 +554,7 @@ def rank_memories(
                     user=own,
                     semantic_rank=sr,
                     keyword_rank=kr,
+                    graph_rank=graph_ranks[i] if graph_ranks is not None else None,
                 ),
             )
         )

@@ -3,15 +3,26 @@
 The store asks the long tier for raw candidates per channel (`MemoryTier.retrieve`)
 and decides here which of them the caller may see, what ranking is told of each, and
 which are returned, in which order. Nothing here does I/O.
+
+The knowledge-graph channel adds a third list: the memories the graph reaches from
+the query's entities (`GraphStore.memories_for`), scored per memory by `graph_scores`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from math import log
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from langgraph_tiered_memory.errors import InvalidFilterError
-from langgraph_tiered_memory.ranking import MemoryCandidate, ScoreBreakdown, Scoring, UserScope
+from langgraph_tiered_memory.graph.types import GraphHit
+from langgraph_tiered_memory.ranking import (
+    MemoryCandidate,
+    ScoreBreakdown,
+    Scoring,
+    UserScope,
+    index_terms,
+)
 from langgraph_tiered_memory.ranking_modes import ModeSpec, mode_spec
 
 __all__ = [
@@ -20,11 +31,13 @@ __all__ = [
     "ChannelHits",
     "CutCandidate",
     "DenseHit",
+    "GraphListHit",
     "KeywordHit",
     "ItemView",
     "MemoryStatsView",
     "best_first",
     "cut_channels",
+    "graph_scores",
     "memory_candidates",
     "needs_larger_pool",
     "recency_origin",
@@ -34,7 +47,7 @@ __all__ = [
     "visible",
 ]
 
-CHANNELS = ("semantic", "own", "keyword")
+CHANNELS = ("semantic", "own", "keyword", "graph")
 """Candidate fields that say a retrieval channel returned the candidate."""
 
 
@@ -114,6 +127,10 @@ class ChannelCandidate(Protocol):
         """Best similarity of its key vectors, when seen."""
 
     @property
+    def graph(self) -> float | None:
+        """Graph-channel score (`graph_scores`); None when the graph did not reach it."""
+
+    @property
     def stats(self) -> MemoryStatsView | None:
         """Its memory statistics, or None when it is not a memory."""
 
@@ -142,11 +159,20 @@ class KeywordHit(NamedTuple, Generic[I]):
     bm25: float
 
 
+class GraphListHit(NamedTuple, Generic[I]):
+    """A memory the knowledge-graph channel reached, with its `graph_scores` score."""
+
+    item: I
+    score: float
+
+
 class ChannelHits(NamedTuple, Generic[I]):
     """Raw, uncut candidate lists of each retrieval channel, in no particular order."""
 
     dense: Sequence[DenseHit[I]]
     keyword: Sequence[KeywordHit[I]]
+    graph: Sequence[GraphListHit[I]] = ()
+    """Empty unless the store keeps a graph and the channel runs."""
 
 
 class CutCandidate(NamedTuple, Generic[I]):
@@ -157,6 +183,7 @@ class CutCandidate(NamedTuple, Generic[I]):
     keyword: float | None
     own: float | None
     context: float | None
+    graph: float | None = None
 
 
 def _tie(item: ItemView) -> tuple[tuple[str, ...], str]:
@@ -166,10 +193,11 @@ def _tie(item: ItemView) -> tuple[tuple[str, ...], str]:
 def cut_channels(hits: ChannelHits[I], limit: int) -> list[CutCandidate[I]]:
     """The best `limit` of each channel, merged into one candidate per item.
 
-    Three ranked lists are cut, each by descending score with ties broken by
+    The ranked lists are cut, each by descending score with ties broken by
     namespace then key: dense hits by their best similarity, dense hits with an
-    own-vector similarity by it, and keyword hits by BM25. Candidates come in that
-    order of first appearance; an item a later list also holds keeps its place.
+    own-vector similarity by it, keyword hits by BM25, and graph hits by their graph
+    score. Candidates come in that order of first appearance; an item a later list
+    also holds keeps its place.
     """
     found: dict[tuple[tuple[str, ...], str], CutCandidate[I]] = {}
 
@@ -188,7 +216,79 @@ def cut_channels(hits: ChannelHits[I], limit: int) -> list[CutCandidate[I]]:
             if prev is not None
             else CutCandidate(k.item, None, k.bm25, None, None)
         )
+    for g in sorted(hits.graph, key=lambda g: (-g.score, *_tie(g.item)))[:limit]:
+        prev = found.get(_tie(g.item))
+        found[_tie(g.item)] = (
+            prev._replace(graph=g.score)
+            if prev is not None
+            else CutCandidate(g.item, None, None, None, None, g.score)
+        )
     return list(found.values())
+
+
+HOP_DISCOUNT = 0.5
+"""Factor of a triple reached one hop beyond the query entities' own triples."""
+
+
+def graph_scores(
+    hits: Sequence[GraphHit], query_terms: Sequence[str]
+) -> dict[tuple[tuple[str, ...], str], float]:
+    """One graph-channel score per memory the graph reached, higher is better.
+
+    Every hit (a triple the memory supports, reached from query entity `e`) is worth
+
+        hop * specificity(e) * (1 + share)
+
+    where `hop` is 1 for a triple naming `e` and `HOP_DISCOUNT` one hop further,
+    `specificity(e) = 1 / (1 + ln n_e)` with `n_e` the memories whose own triples name
+    `e` (an entity in every memory, such as a speaker, tells little, like a frequent
+    word in BM25), and `share` the fraction of the query's terms that are not words of
+    a query entity and that the triple's parts contain (words compared as the keyword
+    index's stemmed terms, so "camping" meets "camped"). A memory's score sums,
+    over the distinct query entities that reach it, the best hit of each: memories
+    joining several of the query's entities come first (a hop onto a triple naming a
+    query entity is that entity's direct hit, counted once).
+
+    A memory is left out when all the graph knows is that an entity several memories
+    name (a speaker, say) is in one of its triples, with no query word and through no
+    hop: the keyword channel already has the name, and such memories tie in large
+    groups. Nothing is fitted to data.
+
+    Args:
+        hits: What `GraphStore.memories_for` returned for the query's entities.
+        query_terms: The query's keyword terms (`ranking.keyword_terms`).
+
+    Returns:
+        Score by (namespace, key).
+    """
+    direct: dict[str, set[tuple[tuple[str, ...], str]]] = {}
+    for h in hits:
+        if h.hops == 0:
+            direct.setdefault(h.entity, set()).add((tuple(h.namespace), h.key))
+    entities = {h.entity for h in hits}
+    entity_words = {w for e in entities for w in index_terms(e)}
+    terms = index_terms(" ".join(query_terms)) - entity_words
+    best: dict[tuple[tuple[str, ...], str], dict[str, float]] = {}
+    linked: set[tuple[tuple[str, ...], str]] = set()
+    for h in hits:
+        if h.hops and (h.triple.subject in entities or h.triple.object in entities):
+            continue  # a hop onto a query entity's own triple: that entity counts it
+        mem = (tuple(h.namespace), h.key)
+        n = max(1, len(direct.get(h.entity, ())))
+        value = (1.0 if h.hops == 0 else HOP_DISCOUNT) / (1.0 + log(n))
+        matched = 0
+        if terms:
+            t = h.triple
+            matched = len(terms & index_terms(f"{t.subject} {t.relation} {t.object}"))
+            value *= 1.0 + matched / len(terms)
+        if h.hops or n == 1 or matched:
+            linked.add(mem)
+        per_entity = best.setdefault(mem, {})
+        per_entity[h.entity] = max(per_entity.get(h.entity, 0.0), value)
+    # A memory only mentioned by an entity many memories mention (a speaker) is no
+    # evidence (the keyword channel has the name already), unless several query
+    # entities meet in it.
+    return {m: sum(v.values()) for m, v in best.items() if m in linked or len(v) > 1}
 
 
 def search_mode(options: Mapping[str, Any], scoring: Scoring) -> ModeSpec:
@@ -274,6 +374,7 @@ def memory_candidates(
             context_semantic=c.context,
             namespace=c.item.namespace,
             seq=c.stats.seq if c.stats is not None else None,
+            graph=c.graph,
         )
         for c in kept
     ]

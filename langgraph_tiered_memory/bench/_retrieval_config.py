@@ -5,6 +5,10 @@ A user-scoped mode (contextual) needs the caller's user id and prefers that user
 memories; a LoCoMo namespace holds one conversation and no users, so the benchmark runs
 such a mode as the mode without user scope that has the same channels and fusion
 (contextual as hybrid).
+
+`graph` runs the store with a knowledge graph (`graph=True`: embedded SQLite graph, rule
+extractor): ``"on"`` ranks with the graph channel, ``"compare"`` asks every question
+twice, without the channel and with it, over the same store.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from langgraph_tiered_memory.ranking_modes import RETRIEVAL_MODES as STORE_MODES
 from langgraph_tiered_memory.ranking_modes import mode_spec
 
 __all__ = [
+    "BENCH_GRAPH_WEIGHT",
     "DEFAULT_KS",
+    "GRAPH_CHOICES",
     "RETRIEVAL_MODES",
     "SCORING_MODES",
     "RetrievalBenchConfig",
@@ -36,6 +42,14 @@ SCORING_MODES: tuple[str, ...] = ("memory", "similarity")
 
 DEFAULT_KS: tuple[int, ...] = (5, 10, 25, 50)
 """The cut-offs of the LoCoMo paper's retrieval table."""
+
+GRAPH_CHOICES: tuple[str, ...] = ("off", "on", "compare")
+"""Values of `RetrievalBenchConfig.graph`."""
+
+BENCH_GRAPH_WEIGHT = 0.5
+"""`graph_weight` of a run with the graph channel when the store's default is 0 and
+no `--set graph_weight=...` is given: half a primary list's weight, like the context
+list (the graph list is derived from extracted triples, not from the memories' text)."""
 
 
 def single_user_mode(mode: str) -> str:
@@ -139,6 +153,9 @@ class RetrievalBenchConfig:
         progress: Show a progress bar while ingesting and searching.
         overrides: Extra `ScoringConfig` keys (memory scoring only), e.g.
             ``{"context_keys": False}`` for an ablation.
+        graph: ``"off"`` (no graph), ``"on"`` (a store with `graph=True`, ranked with
+            the graph channel) or ``"compare"`` (that store, every question asked
+            without the channel and with it). Needs memory scoring and a fusing mode.
     """
 
     data: str
@@ -151,6 +168,7 @@ class RetrievalBenchConfig:
     batch_size: int = 64
     progress: bool = True
     overrides: dict[str, Any] = field(default_factory=dict)
+    graph: str = "off"
 
     def validate(self) -> RetrievalBenchConfig:
         """Check the options and resolve the retrieval mode.
@@ -181,6 +199,17 @@ class RetrievalBenchConfig:
             raise RetrievalBenchmarkError(
                 "--set changes memory scoring; drop --scoring similarity."
             )
+        if self.graph not in GRAPH_CHOICES:
+            raise RetrievalBenchmarkError(
+                f"graph must be one of {', '.join(GRAPH_CHOICES)}, got {self.graph!r}."
+            )
+        if self.graph != "off" and (
+            self.scoring != "memory" or mode_spec(self.mode).fusion != "rrf"
+        ):
+            raise RetrievalBenchmarkError(
+                f"--graph {self.graph} fuses a graph list with the dense and keyword lists;"
+                " it needs --scoring memory and --mode hybrid."
+            )
         if not self.ks or any(k <= 0 for k in self.ks):
             raise RetrievalBenchmarkError(f"ks must be positive cut-offs, got {self.ks}.")
         self.ks = sorted(set(self.ks))
@@ -202,6 +231,10 @@ class RetrievalBenchConfig:
         config: dict[str, Any] = {"mode": "memory", "retrieval": self.mode}
         if not self.decay:
             config["recency_weight"] = 0.0
+        if self.graph != "off":
+            from langgraph_tiered_memory.ranking import GRAPH_WEIGHT
+
+            config["graph_weight"] = GRAPH_WEIGHT or BENCH_GRAPH_WEIGHT
         config.update(self.overrides)
         return config
 

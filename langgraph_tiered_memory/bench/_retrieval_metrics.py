@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph_tiered_memory.bench._retrieval_config import RetrievalBenchConfig
@@ -17,6 +17,7 @@ from langgraph_tiered_memory.bench._retrieval_data import Question, category_nam
 
 __all__ = [
     "CategoryRecall",
+    "GraphlessRun",
     "RecallTally",
     "RetrievalBenchReport",
     "recall_at_k",
@@ -60,6 +61,23 @@ class CategoryRecall:
 
 
 @dataclass
+class GraphlessRun:
+    """The figures of the same questions asked without the graph channel (`--graph compare`).
+
+    Attributes:
+        overall: Recall of every question.
+        per_category: Recall by category name.
+        search_p50_ms: Median latency of one search without the channel.
+        search_p95_ms: 95th percentile latency of one search without the channel.
+    """
+
+    overall: CategoryRecall
+    per_category: dict[str, CategoryRecall]
+    search_p50_ms: float | None
+    search_p95_ms: float | None
+
+
+@dataclass
 class RetrievalBenchReport:
     """Everything one retrieval benchmark run measured.
 
@@ -75,6 +93,8 @@ class RetrievalBenchReport:
         search_p50_ms: Median latency of one search.
         search_p95_ms: 95th percentile latency of one search.
         seconds: Wall time of the run, the model loading included.
+        without_graph: With `--graph compare`, the figures without the channel (the
+            report's own figures are with it).
     """
 
     config: RetrievalBenchConfig
@@ -88,6 +108,7 @@ class RetrievalBenchReport:
     search_p50_ms: float | None
     search_p95_ms: float | None
     seconds: float
+    without_graph: GraphlessRun | None = field(default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable summary.
@@ -95,7 +116,9 @@ class RetrievalBenchReport:
         Returns:
             ``recall@<k>`` (percent) for each k, ``n_questions``, ``per_category`` and
             ``per_conversation`` (each ``{"recall@<k>": .., "n": ..}``), ``mode``,
-            ``scoring``, ``decay``, timings and the config.
+            ``scoring``, ``decay``, ``graph``, timings and the config; with
+            `--graph compare` also ``without_graph`` (recall and latency without the
+            channel).
         """
 
         def group(g: CategoryRecall) -> dict[str, Any]:
@@ -112,6 +135,7 @@ class RetrievalBenchReport:
             "mode": self.config.mode,
             "scoring": self.config.scoring,
             "decay": self.config.decay,
+            "graph": self.config.graph,
             "ks": list(self.config.ks),
             "n_turns": self.n_turns,
             "skipped_questions": self.skipped_questions,
@@ -122,6 +146,14 @@ class RetrievalBenchReport:
             "seconds": round(self.seconds, 3),
             "config": asdict(self.config),
         }
+        off = self.without_graph
+        if off is not None:
+            result["without_graph"] = {
+                **{f"recall@{k}": round(v, 2) for k, v in off.overall.recall.items()},
+                "per_category": {name: group(g) for name, g in off.per_category.items()},
+                "search_p50_ms": _round(off.search_p50_ms),
+                "search_p95_ms": _round(off.search_p95_ms),
+            }
         return result
 
 

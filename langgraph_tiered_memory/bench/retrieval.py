@@ -22,6 +22,11 @@ namespace is on the long (Chroma) tier, with the offline all-MiniLM-L6-v2 embedd
   and recall@k = |evidence ∩ top-k keys| / |evidence|, averaged over questions, overall and
   per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial).
 
+With ``--graph on`` the store keeps a knowledge graph (`graph=True`: triples of every
+turn by the rule extractor, in the long tier's SQLite file) and ranks with the graph
+channel; ``--graph compare`` asks every question first without the channel (the
+store's `graph_weight` set to 0 for that search) and then with it, and prints both.
+
 This module runs the benchmark and prints its report; reading LoCoMo is in
 `bench._retrieval_data`, the options in `bench._retrieval_config` and the recall figures
 in `bench._retrieval_metrics`. Every name is importable from here.
@@ -39,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -60,6 +66,7 @@ from rich.table import Table
 
 from langgraph_tiered_memory.bench._retrieval_config import (
     DEFAULT_KS,
+    GRAPH_CHOICES,
     RETRIEVAL_MODES,
     SCORING_MODES,
     RetrievalBenchConfig,
@@ -81,6 +88,7 @@ from langgraph_tiered_memory.bench._retrieval_data import (
 )
 from langgraph_tiered_memory.bench._retrieval_metrics import (
     CategoryRecall,
+    GraphlessRun,
     RecallTally,
     RetrievalBenchReport,
     recall_at_k,
@@ -90,12 +98,14 @@ from langgraph_tiered_memory.bench._retrieval_metrics import (
 __all__ = [
     "CATEGORY_NAMES",
     "DEFAULT_KS",
+    "GRAPH_CHOICES",
     "NAMESPACE_LABEL",
     "RETRIEVAL_MODES",
     "SCORING_MODES",
     "BenchClock",
     "CategoryRecall",
     "Conversation",
+    "GraphlessRun",
     "Question",
     "RetrievalBenchConfig",
     "RetrievalBenchReport",
@@ -166,6 +176,17 @@ def _clear_namespace(store: Any, namespace: tuple[str, ...]) -> None:
         store.batch([PutOp(item.namespace, item.key, None) for item in items])
 
 
+@contextmanager
+def _without_graph_channel(store: Any) -> Iterator[None]:
+    """The store ranks without its graph channel (graph_weight 0) inside the block."""
+    scoring = store.scoring
+    store.scoring = dataclasses.replace(scoring, graph_weight=0.0)
+    try:
+        yield
+    finally:
+        store.scoring = scoring
+
+
 def run_retrieval_benchmark(
     config: RetrievalBenchConfig, *, console: Console | None = None
 ) -> RetrievalBenchReport:
@@ -195,6 +216,10 @@ def run_retrieval_benchmark(
     started = time.perf_counter()
     tally = RecallTally(ks)
     search_seconds: list[float] = []
+    compare = config.graph == "compare"
+    off_tally = RecallTally(ks)
+    off_seconds: list[float] = []
+    extra: dict[str, Any] = {"graph": True} if config.graph != "off" else {}
     ingest_seconds = 0.0
     n_turns = sum(len(c.turns) for c in conversations)
     n_questions = sum(len(c.questions) for c in conversations)
@@ -216,6 +241,7 @@ def run_retrieval_benchmark(
             key_prefix="bench",
             scoring=config.scoring_config(),  # type: ignore[arg-type]
             clock=clock,
+            **extra,
         )
         try:
             store.setup()
@@ -243,9 +269,25 @@ def run_retrieval_benchmark(
                     clock.set(conv.now)
                     progress.update(search_task, description=f"{conv.sample_id}: searching")
                     for q in conv.questions:
+                        if compare:
+                            # Without the channel first; it counts the accesses, so this
+                            # column is exactly a run of the store without a graph.
+                            with _without_graph_channel(store):
+                                t0 = time.perf_counter()
+                                hits = store.search(
+                                    namespace, query=q.question, limit=limit, filter=search_filter
+                                )
+                                off_seconds.append(time.perf_counter() - t0)
+                            off_tally.add(conv.sample_id, q, [h.key for h in hits])
                         t0 = time.perf_counter()
                         hits = store.search(
-                            namespace, query=q.question, limit=limit, filter=search_filter
+                            namespace,
+                            query=q.question,
+                            limit=limit,
+                            # Compare: the access was counted by the search without it.
+                            filter={**(search_filter or {}), "$count_access": False}
+                            if compare
+                            else search_filter,
                         )
                         search_seconds.append(time.perf_counter() - t0)
                         tally.add(conv.sample_id, q, [h.key for h in hits])
@@ -253,6 +295,10 @@ def run_retrieval_benchmark(
         finally:
             store.close()
     p50, p95 = search_percentiles_ms(search_seconds)
+    without_graph = None
+    if compare:
+        off50, off95 = search_percentiles_ms(off_seconds)
+        without_graph = GraphlessRun(off_tally.overall(), off_tally.per_category(), off50, off95)
     return RetrievalBenchReport(
         config=config,
         overall=tally.overall(),
@@ -265,6 +311,7 @@ def run_retrieval_benchmark(
         search_p50_ms=p50,
         search_p95_ms=p95,
         seconds=time.perf_counter() - started,
+        without_graph=without_graph,
     )
 
 
@@ -280,7 +327,11 @@ def render_retrieval_report(report: RetrievalBenchReport, console: Console) -> N
     title = (
         f"LoCoMo retrieval: mode {cfg.mode}, scoring {cfg.scoring}"
         f"{f', decay {decay}' if cfg.scoring == 'memory' else ''}"
+        f"{f', graph {cfg.graph}' if cfg.graph != 'off' else ''}"
     )
+    if report.without_graph is not None:
+        _render_comparison(report, report.without_graph, title, console)
+        return
     table = Table(title=title)
     table.add_column("questions")
     table.add_column("n", justify="right")
@@ -305,4 +356,41 @@ def render_retrieval_report(report: RetrievalBenchReport, console: Console) -> N
         f" (after {report.warmup_seconds:.1f} s loading the model);"
         f" search p50 {p50}; {report.skipped_questions} question(s) without evidence skipped;"
         f" total {report.seconds:.1f} s."
+    )
+
+
+def _render_comparison(
+    report: RetrievalBenchReport, off: GraphlessRun, title: str, console: Console
+) -> None:
+    """Recall without and with the graph channel, and the difference, per category."""
+    ks = report.config.ks
+    table = Table(title=title)
+    table.add_column("questions")
+    table.add_column("n", justify="right")
+    for k in ks:
+        table.add_column(f"@{k} off", justify="right")
+        table.add_column(f"@{k} graph", justify="right")
+        table.add_column(f"@{k} diff", justify="right")
+
+    def cells(without: CategoryRecall, with_: CategoryRecall) -> list[str]:
+        out = []
+        for k in ks:
+            a, b = without.recall[k], with_.recall[k]
+            out += [f"{a:.1f}", f"{b:.1f}", f"{b - a:+.1f}"]
+        return out
+
+    table.add_row("all", str(report.overall.n), *cells(off.overall, report.overall))
+    table.rows[-1].end_section = True
+    for name, group in report.per_category.items():
+        table.add_row(name, str(group.n), *cells(off.per_category[name], group))
+    console.print(table)
+
+    def ms(value: float | None) -> str:
+        return f"{value:.1f} ms" if value is not None else "-"
+
+    console.print(
+        f"search p50/p95 without the graph channel {ms(off.search_p50_ms)} /"
+        f" {ms(off.search_p95_ms)}, with it {ms(report.search_p50_ms)} /"
+        f" {ms(report.search_p95_ms)}; {report.n_turns:,} turns ingested in"
+        f" {report.ingest_seconds:.1f} s; total {report.seconds:.1f} s."
     )

@@ -4,10 +4,16 @@
 are the memory API. The decisions (mode, scope, candidates, the top-N cut) are pure
 functions of `ranking_select` and `ranking`; this module fetches what they need
 from the tiers.
+
+With a knowledge graph (`core.graph`) and `graph_weight` > 0, hybrid and contextual
+searches also ask the graph for the memories its triples link to the query's
+entities (`GraphStore.memories_for`); those dense and keyword retrieval missed are
+read from the long tier and pass the same value filter and user scope.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -22,10 +28,13 @@ from langgraph_tiered_memory.ranking import (
     split_search_options,
 )
 from langgraph_tiered_memory.ranking_select import (
+    ChannelHits,
     CutCandidate,
+    GraphListHit,
     MemoryStatsView,
     best_first,
     cut_channels,
+    graph_scores,
     memory_candidates,
     needs_larger_pool,
     search_mode,
@@ -40,8 +49,11 @@ from langgraph_tiered_memory.store._common import (
     validate_filter,
     validate_key,
 )
+from langgraph_tiered_memory.store._filters import matches_filter
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store.tiers.base import Candidate, MemoryTier
+
+_log = logging.getLogger("langgraph_tiered_memory.store.search")
 
 __all__ = [
     "MemoryHit",
@@ -163,8 +175,10 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
         return []  # no word to look up and no vector: nothing matches
     want = max(cfg.candidates, req.limit) * mode.pool_factor
     pool = want
+    long = core._long()
+    linked = _graph_linked(core, req, query, scope, want) if mode.fusion == "rrf" else []
+    fetched: dict[tuple[Namespace, str], StoredItem | None] = {}
     while True:
-        long = core._long()
         hits = long.retrieve(
             req.prefix,
             query_vector=req.vector if use_dense else None,
@@ -174,6 +188,8 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
             now=req.now,
             namespace_filter=scope.may_hold if scope is not None else None,
         )
+        if linked:
+            hits = hits._replace(graph=_graph_items(long, req, hits, linked[:pool], fetched))
         found = _with_stats(long, cut_channels(hits, pool))
         kept = visible(found, scope)
         # A channel that returned a full pool may hold more visible candidates
@@ -195,6 +211,68 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
     return [Ranked(kept[j].item, b.score, b, kept[j].stats) for j, b in best]
 
 
+def _graph_linked(
+    core: StoreCore, req: SearchRequest, query: str, scope: UserScope | None, want: int
+) -> list[tuple[Namespace, str, float]]:
+    """The graph channel's list: memories linked to the query's entities, best first.
+
+    Empty unless the store keeps a graph, `graph_weight` > 0 and the query names an
+    entity. Only namespaces `scope` may hold are asked (the graph never joins users).
+    """
+    graph, cfg = core.graph, core.scoring
+    if graph is None or cfg.graph_weight <= 0:
+        return []
+    from langgraph_tiered_memory.graph.extract import query_entities
+
+    entities = query_entities(query)
+    if not entities:
+        return []
+    hits = graph.memories_for(
+        req.prefix,
+        entities,
+        hops=cfg.graph_hops,
+        limit=max(200, 4 * want),
+        namespace_filter=scope.may_hold if scope is not None else None,
+    )
+    scores = graph_scores(hits, keyword_terms(query))
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    _log.debug("graph channel: entities %s reach %d memories", entities, len(ranked))
+    return [(ns, key, score) for (ns, key), score in ranked]
+
+
+def _graph_items(
+    tier: MemoryTier,
+    req: SearchRequest,
+    hits: ChannelHits[StoredItem],
+    linked: Sequence[tuple[Namespace, str, float]],
+    fetched: dict[tuple[Namespace, str], StoredItem | None],
+) -> list[GraphListHit[StoredItem]]:
+    """The graph's memories as items: those the other channels returned, else read.
+
+    A memory read here must be live and match the value filter, like every other
+    candidate; `fetched` keeps what was read for the next, larger pool.
+    """
+    known: dict[tuple[Namespace, str], StoredItem] = {}
+    for item in [d.item for d in hits.dense] + [k.item for k in hits.keyword]:
+        known[(item.namespace, item.key)] = item
+    missing: dict[Namespace, list[str]] = {}
+    for ns, key, _ in linked:
+        if (ns, key) not in known and (ns, key) not in fetched:
+            missing.setdefault(ns, []).append(key)
+    for ns, keys in missing.items():
+        got = tier.get(ns, keys, now=req.now)
+        for key in keys:
+            read = got.get(key)
+            ok = read is not None and matches_filter(read.value, req.filter)
+            fetched[(ns, key)] = read if ok else None
+    out: list[GraphListHit[StoredItem]] = []
+    for ns, key, score in linked:
+        found = known.get((ns, key)) or fetched.get((ns, key))
+        if found is not None:
+            out.append(GraphListHit(found, score))
+    return out
+
+
 def _with_stats(tier: MemoryTier, cut: Sequence[CutCandidate[StoredItem]]) -> list[Candidate]:
     """The cut candidates with their memory statistics, read per namespace."""
     keys: dict[Namespace, list[str]] = {}
@@ -211,6 +289,7 @@ def _with_stats(tier: MemoryTier, cut: Sequence[CutCandidate[StoredItem]]) -> li
             stats.get((c.item.namespace, c.item.key)),
             c.own,
             c.context,
+            c.graph,
         )
         for c in cut
     ]

@@ -54,6 +54,7 @@ class Cand:
     own: float | None = None
     context: float | None = None
     stats: Stats | None = None
+    graph: float | None = None
 
 
 def test_every_mode_has_one_row_and_the_literal_is_declared_once() -> None:

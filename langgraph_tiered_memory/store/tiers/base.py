@@ -104,6 +104,8 @@ class Candidate(NamedTuple):
     """Best similarity among the item's own (field) vectors, when dense retrieval saw one."""
     context: float | None = None
     """Best similarity among its key vectors (contextual, sentence), when seen."""
+    graph: float | None = None
+    """Graph-channel score, when the knowledge graph reached the memory."""
 
 
 class MemoryTier(Tier, Protocol):
