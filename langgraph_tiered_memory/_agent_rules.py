@@ -16,14 +16,18 @@ or at least 3 of them.
 **The memory context** (`render_memory_context`): the prompt template filled with the
 user's profile (its structured fields, and its preference, fact and skill memories;
 experiences reach the prompt through retrieval, by relevance), the retrieved
-memories, best first, and the running summary; an empty part reads "(none)".
+memories, best first, the running summary, and the known facts (knowledge-graph
+triples about the entities of the user's message, one line each: `- anna lives in
+porto`); an empty part reads "(none)". A template without `{known_facts}` (the
+default one included) gets the facts as a block appended at its end when there are
+any, so without facts the context is exactly the template's.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +44,7 @@ __all__ = [
     "check_prompt",
     "content_words",
     "fill_namespace",
+    "fact_lines",
     "interaction_importance",
     "last_human",
     "message_text",
@@ -57,8 +62,10 @@ DEFAULT_MEMORY_PROMPT = (
 )
 """Memory context of the model call; placeholders `{profile}`, `{memories}`, `{summary}`."""
 
-PROMPT_FIELDS = frozenset({"profile", "memories", "summary"})
+PROMPT_FIELDS = frozenset({"profile", "memories", "summary", "known_facts"})
 _NONE = "(none)"
+KNOWN_FACTS_BLOCK = "\n\nKnown facts about what the message mentions:\n{known_facts}"
+"""Appended to a template without `{known_facts}` when there are facts."""
 
 
 @dataclass(frozen=True)
@@ -201,9 +208,9 @@ def used_memories(
 
 
 def check_prompt(prompt: str) -> str:
-    """Refuse a memory prompt with placeholders other than profile, memories, summary."""
+    """Refuse a memory prompt with unknown placeholders (see `PROMPT_FIELDS`)."""
     try:
-        fields = {f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None}
+        fields = _fields(prompt)
     except ValueError as e:
         raise ConfigurationError(f"The memory prompt is not a valid format string: {e}.") from e
     unknown = sorted(f for f in fields if f not in PROMPT_FIELDS)
@@ -246,21 +253,48 @@ def render_profile(profile: Any) -> str:
     return "\n".join(lines)
 
 
+def fact_lines(triples: Iterable[Any], *, limit: int = 20) -> list[str]:
+    """Prompt lines of knowledge-graph triples: `- subject relation object`, deduplicated.
+
+    Args:
+        triples: Objects with `subject`, `relation` and `object` (`Triple`,
+            `TripleRecord`), in the order to keep.
+        limit: At most this many lines.
+
+    Example:
+        >>> from langgraph_tiered_memory.agent_nodes import fact_lines
+        >>> from langgraph_tiered_memory.graph.types import Triple
+        >>> t = Triple("anna", "lives_in", "porto")
+        >>> fact_lines([t, t, Triple("user", "sister", "anna")])
+        ['- anna lives in porto', '- user sister anna']
+    """
+    out: dict[str, None] = {}
+    for t in triples:
+        if len(out) >= limit:
+            break
+        text = " ".join(str(part) for part in (t.subject, t.relation.replace("_", " "), t.object))
+        out["- " + " ".join(text.split())] = None
+    return list(out)
+
+
 def render_memory_context(
     prompt: str | Callable[[dict[str, str]], str],
     *,
     summary: str | None,
     memories: Sequence[RetrievedMemory],
     profile: Any = None,
+    known_facts: Sequence[str] = (),
 ) -> str:
     """The memory context the model sees, from the prompt template.
 
     Args:
-        prompt: Template with `{profile}`, `{memories}` and `{summary}`, or a function
-            of those three rendered parts.
+        prompt: Template with `{profile}`, `{memories}`, `{summary}` and optionally
+            `{known_facts}`, or a function of those rendered parts (a dict).
         summary: The session's running summary.
         memories: Relevant long-term memories, best first.
         profile: The user's profile.
+        known_facts: Fact lines (`fact_lines`). A string template without
+            `{known_facts}` gets them appended as a block (`KNOWN_FACTS_BLOCK`).
 
     Example:
         >>> from langgraph_tiered_memory.agent_nodes import render_memory_context
@@ -271,8 +305,18 @@ def render_memory_context(
         "profile": render_profile(profile) or _NONE,
         "memories": "\n".join(f"- [{m['memory_type']}] {m['content']}" for m in memories) or _NONE,
         "summary": summary or _NONE,
+        "known_facts": "\n".join(known_facts) or _NONE,
     }
-    return prompt(parts) if callable(prompt) else prompt.format(**parts)
+    if callable(prompt):
+        return prompt(parts)
+    text = prompt.format(**parts)
+    if known_facts and "known_facts" not in _fields(prompt):
+        text += KNOWN_FACTS_BLOCK.format(known_facts=parts["known_facts"])
+    return text
+
+
+def _fields(prompt: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(prompt) if f is not None}
 
 
 def fill_namespace(

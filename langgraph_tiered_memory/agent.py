@@ -5,8 +5,10 @@
 - **memory_retrieval**: renders the memory context of the model call from the user's
   profile (`get_user_profile`), the long-term memories most relevant to the user's
   message (`search_memories` under the namespace template, default
-  `("memories", "{user_id}")`, filled from `config["configurable"]`), and the session's
-  running summary (graph state). The recent turns are the checkpointed `messages`.
+  `("memories", "{user_id}")`, filled from `config["configurable"]`), the known facts
+  (with a store that keeps a knowledge graph: the triples one hop from the entities
+  of the user's message, in the user's namespace), and the session's running summary
+  (graph state). The recent turns are the checkpointed `messages`.
   The context goes into a system message of the model call only: it is kept in the
   state key `memory_context`, never added to `messages`.
 - **agent**: the chat model (with `bind_tools` and a **tools** `ToolNode` loop when
@@ -97,6 +99,8 @@ class MemoryAgentState(TypedDict):
     """The memory context of the last model call (not part of `messages`)."""
     retrieved_memories: NotRequired[list[RetrievedMemory]]
     """The long-term memories retrieved for the current turn."""
+    known_facts: NotRequired[list[str]]
+    """The fact lines of the current turn (when known facts are on)."""
     storage_job: NotRequired[str | None]
     """Id of the turn's pending storage job (cleared by `memory_storage`)."""
 
@@ -140,6 +144,8 @@ def create_memory_agent(
     background: bool = True,
     writer: MemoryWriter | None = None,
     store: Any = None,
+    known_facts: bool | None = None,
+    facts_limit: int = 20,
 ) -> StateGraph:
     """An uncompiled agent graph with short-term, long-term and profile memory.
 
@@ -154,7 +160,9 @@ def create_memory_agent(
         namespace: Namespace template of the user's memories; `{placeholders}` come
             from `config["configurable"]`.
         prompt: Template of the memory context (a system message of the model call)
-            with `{profile}`, `{memories}` and `{summary}`, or a function of them.
+            with `{profile}`, `{memories}`, `{summary}` and optionally `{known_facts}`
+            (without it, facts are appended as a block when there are any), or a
+            function of them.
         memory_limit: Long-term memories retrieved per turn.
         extraction: Extract facts and preferences from each turn (`extract_memories`).
         extraction_model: Model of the extraction (None: the heuristic path).
@@ -173,6 +181,12 @@ def create_memory_agent(
             `memory_storage` node before the run ends (False).
         writer: The background writer (default: a new `MemoryWriter`).
         store: Store to use instead of the graph's.
+        known_facts: Put "known facts" in the context: knowledge-graph triples one hop
+            from the entities the user's message names (`query_entities`), read from
+            the user's namespace (`graph_neighbors`). None (default): when the store
+            keeps a graph (`graph=`); True: always (a store without one is an error);
+            False: never.
+        facts_limit: At most this many fact lines per turn.
 
     Returns:
         The uncompiled graph (state `MemoryAgentState`, input `MemoryAgentInput`).
@@ -213,6 +227,10 @@ def create_memory_agent(
         check_prompt(prompt)
     if memory_limit < 0:
         raise ConfigurationError(f"memory_limit must be >= 0, got {memory_limit}.")
+    if known_facts not in (None, True, False):
+        raise ConfigurationError(f"known_facts must be True, False or None, got {known_facts!r}.")
+    if facts_limit < 0:
+        raise ConfigurationError(f"facts_limit must be >= 0, got {facts_limit}.")
     template = tuple(str(label) for label in namespace)
     if not template:
         raise ConfigurationError("namespace must have at least one label.")
@@ -240,6 +258,8 @@ def create_memory_agent(
         importance=importance,
         reinforce_delta=reinforce_delta,
         store=store,
+        known_facts=known_facts,
+        facts_limit=facts_limit,
     )
     summarizer = _summarizer(summarize, sessions, redactor)
     deferred = storage and background

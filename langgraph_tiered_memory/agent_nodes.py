@@ -1,11 +1,12 @@
 """Node logic of the memory agent: the `memory_retrieval` node and the storage jobs.
 
 `MemoryNodes` holds the agent's options and implements, as sync and async twins over
-the store the graph runs with: retrieval (profile, memories, summary rendered into the
-memory context), the storage job of a finished turn (the interaction memory,
-reinforcement of the memories the reply used, extraction, profile refresh) and the
-deferred `memory_storage` node that waits for it. The pure rules (importance, "used"
-memories, prompt rendering) live in `_agent_rules` and are re-exported here.
+the store the graph runs with: retrieval (profile, memories, known facts of the
+knowledge graph, summary rendered into the memory context), the storage job of a
+finished turn (the interaction memory, reinforcement of the memories the reply used,
+extraction, profile refresh) and the deferred `memory_storage` node that waits for
+it. The pure rules (importance, "used" memories, prompt rendering) live in
+`_agent_rules` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from langgraph_tiered_memory._agent_rules import (
     ImportanceRules,
     RetrievedMemory,
     check_prompt,
+    fact_lines,
     fill_namespace,
     interaction_importance,
     last_human,
@@ -41,6 +43,7 @@ __all__ = [
     "MemoryNodes",
     "RetrievedMemory",
     "check_prompt",
+    "fact_lines",
     "fill_namespace",
     "interaction_importance",
     "render_memory_context",
@@ -48,6 +51,9 @@ __all__ = [
 ]
 
 # ------------------------------------------------------------------ nodes
+
+_FACT_ENTITIES = 5
+"""At most this many entities of a message are looked up for known facts."""
 
 
 class ReadOnlyView(BaseStore):
@@ -93,6 +99,9 @@ class MemoryNodes:
     importance: ImportanceRules | Callable[[str], float] = DEFAULT_IMPORTANCE_RULES
     reinforce_delta: float = 0.1
     store: Any = None
+    known_facts: bool | None = None
+    """True: always (the store must have a graph); None: when the store has one."""
+    facts_limit: int = 20
 
     # ---------------------------------------------------------------- helpers
     def resolve_store(self) -> Any:
@@ -166,12 +175,80 @@ class MemoryNodes:
         )
 
     def _result(
-        self, state: Mapping[str, Any], found: list[RetrievedMemory], profile: Any
+        self,
+        state: Mapping[str, Any],
+        found: list[RetrievedMemory],
+        profile: Any,
+        facts: list[str] | None,
     ) -> dict[str, Any]:
         context = render_memory_context(
-            self.prompt, summary=state.get("summary"), memories=found, profile=profile
+            self.prompt,
+            summary=state.get("summary"),
+            memories=found,
+            profile=profile,
+            known_facts=facts or (),
         )
-        return {"memory_context": context, "retrieved_memories": found}
+        update: dict[str, Any] = {"memory_context": context, "retrieved_memories": found}
+        if facts is not None:
+            update["known_facts"] = facts
+        return update
+
+    def _fact_entities(
+        self, store: Any, namespace: tuple[str, ...], query: str, name: str
+    ) -> list[str] | None:
+        """Entities of the message to look up with the store method `name`, or None when off.
+
+        Off when `known_facts` is False, and by default (None) when the store keeps no
+        graph or does not rank this namespace (`_memory_method`). With `known_facts=True`
+        a store that cannot answer is a configuration error.
+        """
+        if self.known_facts is False or self.facts_limit <= 0:
+            return None
+        usable = self._memory_method(store, namespace, name)
+        if self.known_facts is None and (getattr(store, "graph", None) is None or not usable):
+            return None
+        if not usable:
+            raise ConfigurationError(
+                f"known_facts=True needs a store with a knowledge graph (graph=) that keeps"
+                f" {namespace} in its long-term tier in memory mode, with `{name}`; pass"
+                " known_facts=False or open the store with graph=True."
+            )
+        if not query:
+            return []
+        from langgraph_tiered_memory.graph.extract import query_entities
+
+        return list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES]
+
+    def _facts(self, found: list[list[Any]]) -> list[str]:
+        return fact_lines(
+            (rec for neighbors in found for n in neighbors for rec in n.path[:1]),
+            limit=self.facts_limit,
+        )
+
+    def known_facts_for(
+        self, store: Any, namespace: tuple[str, ...], query: str
+    ) -> list[str] | None:
+        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off."""
+        entities = self._fact_entities(store, namespace, query, "graph_neighbors")
+        if entities is None:
+            return None
+        found = [
+            store.graph_neighbors(namespace, e, hops=1, limit=self.facts_limit) for e in entities
+        ]
+        return self._facts(found)
+
+    async def aknown_facts_for(
+        self, store: Any, namespace: tuple[str, ...], query: str
+    ) -> list[str] | None:
+        """Async `known_facts_for`."""
+        entities = self._fact_entities(store, namespace, query, "agraph_neighbors")
+        if entities is None:
+            return None
+        found = [
+            await store.agraph_neighbors(namespace, e, hops=1, limit=self.facts_limit)
+            for e in entities
+        ]
+        return self._facts(found)
 
     def _query(self, state: Mapping[str, Any]) -> str:
         human = last_human(state.get("messages") or [])
@@ -232,8 +309,9 @@ class MemoryNodes:
             else:
                 items = store.search(namespace, query=query, limit=self.memory_limit)
                 found = [self._from_item(i) for i in items]
+        facts = self.known_facts_for(store, namespace, query)
         profile = self.load_profile(store, config, read_only=True)
-        return self._result(state, [m for m in found if m is not None], profile)
+        return self._result(state, [m for m in found if m is not None], profile, facts)
 
     async def aretrieve(
         self, state: Mapping[str, Any], config: Mapping[str, Any]
@@ -250,8 +328,9 @@ class MemoryNodes:
             else:
                 items = await store.asearch(namespace, query=query, limit=self.memory_limit)
                 found = [self._from_item(i) for i in items]
+        facts = await self.aknown_facts_for(store, namespace, query)
         profile = await self.aload_profile(store, config, read_only=True)
-        return self._result(state, [m for m in found if m is not None], profile)
+        return self._result(state, [m for m in found if m is not None], profile, facts)
 
     # ---------------------------------------------------------------- storage
     def storage_job(

@@ -28,6 +28,7 @@ Example:
 import typer
 
 from langgraph_tiered_memory.cli_bench_agent import bench_agent
+from langgraph_tiered_memory.cli_bench_graph_search import bench_graph_search
 from langgraph_tiered_memory.cli_bench_graphs import (
     bench_checkpoint,
     bench_forgetting,
@@ -38,8 +39,10 @@ from langgraph_tiered_memory.cli_bench_store import (
     _parse_sizes as _parse_sizes,  # re-exported: tests parse sizes through this module
 )
 from langgraph_tiered_memory.cli_bench_store import bench_retrieval, bench_store
+from langgraph_tiered_memory.cli_bench_triples import bench_triples
 from langgraph_tiered_memory.cli_demo import demo
 from langgraph_tiered_memory.cli_gc import gc
+from langgraph_tiered_memory.cli_graph import graph
 
 __all__ = ["app", "bench_app", "main"]
 
@@ -65,7 +68,10 @@ bench_app.command("summarizer")(bench_summarizer)
 bench_app.command("forgetting")(bench_forgetting)
 bench_app.command("load")(bench_load)
 bench_app.command("agent")(bench_agent)
+bench_app.command("triples")(bench_triples)
+bench_app.command("graph-search")(bench_graph_search)
 app.command()(gc)
+app.command("graph")(graph)
 app.command()(demo)
 
 

@@ -1,0 +1,212 @@
+"""`tiered-memory graph`: show a namespace's knowledge-graph triples from the shell.
+
+Without `--entity`, every triple under the namespace prefix; with it, the entity's
+neighbourhood of 1 or 2 hops. Printed as a tree (default), Mermaid flowchart text, or
+JSON. The command is registered on the app in `langgraph_tiered_memory.cli`.
+"""
+
+import json
+from enum import Enum
+from typing import Annotated, Any, cast
+
+import typer
+
+from langgraph_tiered_memory.cli_common import (
+    ChromaHostOption,
+    ChromaPathOption,
+    ChromaPortOption,
+    KeyPrefixOption,
+    MemoryIndexPathOption,
+    existing_chroma_path,
+    namespace_labels,
+)
+
+__all__ = ["graph"]
+
+
+class GraphFormat(str, Enum):
+    """Output formats of `tiered-memory graph`."""
+
+    tree = "tree"
+    mermaid = "mermaid"
+    json = "json"
+
+
+def _graph_option(falkordb_url: str | None, graph_name: str | None) -> Any:
+    """The store's `graph=`: the embedded SQLite graph, or FalkorDB at `falkordb_url`."""
+    if falkordb_url is None:
+        if graph_name is not None:
+            raise typer.BadParameter("--graph-name names a FalkorDB graph: pass --falkordb-url.")
+        return "sqlite"
+    config: dict[str, Any] = {"backend": "falkordb", "url": falkordb_url}
+    if graph_name is not None:
+        config["graph_name"] = graph_name
+    return config
+
+
+def _record(rec: Any) -> dict[str, Any]:
+    return {
+        "subject": rec.subject,
+        "relation": rec.relation,
+        "object": rec.object,
+        "namespace": list(rec.namespace),
+        "user_id": rec.user_id,
+        "memory_keys": list(rec.memory_keys),
+    }
+
+
+def _open_store(
+    *,
+    chroma_path: str | None,
+    chroma_host: str | None,
+    chroma_port: int,
+    memory_index_path: str | None,
+    key_prefix: str,
+    graph_option: Any,
+) -> Any:
+    """The store to read: on an existing Chroma directory, or on a Chroma server.
+
+    No index: reading the graph embeds nothing.
+    """
+    from langgraph_tiered_memory import TieredMemoryStore
+
+    options: dict[str, Any] = {
+        "tiers": {"default": "long"},
+        "key_prefix": key_prefix,
+        "graph": graph_option,
+    }
+    if chroma_host is not None:
+        if chroma_path is not None:
+            raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
+        if memory_index_path is None and graph_option == "sqlite":
+            raise typer.BadParameter(
+                "The SQLite graph of a store on a Chroma server lives in its memory index:"
+                " pass --memory-index-path (or --falkordb-url for a FalkorDB graph)."
+            )
+        import chromadb
+
+        options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
+    else:
+        options["chroma_path"] = existing_chroma_path(chroma_path)
+    if memory_index_path is not None:
+        from pathlib import Path
+
+        if not Path(memory_index_path).is_file():
+            raise typer.BadParameter(f"--memory-index-path {memory_index_path!r} is not a file.")
+        options["memory_index_path"] = memory_index_path
+    from langgraph_tiered_memory.errors import ConfigurationError
+
+    try:
+        return TieredMemoryStore(**cast(Any, options))
+    except ConfigurationError as e:  # a bad --key-prefix, a missing graph extra...
+        raise typer.BadParameter(str(e)) from e
+
+
+def graph(
+    namespace: Annotated[
+        str,
+        typer.Option(
+            help="Namespace prefix, labels joined by '/' (e.g. users/u1); its sub-namespaces"
+            " are included."
+        ),
+    ],
+    entity: Annotated[
+        str | None,
+        typer.Option(help="Show this entity's neighbourhood instead of every triple."),
+    ] = None,
+    hops: Annotated[
+        int | None,
+        typer.Option(min=1, max=2, help="Depth of the neighbourhood (1 or 2; with --entity)."),
+    ] = None,
+    relation: Annotated[
+        str | None, typer.Option(help="Only triples of this relation (e.g. lives_in).")
+    ] = None,
+    output: Annotated[
+        GraphFormat,
+        typer.Option("--format", help="tree, mermaid (flowchart text) or json."),
+    ] = GraphFormat.tree,
+    limit: Annotated[
+        int,
+        typer.Option(min=1, help="At most this many triples (neighbours with --entity)."),
+    ] = 100,
+    chroma_path: ChromaPathOption = None,
+    chroma_host: ChromaHostOption = None,
+    chroma_port: ChromaPortOption = 8000,
+    memory_index_path: MemoryIndexPathOption = None,
+    key_prefix: KeyPrefixOption = "tm",
+    falkordb_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TIERED_MEMORY_FALKORDB_URL",
+            help="Read the graph from FalkorDB at this URL (redis://...) instead of the"
+            " store's embedded SQLite graph.",
+        ),
+    ] = None,
+    graph_name: Annotated[
+        str | None, typer.Option(help="Name of the FalkorDB graph (the store's graph_name).")
+    ] = None,
+) -> None:
+    """Show knowledge-graph triples of a namespace as a tree, Mermaid text or JSON."""
+    from langgraph_tiered_memory.errors import TieredMemoryError
+    from langgraph_tiered_memory.graph.render import mermaid_text, render_tree
+    from langgraph_tiered_memory.graph.types import normalize_entity, normalize_relation
+
+    prefix = namespace_labels(namespace)
+    if hops is not None and entity is None:
+        raise typer.BadParameter("--hops is the depth around --entity: pass --entity too.")
+    root = normalize_entity(entity) if entity is not None else None
+    if entity is not None and not root:
+        raise typer.BadParameter(f"--entity {entity!r} is empty once normalised.")
+    rel = normalize_relation(relation) if relation is not None else None
+    depth = hops or 1
+    store = _open_store(
+        chroma_path=chroma_path,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+        memory_index_path=memory_index_path,
+        key_prefix=key_prefix,
+        graph_option=_graph_option(falkordb_url, graph_name),
+    )
+    try:
+        if root is None:
+            records = store.graph_triples(prefix, relation=rel, limit=limit)
+            neighbors = None
+            full = len(records) >= limit
+        else:
+            neighbors = store.graph_neighbors(prefix, root, hops=depth, relation=rel, limit=limit)
+            full = len(neighbors) >= limit
+            # every triple between the entity and its neighbours, not one path each
+            direct = store.graph_triples(prefix, subject=root, relation=rel, limit=limit)
+            direct += store.graph_triples(prefix, object=root, relation=rel, limit=limit)
+            records = [*direct, *(rec for n in neighbors for rec in n.path)]
+    except TieredMemoryError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from e
+    finally:
+        store.close()
+    if output is GraphFormat.json:
+        seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for rec in records:
+            seen.setdefault(
+                (tuple(rec.namespace), rec.subject, rec.relation, rec.object), _record(rec)
+            )
+        data: dict[str, Any] = {
+            "namespace": list(prefix),
+            "entity": root,
+            "triples": [seen[k] for k in sorted(seen)],
+        }
+        if neighbors is not None:
+            data["hops"] = depth
+            data["neighbors"] = [
+                {"entity": n.entity, "hops": n.hops, "path": [_record(r) for r in n.path]}
+                for n in neighbors
+            ]
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    if output is GraphFormat.mermaid:
+        typer.echo(mermaid_text(records, root=root))
+    else:
+        typer.echo(render_tree(records, root=root, hops=depth))
+    if full:
+        what = "neighbours" if root is not None else "triples"
+        typer.echo(f"(showing the first {limit} {what}; raise --limit for more)", err=True)
