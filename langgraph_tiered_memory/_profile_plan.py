@@ -1,7 +1,9 @@
 """The pure layer of user profiles: checks, grouping, fingerprint, prompt, cache records.
 
-Nothing here does I/O: `langgraph_tiered_memory.profile` runs the store and model calls
-around these functions (once for sync, once for async), so both share every decision.
+Nothing here does I/O. `build_profile` is a generator that makes every decision of one
+profile read and yields its I/O as requests (`ListPage`, `ReadTriples`, `GetCached`,
+`AskProfile`, `PutCached`); `langgraph_tiered_memory.profile` serves them with the
+sync or the async store and model calls, so both share every decision.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple
@@ -22,26 +24,37 @@ from langgraph.store.base import InvalidNamespaceError, Item, SearchItem
 from pydantic import BaseModel, Field, ValidationError
 
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
+from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
 from langgraph_tiered_memory.memory import DEFAULT_IMPORTANCE, DEFAULT_MEMORY_TYPE, MEMORY_TYPES
 
 __all__ = [
     "DEFAULT_MAX_PER_TYPE",
     "DEFAULT_PROFILE_NAMESPACE",
     "LIST_PAGE_SIZE",
+    "MAX_KNOWN_FACTS",
     "MAX_PROMPT_CHARS",
     "PROFILE_CACHE_LABEL",
+    "AskProfile",
     "AsyncItemLister",
+    "GetCached",
     "ItemLister",
+    "ListPage",
     "MalformedOutput",
     "ProfileFields",
     "ProfilePlan",
     "ProfileSource",
+    "PutCached",
+    "ReadTriples",
     "UserProfile",
+    "build_profile",
     "cache_value",
     "cached_profile",
     "check_user_id",
     "fingerprint",
+    "fact_subjects",
     "group_memories",
+    "known_facts",
     "memories_profile",
     "model_profile",
     "own_items",
@@ -66,6 +79,9 @@ LIST_PAGE_SIZE = 2000
 
 MAX_PROMPT_CHARS = 500
 """Longest memory text shown to the model; longer ones are cut."""
+
+MAX_KNOWN_FACTS = 50
+"""Most knowledge-graph triples read per subject for a profile's `known_facts`."""
 
 PROFILE_TYPE_ORDER: tuple[str, ...] = ("preference", "fact", "experience", "skill")
 """Order of the groups in `memories_by_type`."""
@@ -121,6 +137,9 @@ class UserProfile(ProfileFields):
             `"memories"` when they are empty and only `memories_by_type` is filled.
         updated_at: When the profile was built (UTC).
         memory_count: How many items the user's namespace held when it was built.
+        known_facts: Facts about the user from the store's knowledge graph (triples
+            whose subject is the user, e.g. `"lives in porto"`); empty when the store
+            has no graph (`graph=`).
     """
 
     user_id: str
@@ -128,6 +147,7 @@ class UserProfile(ProfileFields):
     source: ProfileSource
     updated_at: datetime
     memory_count: int = 0
+    known_facts: list[str] = Field(default_factory=list)
 
     @property
     def preferences(self) -> list[str]:
@@ -155,6 +175,9 @@ class UserProfile(ProfileFields):
             if texts:
                 lines.append(f"{mtype.capitalize()} memories:")
                 lines.extend(f"- {t}" for t in texts)
+        if self.known_facts:
+            lines.append("Known facts about the user:")
+            lines.extend(f"- {f}" for f in self.known_facts)
         return "\n".join(lines)
 
 
@@ -337,16 +360,46 @@ def group_memories(items: Sequence[SearchItem], max_per_type: int) -> dict[str, 
 
 
 def memories_profile(
-    plan: ProfilePlan, items: Sequence[SearchItem], now: datetime | None = None
+    plan: ProfilePlan,
+    items: Sequence[SearchItem],
+    now: datetime | None = None,
+    facts: Sequence[str] = (),
 ) -> UserProfile:
-    """The profile built without a model."""
+    """The profile built without a model (`facts`: its `known_facts`)."""
     return UserProfile(
         user_id=plan.user_id,
         memories_by_type=group_memories(items, plan.max_per_type),
         source="memories",
         updated_at=now or datetime.now(timezone.utc),
         memory_count=len(items),
+        known_facts=list(facts),
     )
+
+
+def fact_subjects(user_id: str) -> list[str]:
+    """The graph subjects that stand for the user: their id, and `"user"`.
+
+    The triple extractors map "I"/"my" to the speaker of a memory (its `speaker`
+    field: the user's id when it is set) or to `"user"` when it has none, so both are
+    read, named as the extractors name entities.
+    """
+    names = [entity_name(user_id), normalize_entity(user_id), DEFAULT_SPEAKER]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def known_facts(records: Sequence[TripleRecord]) -> list[str]:
+    """`relation object` texts of the user's triples (e.g. `"lives in porto"`), once each."""
+    texts = (f"{r.relation.replace('_', ' ')} {r.object}".strip() for r in records)
+    return list(dict.fromkeys(t for t in texts if t))
+
+
+def graph_fingerprint(records: Sequence[TripleRecord]) -> str:
+    """A digest of the triples a profile read: part of its cache fingerprint."""
+    rows = sorted(
+        [list(r.namespace), r.subject, r.relation, r.object, list(r.memory_keys)] for r in records
+    )
+    raw = json.dumps(rows, ensure_ascii=False).encode("utf-8")
+    return f"g{len(rows)}:{hashlib.sha256(raw).hexdigest()[:24]}"
 
 
 _SYSTEM_PROMPT = (
@@ -368,6 +421,9 @@ def profile_prompt(profile: UserProfile) -> list[BaseMessage]:
             lines.extend(f"- {t[:MAX_PROMPT_CHARS]}" for t in texts)
     if len(lines) == 1:
         lines.append("(none)")
+    if profile.known_facts:
+        lines.append("\nKnown facts about the user (from the knowledge graph):")
+        lines.extend(f"- {f[:MAX_PROMPT_CHARS]}" for f in profile.known_facts)
     return [SystemMessage(content=_SYSTEM_PROMPT), HumanMessage(content="\n".join(lines))]
 
 
@@ -411,16 +467,23 @@ def model_profile(base: UserProfile, output: Any) -> UserProfile | None:
     return None
 
 
-def cache_value(plan: ProfilePlan, profile: UserProfile, fp: str) -> dict[str, Any]:
-    """The cache record of `profile` for the memories whose fingerprint is `fp`."""
+def _cache_header(plan: ProfilePlan, source: ProfileSource, fp: str) -> dict[str, Any]:
+    """What a cache record must say to be current for `plan`, `source` and `fp`."""
     return {
         "kind": _CACHE_KIND,
         "version": _CACHE_VERSION,
         "user_id": plan.user_id,
         "namespace": list(plan.namespace),
         "max_per_type": plan.max_per_type,
-        "model": plan.model_tag if profile.source == "model" else None,
+        "model": plan.model_tag if source == "model" else None,
         "fingerprint": fp,
+    }
+
+
+def cache_value(plan: ProfilePlan, profile: UserProfile, fp: str) -> dict[str, Any]:
+    """The cache record of `profile` for the memories whose fingerprint is `fp`."""
+    return {
+        **_cache_header(plan, profile.source, fp),
         "profile": profile.model_dump(mode="json"),
     }
 
@@ -432,16 +495,7 @@ def cached_profile(
     if item is None:
         return None
     value = item.value
-    expected = {
-        "kind": _CACHE_KIND,
-        "version": _CACHE_VERSION,
-        "user_id": plan.user_id,
-        "namespace": list(plan.namespace),
-        "max_per_type": plan.max_per_type,
-        "model": plan.model_tag if source == "model" else None,
-        "fingerprint": fp,
-    }
-    if any(value.get(k) != v for k, v in expected.items()):
+    if any(value.get(k) != v for k, v in _cache_header(plan, source, fp).items()):
         return None
     try:
         profile = UserProfile.model_validate(value.get("profile"))
@@ -450,4 +504,86 @@ def cached_profile(
         return None
     if profile.user_id != plan.user_id or profile.source != source:
         return None
+    return profile
+
+
+# -------------------------------------------------------------------------- one read
+
+
+class ListPage(NamedTuple):
+    """List one page of `namespace`; answered with its items."""
+
+    namespace: tuple[str, ...]
+    limit: int
+    offset: int
+
+
+class ReadTriples(NamedTuple):
+    """Read the knowledge graph's triples of `subject` under `namespace`."""
+
+    namespace: tuple[str, ...]
+    subject: str
+    limit: int
+
+
+class GetCached(NamedTuple):
+    """Get the cache item at `namespace`/`key`; answered with it or None."""
+
+    namespace: tuple[str, ...]
+    key: str
+
+
+class AskProfile(NamedTuple):
+    """Ask the model for `ProfileFields`; answered with its output or `MalformedOutput`."""
+
+    messages: list[BaseMessage]
+
+
+class PutCached(NamedTuple):
+    """Store `value` at `namespace`/`key`, unindexed."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+
+
+ProfileRequest = ListPage | ReadTriples | GetCached | AskProfile | PutCached
+
+
+def build_profile(
+    plan: ProfilePlan, *, use_model: bool, refresh: bool, graph: bool
+) -> Generator[ProfileRequest, Any, UserProfile]:
+    """One profile read: yields its I/O requests and returns the profile.
+
+    Lists the user's memories, reads the user's triples when the store has a knowledge
+    graph (`graph`), returns the cached profile when its fingerprint (memories, and
+    triples with a graph) is current (unless `refresh`), else builds the profile, asks
+    the model (`use_model`) and caches the result.
+    """
+    items: list[SearchItem] = []
+    while True:
+        page = yield ListPage(plan.namespace, LIST_PAGE_SIZE, len(items))
+        items.extend(page)
+        if len(page) < LIST_PAGE_SIZE:
+            break
+    items = own_items(plan, items)
+    fp = fingerprint(items)
+    records: list[TripleRecord] = []
+    if graph:
+        for subject in fact_subjects(plan.user_id):
+            records.extend((yield ReadTriples(plan.namespace, subject, MAX_KNOWN_FACTS)))
+        fp = f"{fp}+{graph_fingerprint(records)}"
+    source: ProfileSource = "model" if use_model else "memories"
+    if not refresh:
+        cached = yield GetCached(plan.cache_namespace, plan.cache_key(source))
+        hit = cached_profile(plan, cached, fp, source)
+        if hit is not None:
+            logger.debug("Profile of user %r: cache hit (%s).", plan.user_id, source)
+            return hit
+    profile = memories_profile(plan, items, facts=known_facts(records))
+    if use_model:
+        output = yield AskProfile(profile_prompt(profile))
+        profile = model_profile(profile, output) or profile
+    key = plan.cache_key(profile.source)
+    yield PutCached(plan.cache_namespace, key, cache_value(plan, profile, fp))
     return profile

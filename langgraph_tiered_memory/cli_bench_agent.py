@@ -3,14 +3,12 @@
 Registered on the `bench` group in `langgraph_tiered_memory.cli`.
 """
 
-import json
-import os
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from langgraph_tiered_memory import cli_bench_options as bench_cli
 from langgraph_tiered_memory.cli_common import JsonFlag
 
 __all__ = ["bench_agent"]
@@ -19,9 +17,7 @@ __all__ = ["bench_agent"]
 def bench_agent(
     turns: Annotated[int, typer.Option(min=1, help="Timed turns per mode.")] = 30,
     warmup: Annotated[int, typer.Option(min=0, help="Untimed turns per mode first.")] = 3,
-    delay_ms: Annotated[
-        float, typer.Option(min=0.0, help="The fake model's fixed delay per call, in ms.")
-    ] = 100.0,
+    delay_ms: bench_cli.ModelDelayOption = 100.0,
     seed_memories: Annotated[
         int, typer.Option(min=0, help="Long-term memories per user before the first turn.")
     ] = 100,
@@ -49,38 +45,30 @@ def bench_agent(
         run_agent_benchmark,
     )
 
-    config = AgentBenchConfig(
-        turns=turns,
-        warmup=warmup,
-        delay_ms=delay_ms,
-        seed_memories=seed_memories,
-        turns_per_session=turns_per_session,
-        extraction=extraction,
-        profile=profile,
-        embed=embed,
-        redis_url=os.environ.get("REDIS_URL"),
+    config = bench_cli.checked(
+        AgentBenchConfig(
+            turns=turns,
+            warmup=warmup,
+            delay_ms=delay_ms,
+            seed_memories=seed_memories,
+            turns_per_session=turns_per_session,
+            extraction=extraction,
+            profile=profile,
+            embed=embed,
+            redis_url=bench_cli.redis_from_env(),
+        )
     )
-    try:
-        config.validate()
-    except ValueError as e:
-        raise typer.BadParameter(str(e)) from e
     data = run_agent_benchmark(config).to_dict()
     data["config"]["redis_url"] = "REDIS_URL" if config.redis_url else "embedded"
     console = Console()
-    table = Table(title=f"Memory agent: {turns} turns per mode, model delay {delay_ms:g} ms")
-    for col in ("storage", "turns", "turn p50 ms", "turn p95 ms", "run p50 ms", "run p95 ms"):
-        table.add_column(col, justify="left" if col == "storage" else "right")
-    for mode in AGENT_MODES:
-        row = data[mode]
-        table.add_row(
-            mode,
-            str(row["turns"]),
-            f"{row['turn_p50_ms']:.1f}",
-            f"{row['turn_p95_ms']:.1f}",
-            f"{row['run_p50_ms']:.1f}",
-            f"{row['run_p95_ms']:.1f}",
-        )
-    console.print(table)
+    columns = ("storage", "turns", "turn p50 ms", "turn p95 ms", "run p50 ms", "run p95 ms")
+    figures = ("turn_p50_ms", "turn_p95_ms", "run_p50_ms", "run_p95_ms")
+    rows = [
+        [mode, str(data[mode]["turns"]), *(f"{data[mode][f]:.1f}" for f in figures)]
+        for mode in AGENT_MODES
+    ]
+    title = f"Memory agent: {turns} turns per mode, model delay {delay_ms:g} ms"
+    console.print(bench_cli.figures_table(title, columns, rows))
     verdict = "within" if data["within_target"] else "OVER"
     console.print(
         f"turn latency with / without storage: p50 {data['ratio_p50']:.3f},"
@@ -88,5 +76,4 @@ def bench_agent(
         f" memories {data['memories_before']} -> {data['memories_after']},"
         f" write failures {data['write_failures']}"
     )
-    if as_json:
-        typer.echo(json.dumps(data, allow_nan=False))
+    bench_cli.echo_json(data, as_json)

@@ -5,16 +5,16 @@ Registered on the `bench` group in `langgraph_tiered_memory.cli`.
 
 from __future__ import annotations
 
-import json
-import os
+import faulthandler
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from langgraph_tiered_memory import cli_bench_options as bench_cli
 from langgraph_tiered_memory.cli_common import JsonFlag
 
 __all__ = ["bench_load"]
@@ -42,9 +42,7 @@ def bench_load(
         int | None,
         typer.Option(min=1, help="Threads in --mode threads (default: one per session)."),
     ] = None,
-    model_delay_ms: Annotated[
-        float, typer.Option(min=0.0, help="Latency of the fake chat model per call, in ms.")
-    ] = 0.0,
+    model_delay_ms: bench_cli.ModelDelayOption = 0.0,
     memory_limit: Annotated[
         int, typer.Option(min=1, help="Memories the agent retrieves per turn.")
     ] = 5,
@@ -70,37 +68,31 @@ def bench_load(
     REDIS_URL, or an embedded server is started. Exits with code 1 if a turn failed or
     an update was lost.
     """
-    from langgraph_tiered_memory.bench.load import (
-        LoadBenchConfig,
-        LoadBenchmarkError,
-        run_load_benchmark,
-    )
+    from langgraph_tiered_memory.bench.load import LoadBenchConfig, run_load_benchmark
 
-    config = LoadBenchConfig(
-        sessions=sessions,
-        turns=turns,
-        users=users,
-        mode=mode.strip().lower(),
-        workers=workers,
-        model_delay_ms=model_delay_ms,
-        memory_limit=memory_limit,
-        replay=replay,
-        chroma_path=str(chroma_path) if chroma_path is not None else None,
+    # Native code (Chroma, SQLite, numpy) runs on many threads here: a crash prints
+    # every thread's Python stack to stderr instead of dying silently.
+    if not faulthandler.is_enabled() and sys.__stderr__ is not None:
+        faulthandler.enable(file=sys.__stderr__)
+    config = bench_cli.checked(
+        LoadBenchConfig(
+            sessions=sessions,
+            turns=turns,
+            users=users,
+            mode=mode.strip().lower(),
+            workers=workers,
+            model_delay_ms=model_delay_ms,
+            memory_limit=memory_limit,
+            replay=replay,
+            chroma_path=str(chroma_path) if chroma_path is not None else None,
+        )
     )
-    try:
-        config.validate()
-    except LoadBenchmarkError as e:
-        raise typer.BadParameter(str(e)) from e
-    console = Console(stderr=as_json)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 150  # log files: keep each table row on one line
+    console = bench_cli.log_width(Console(stderr=as_json))
     with console.status(f"{sessions} sessions x {turns} turns ..."):
         report = run_load_benchmark(config)
     data = report.to_dict()
     _render(data, console)
-    if as_json:
-        # Plain echo, not rich: the JSON must stay on one unwrapped line.
-        typer.echo(json.dumps(data, allow_nan=False))
+    bench_cli.echo_json(data, as_json)
     if report.failed:
         raise typer.Exit(code=1)
 
@@ -114,14 +106,6 @@ def _fmt(value: Any, unit: str = "") -> str:
 
 
 def _render(data: dict[str, Any], console: Console) -> None:
-    table = Table(
-        title=f"Load: {data['sessions']} sessions x {data['turns']} turns,"
-        f" {data['users']} user(s), {data['mode']}",
-        caption=f"fake model; Redis ({data['environment']['redis']}) + Chroma;"
-        f" {data['environment']['cpus']} CPUs",
-    )
-    table.add_column("figure")
-    table.add_column("value", justify="right")
     rows = [
         ("turns completed", _fmt(data["turns_completed"])),
         ("throughput", _fmt(data["turns_per_s"], " turns/s")),
@@ -153,9 +137,15 @@ def _render(data: dict[str, Any], console: Console) -> None:
                 f"{data['replay']['wall_s']:.1f} s / {_fmt(data['replay']['p50_turn_ms'], ' ms')}",
             )
         )
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
+    title = (
+        f"Load: {data['sessions']} sessions x {data['turns']} turns,"
+        f" {data['users']} user(s), {data['mode']}"
+    )
+    caption = (
+        f"fake model; Redis ({data['environment']['redis']}) + Chroma;"
+        f" {data['environment']['cpus']} CPUs"
+    )
+    console.print(bench_cli.figures_table(title, ("figure", "value"), rows, caption=caption))
     for example in data["error_examples"]:
         console.print(f"[red]error[/red] {escape(example)}", highlight=False)
     if not data["environment"]["uncounted_profile_reads"] and data["lost_updates"]:

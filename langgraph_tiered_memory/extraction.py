@@ -60,7 +60,8 @@ Searching a tiered store in `"memory"` scoring mode counts an access on the memo
 returns, so the memories a run compares with gain an access each. On a tiered store
 whose retrieval is `"contextual"`, a run's searches use `"hybrid"` (they read one
 namespace, so they need no `$user`). The planning is shared by both entry points
-(`_extract_plan.plan_extraction`); they only serve its model, store and embedding calls.
+(`_extract_plan.plan_extraction`); they only serve its model, store and embedding calls
+(`_plan_drive.drive` / `adrive`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -85,11 +86,9 @@ from langgraph_tiered_memory._extract_plan import (
     AskModel,
     Embed,
     Malformed,
-    Read,
     Redact,
     Request,
     Settings,
-    Write,
     plan_extraction,
 )
 from langgraph_tiered_memory._extract_types import (
@@ -101,6 +100,7 @@ from langgraph_tiered_memory._extract_types import (
     MemoryDecision,
 )
 from langgraph_tiered_memory._models import resolve_model
+from langgraph_tiered_memory._plan_drive import adrive, drive
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.ranking_modes import mode_spec
 from langgraph_tiered_memory.redaction import RedactorSpec, redact_text, resolve_redactor
@@ -275,20 +275,46 @@ def _malformed(e: OutputParserException | ValidationError) -> Malformed:
     return Malformed(f"{type(e).__name__}: the answer is not parseable")
 
 
-def _ask(asker: _Asker, request: AskModel) -> Any:
-    try:
-        reply = asker.runnable(request.schema).invoke(request.messages)
-    except (OutputParserException, ValidationError) as e:
-        return _malformed(e)
-    return _checked(request.schema, reply)
+def _server(
+    store: BaseStore, chat: BaseChatModel | None, embeddings: Embeddings | None
+) -> Callable[[Request], Any]:
+    """Serves a run's requests with `invoke`, `embed_documents` and `store.batch`."""
+    asker = _Asker(chat)
+
+    def serve(request: Request) -> Any:
+        if isinstance(request, AskModel):
+            runnable = asker.runnable(request.schema)
+            try:
+                return _checked(request.schema, runnable.invoke(request.messages))
+            except (OutputParserException, ValidationError) as e:
+                return _malformed(e)
+        if isinstance(request, Embed):
+            assert embeddings is not None  # the plan embeds only with embeddings
+            return embeddings.embed_documents(request.texts)
+        return store.batch(request.ops)
+
+    return serve
 
 
-async def _aask(asker: _Asker, request: AskModel) -> Any:
-    try:
-        reply = await asker.runnable(request.schema).ainvoke(request.messages)
-    except (OutputParserException, ValidationError) as e:
-        return _malformed(e)
-    return _checked(request.schema, reply)
+def _aserver(
+    store: BaseStore, chat: BaseChatModel | None, embeddings: Embeddings | None
+) -> Callable[[Request], Awaitable[Any]]:
+    """Serves a run's requests with `ainvoke`, `aembed_documents` and `store.abatch`."""
+    asker = _Asker(chat)
+
+    async def serve(request: Request) -> Any:
+        if isinstance(request, AskModel):
+            runnable = asker.runnable(request.schema)
+            try:
+                return _checked(request.schema, await runnable.ainvoke(request.messages))
+            except (OutputParserException, ValidationError) as e:
+                return _malformed(e)
+        if isinstance(request, Embed):
+            assert embeddings is not None  # the plan embeds only with embeddings
+            return await embeddings.aembed_documents(request.texts)
+        return await store.abatch(request.ops)
+
+    return serve
 
 
 def extract_memories(
@@ -351,20 +377,7 @@ def extract_memories(
     run, chat, embeddings = _start(
         store, namespace, messages, model, similarity_threshold, redactor, user_id, limit, clock
     )
-    asker = _Asker(chat)
-    reply: Any = None
-    while True:
-        try:
-            request = run.send(reply)
-        except StopIteration as done:
-            return done.value
-        if isinstance(request, AskModel):
-            reply = _ask(asker, request)
-        elif isinstance(request, Embed):
-            assert embeddings is not None  # the plan embeds only with embeddings
-            reply = embeddings.embed_documents(request.texts)
-        elif isinstance(request, (Read, Write)):
-            reply = store.batch(request.ops)
+    return drive(run, _server(store, chat, embeddings))
 
 
 async def aextract_memories(
@@ -402,17 +415,4 @@ async def aextract_memories(
     run, chat, embeddings = _start(
         store, namespace, messages, model, similarity_threshold, redactor, user_id, limit, clock
     )
-    asker = _Asker(chat)
-    reply: Any = None
-    while True:
-        try:
-            request = run.send(reply)
-        except StopIteration as done:
-            return done.value
-        if isinstance(request, AskModel):
-            reply = await _aask(asker, request)
-        elif isinstance(request, Embed):
-            assert embeddings is not None  # the plan embeds only with embeddings
-            reply = await embeddings.aembed_documents(request.texts)
-        elif isinstance(request, (Read, Write)):
-            reply = await store.abatch(request.ops)
+    return await adrive(run, _aserver(store, chat, embeddings))

@@ -25,42 +25,49 @@ namespace and the same options. The cache namespace is outside the memory namesp
 so searches of the user's memories never see it, and it is stored with
 `index=False` (never embedded).
 
-The planning (ids, namespaces, grouping, fingerprint, prompt, cache records) is the pure
-functions of `_profile_plan`; the sync and async entry points only run the store and
-model calls.
+**Known facts.** When the store has a knowledge graph (a tiered store opened with
+`graph=`), the profile's `known_facts` lists the triples whose subject is the user
+(their id, or `"user"`, the subject the extractors give "I" without a speaker) under
+the user's namespace, as `"relation object"` texts (`"lives in porto"`), and the
+model's prompt shows them. The triples read (with their supporting memories) are part
+of the cache fingerprint, so a cached profile is rebuilt when they change. Without a
+graph, `known_facts` is empty and nothing else differs.
+
+The planning (ids, namespaces, grouping, fingerprint, prompt, cache records, and the
+order of the reads) is `_profile_plan.build_profile`, a generator of I/O requests; the
+sync and async entry points only serve them with the store and model calls.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, cast
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, SearchItem
 
 from langgraph_tiered_memory._models import resolve_model
+from langgraph_tiered_memory._plan_drive import adrive, drive
 from langgraph_tiered_memory._profile_plan import (
     DEFAULT_MAX_PER_TYPE,
     DEFAULT_PROFILE_NAMESPACE,
-    LIST_PAGE_SIZE,
     PROFILE_CACHE_LABEL,
+    AskProfile,
     AsyncItemLister,
+    GetCached,
     ItemLister,
+    ListPage,
     MalformedOutput,
     ProfileFields,
-    ProfileSource,
+    ProfileRequest,
+    ReadTriples,
     UserProfile,
-    cache_value,
-    cached_profile,
+    build_profile,
     check_user_id,
-    fingerprint,
-    memories_profile,
-    model_profile,
-    own_items,
     plan_profile,
-    profile_prompt,
 )
+from langgraph_tiered_memory.graph.types import TripleRecord
 
 __all__ = [
     "DEFAULT_MAX_PER_TYPE",
@@ -80,22 +87,81 @@ logger = logging.getLogger("langgraph_tiered_memory.profile")
 # ------------------------------------------------------------------------------- I/O
 
 
-def _searcher(store: BaseStore) -> ItemLister:
+class _GraphReader(Protocol):
+    """The graph queries of a tiered store opened with `graph=`."""
+
+    def graph_triples(
+        self, namespace: tuple[str, ...], *, subject: str | None = None, limit: int = 100
+    ) -> list[TripleRecord]: ...
+
+    async def agraph_triples(
+        self, namespace: tuple[str, ...], *, subject: str | None = None, limit: int = 100
+    ) -> list[TripleRecord]: ...
+
+
+def _has_graph(store: BaseStore) -> bool:
+    """Whether `store` has a knowledge graph (a tiered store opened with `graph=`)."""
+    return getattr(store, "graph", None) is not None
+
+
+def _server(
+    store: BaseStore, chat: BaseChatModel | None, lister: ItemLister | None
+) -> Callable[[ProfileRequest], Any]:
+    """Serves a profile read's requests with the sync store and model calls."""
+
     def list_page(ns: tuple[str, ...], limit: int, offset: int) -> Sequence[SearchItem]:
         return store.search(ns, limit=limit, offset=offset, refresh_ttl=False)
 
-    return list_page
+    page = lister or list_page
+
+    def serve(request: ProfileRequest) -> Any:
+        if isinstance(request, ListPage):
+            return page(*request)
+        if isinstance(request, ReadTriples):
+            ns, subject, limit = request
+            return cast(_GraphReader, store).graph_triples(ns, subject=subject, limit=limit)
+        if isinstance(request, GetCached):
+            return store.get(*request)
+        if isinstance(request, AskProfile):
+            assert chat is not None  # the plan asks only with a model
+            structured = chat.with_structured_output(ProfileFields)
+            try:
+                return structured.invoke(request.messages)
+            except ValueError as e:  # OutputParserException and pydantic's ValidationError
+                return MalformedOutput(e)
+        return store.put(*request, index=False)
+
+    return serve
 
 
-def _asearcher(store: BaseStore) -> AsyncItemLister:
+def _aserver(
+    store: BaseStore, chat: BaseChatModel | None, lister: AsyncItemLister | None
+) -> Callable[[ProfileRequest], Awaitable[Any]]:
+    """Serves a profile read's requests with the async store and model calls."""
+
     async def list_page(ns: tuple[str, ...], limit: int, offset: int) -> Sequence[SearchItem]:
         return await store.asearch(ns, limit=limit, offset=offset, refresh_ttl=False)
 
-    return list_page
+    page = lister or list_page
 
+    async def serve(request: ProfileRequest) -> Any:
+        if isinstance(request, ListPage):
+            return await page(*request)
+        if isinstance(request, ReadTriples):
+            ns, subject, limit = request
+            return await cast(_GraphReader, store).agraph_triples(ns, subject=subject, limit=limit)
+        if isinstance(request, GetCached):
+            return await store.aget(*request)
+        if isinstance(request, AskProfile):
+            assert chat is not None  # the plan asks only with a model
+            structured = chat.with_structured_output(ProfileFields)
+            try:
+                return await structured.ainvoke(request.messages)
+            except ValueError as e:  # OutputParserException and pydantic's ValidationError
+                return MalformedOutput(e)
+        return await store.aput(*request, index=False)
 
-def _source(model: BaseChatModel | None) -> ProfileSource:
-    return "memories" if model is None else "model"
+    return serve
 
 
 def get_user_profile(
@@ -124,7 +190,8 @@ def get_user_profile(
             is listed with `store.search`.
 
     Returns:
-        The `UserProfile`; its `source` says whether a model wrote it.
+        The `UserProfile`; its `source` says whether a model wrote it. On a store with
+        a knowledge graph (`graph=`), its `known_facts` lists the user's triples.
 
     Raises:
         InvalidNamespaceError: `user_id` cannot name a namespace (see `check_user_id`).
@@ -153,38 +220,8 @@ def get_user_profile(
         return result
     chat = resolve_model(model)
     plan = plan_profile(user_id, namespace, chat, max_per_type)
-    list_page = lister or _searcher(store)
-    items: list[SearchItem] = []
-    while True:
-        page = list_page(plan.namespace, LIST_PAGE_SIZE, len(items))
-        items.extend(page)
-        if len(page) < LIST_PAGE_SIZE:
-            break
-    items = own_items(plan, items)
-    fp = fingerprint(items)
-    source = _source(chat)
-    if not refresh:
-        hit = cached_profile(
-            plan, store.get(plan.cache_namespace, plan.cache_key(source)), fp, source
-        )
-        if hit is not None:
-            logger.debug("Profile of user %r: cache hit (%s).", plan.user_id, source)
-            return hit
-    profile = memories_profile(plan, items)
-    if chat is not None:
-        structured = chat.with_structured_output(ProfileFields)
-        try:
-            output: Any = structured.invoke(profile_prompt(profile))
-        except ValueError as e:  # OutputParserException and pydantic's ValidationError
-            output = MalformedOutput(e)
-        profile = model_profile(profile, output) or profile
-    store.put(
-        plan.cache_namespace,
-        plan.cache_key(profile.source),
-        cache_value(plan, profile, fp),
-        index=False,
-    )
-    return profile
+    run = build_profile(plan, use_model=chat is not None, refresh=refresh, graph=_has_graph(store))
+    return drive(run, _server(store, chat, lister))
 
 
 async def aget_user_profile(
@@ -218,34 +255,5 @@ async def aget_user_profile(
         return result
     chat = resolve_model(model)
     plan = plan_profile(user_id, namespace, chat, max_per_type)
-    list_page = lister or _asearcher(store)
-    items: list[SearchItem] = []
-    while True:
-        page = await list_page(plan.namespace, LIST_PAGE_SIZE, len(items))
-        items.extend(page)
-        if len(page) < LIST_PAGE_SIZE:
-            break
-    items = own_items(plan, items)
-    fp = fingerprint(items)
-    source = _source(chat)
-    if not refresh:
-        cached = await store.aget(plan.cache_namespace, plan.cache_key(source))
-        hit = cached_profile(plan, cached, fp, source)
-        if hit is not None:
-            logger.debug("Profile of user %r: cache hit (%s).", plan.user_id, source)
-            return hit
-    profile = memories_profile(plan, items)
-    if chat is not None:
-        structured = chat.with_structured_output(ProfileFields)
-        try:
-            output: Any = await structured.ainvoke(profile_prompt(profile))
-        except ValueError as e:  # OutputParserException and pydantic's ValidationError
-            output = MalformedOutput(e)
-        profile = model_profile(profile, output) or profile
-    await store.aput(
-        plan.cache_namespace,
-        plan.cache_key(profile.source),
-        cache_value(plan, profile, fp),
-        index=False,
-    )
-    return profile
+    run = build_profile(plan, use_model=chat is not None, refresh=refresh, graph=_has_graph(store))
+    return await adrive(run, _aserver(store, chat, lister))

@@ -9,19 +9,18 @@ what is here.
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from langgraph_tiered_memory.bench._fake_chat import FakeReplyModel
 
 
 class RecordedChatModel(BaseChatModel):
@@ -60,13 +59,7 @@ class RecordedChatModel(BaseChatModel):
             raise reply
         return reply
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         with self._lock:
             self.prompts.append(list(messages))
         reply = self._next(self.replies, "plain")
@@ -109,7 +102,7 @@ def prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(str(m.content) for m in messages)
 
 
-class RecordingChatModel(BaseChatModel):
+class RecordingChatModel(FakeReplyModel):
     """Answers from a script (or a function of the prompt) and records each prompt.
 
     `replies` are used in order, the last one repeating; a reply may be a function of
@@ -119,15 +112,11 @@ class RecordingChatModel(BaseChatModel):
     """
 
     replies: list[Any] = []
-    delay: float = 0.0
+    llm_type = "recording-fake"
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
     _calls: int = PrivateAttr(default=0)
     _tools: list[Any] = PrivateAttr(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording-fake"
 
     @property
     def prompts(self) -> list[list[BaseMessage]]:
@@ -144,7 +133,7 @@ class RecordingChatModel(BaseChatModel):
         self._tools = list(tools)
         return self
 
-    def _reply(self, messages: list[BaseMessage]) -> ChatResult:
+    def _result(self, messages: list[BaseMessage]) -> ChatResult:
         with self._lock:
             self._prompts.append(list(messages))
             index = min(self._calls, len(self.replies) - 1)
@@ -154,25 +143,3 @@ class RecordingChatModel(BaseChatModel):
             reply = reply(list(messages))
         message = reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply))
         return ChatResult(generations=[ChatGeneration(message=message.model_copy())])
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay:
-            time.sleep(self.delay)
-        return self._reply(messages)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        return self._reply(messages)

@@ -1,23 +1,34 @@
-"""Shared helpers of the memory-tool tests: a tool-calling graph, a redactor, call specs."""
+"""Shared helpers of the memory-tool, extraction and profile tests.
+
+A tool-calling graph, a redactor, call specs, and the options of a tiered store on the
+test Redis with Chroma under a temporary directory.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Item
 from pydantic import ValidationError
 
+from langgraph_tiered_memory import AsyncTieredMemoryStore
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.redaction import Finding, RedactionResult
+from tests.conftest import DIMS
+from tests.fakes import Clock, HashingEmbeddings
 
 
 def tool_loop_graph(model: BaseChatModel, tools: Sequence[BaseTool]) -> StateGraph:
@@ -52,6 +63,77 @@ def calls(*tool_calls: tuple[str, dict[str, Any]]) -> AIMessage:
 
 def config(user_id: Any) -> dict[str, Any]:
     return {"configurable": {"user_id": user_id}}
+
+
+def store_options(redis_url: str, key_prefix: str, path: Path, **options: Any) -> dict[str, Any]:
+    """Constructor options of a tiered store: Redis, its own prefix, Chroma under `path`."""
+    return {
+        "redis_url": redis_url,
+        "chroma_path": str(path / "chroma"),
+        "key_prefix": key_prefix,
+        **options,
+    }
+
+
+def indexed_store_options(
+    redis_url: str, key_prefix: str, path: Path, clock: Clock, **options: Any
+) -> dict[str, Any]:
+    """`store_options` with the test clock and an index of hashed embeddings of `content`."""
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    return store_options(redis_url, key_prefix, path, clock=clock, index=index, **options)
+
+
+@contextlib.asynccontextmanager
+async def async_store(
+    redis_url: str, key_prefix: str, tmp_path: Path, tier: str, **options: Any
+) -> AsyncIterator[AsyncTieredMemoryStore]:
+    """An `AsyncTieredMemoryStore` whose default tier is `tier`, set up; closed at exit."""
+    tiers = {"default": tier}
+    store = AsyncTieredMemoryStore(
+        **store_options(redis_url, key_prefix, tmp_path, tiers=tiers, **options)
+    )
+    await store.asetup()
+    try:
+        yield store
+    finally:
+        await asyncio.to_thread(store.close)
+
+
+def session(user: str, thread: str) -> dict[str, Any]:
+    """The run config of one session (thread) of `user`."""
+    return {"configurable": {"user_id": user, "thread_id": thread}}
+
+
+def tool_results(messages: list[Any]) -> list[ToolMessage]:
+    """The tool answers among `messages`."""
+    return [m for m in messages if isinstance(m, ToolMessage)]
+
+
+def remember_then_recall(
+    graph: Any,
+    model: Any,
+    store: BaseStore,
+    memory: dict[str, str],
+    said: tuple[str, str],
+    query: str,
+) -> Item:
+    """User u1 saves `memory` in one session and finds it by `query` in the next.
+
+    `model` is a `RecordedChatModel` the compiled `graph` calls; `said` are the user's
+    two messages (threads `recall-1` and `recall-2`). Checks what was stored and that
+    the search answered exactly it, with a float score; returns the stored item.
+    """
+    model.replies += [calls(("manage_memory", memory)), "Noted."]
+    graph.invoke({"messages": [("user", said[0])]}, session("u1", "recall-1"))
+    [item] = store.search(("memories", "u1"))
+    assert item.value == memory
+    model.replies += [calls(("search_memory", {"query": query})), "Found it."]
+    graph.invoke({"messages": [("user", said[1])]}, session("u1", "recall-2"))
+    [found] = tool_results(model.prompts[-1])
+    hits = json.loads(str(found.content))
+    assert [(h["key"], h["content"]) for h in hits] == [(item.key, memory["content"])]
+    assert isinstance(hits[0]["score"], float)
+    return item
 
 
 class EmailRedactor:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, ClassVar
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -15,13 +14,19 @@ __all__ = ["FakeReplyModel"]
 
 
 class FakeReplyModel(BaseChatModel):
-    """Waits `_delay()` seconds, then answers with `_reply(messages)`.
+    """Waits `delay` seconds, then answers with `_result(messages)`.
 
     The wait is `time.sleep` on the sync path and `asyncio.sleep` on the async one.
+    Subclasses write `_reply` (the reply's text) or `_result` (the whole result).
     """
 
-    def _delay(self) -> float:
-        return 0.0
+    delay: float = 0.0
+    """Seconds each call waits before answering."""
+    llm_type: ClassVar[str] = "fake-reply"
+
+    @property
+    def _llm_type(self) -> str:
+        return self.llm_type
 
     def _reply(self, messages: list[BaseMessage]) -> str:
         raise NotImplementedError
@@ -29,24 +34,14 @@ class FakeReplyModel(BaseChatModel):
     def _result(self, messages: list[BaseMessage]) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=AIMessage(self._reply(messages)))])
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self._delay() > 0:
-            time.sleep(self._delay())
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        if self.delay > 0:
+            time.sleep(self.delay)
         return self._result(messages)
 
     async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
     ) -> ChatResult:
-        if self._delay() > 0:
-            await asyncio.sleep(self._delay())
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
         return self._result(messages)

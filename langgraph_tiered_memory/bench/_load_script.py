@@ -162,18 +162,11 @@ class ScriptedChatModel(FakeReplyModel):
 
     The reply never depends on the retrieved memories or the profile in the prompt
     (which differ between interleavings), so what the agent stores for a turn is the
-    same in the concurrent run and in the serial replay. `delay_s` simulates the
-    model's latency (`time.sleep` on the sync path, `asyncio.sleep` on the async one).
+    same in the concurrent run and in the serial replay. `delay` (seconds) simulates
+    the model's latency (`time.sleep` on the sync path, `asyncio.sleep` on the async one).
     """
 
-    delay_s: float = 0.0
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-load"
-
-    def _delay(self) -> float:
-        return self.delay_s
+    llm_type = "scripted-load"
 
     def _reply(self, messages: list[BaseMessage]) -> str:
         return _reply_to(messages)

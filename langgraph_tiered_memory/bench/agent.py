@@ -66,13 +66,7 @@ class DelayedChatModel(FakeReplyModel):
     """
 
     delay: float = 0.1
-
-    @property
-    def _llm_type(self) -> str:
-        return "delayed-fake"
-
-    def _delay(self) -> float:
-        return self.delay
+    llm_type = "delayed-fake"
 
     def _reply(self, messages: list[BaseMessage]) -> str:
         last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)

@@ -329,7 +329,7 @@ async def _run_phase(
 ) -> PhaseResult:
     result = PhaseResult()
     users = sorted({s.user_id for s in phase.scripts})
-    model = ScriptedChatModel(delay_s=config.model_delay_ms / 1000.0)
+    model = ScriptedChatModel(delay=config.model_delay_ms / 1000.0)
     async with _opened(config, phase, url, store_factory) as (store, saver):
         await store.abatch(_seed_ops(config, users))
         graph = graph_factory(model, config).compile(checkpointer=saver, store=store)

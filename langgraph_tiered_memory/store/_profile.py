@@ -17,19 +17,36 @@ from typing import cast
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, SearchItem
+from typing_extensions import TypedDict, Unpack
 
 from langgraph_tiered_memory.profile import (
-    DEFAULT_MAX_PER_TYPE,
-    DEFAULT_PROFILE_NAMESPACE,
     UserProfile,
     aget_user_profile,
     get_user_profile,
 )
 
-__all__ = ["ProfileMethods"]
+__all__ = ["ProfileMethods", "ProfileOptions"]
 
 
 _UNCOUNTED = {"$count_access": False}
+
+
+class ProfileOptions(TypedDict, total=False):
+    """The options of the stores' profile methods (see `profile.get_user_profile`).
+
+    Attributes:
+        model: A chat model or `init_chat_model` string; None (default) for no model call.
+        namespace: The user's memory namespace, with a `{user_id}` placeholder
+            (default `("memories", "{user_id}")`).
+        refresh: Rebuild (and re-cache) even if the cached profile is current.
+        max_per_type: Most memories of each type in the profile and in the prompt
+            (default 20).
+    """
+
+    model: str | BaseChatModel | None
+    namespace: Sequence[str]
+    refresh: bool
+    max_per_type: int
 
 
 def _filter(store: BaseStore) -> dict[str, bool] | None:
@@ -57,15 +74,7 @@ async def _auncounted_page(
 class ProfileMethods:
     """`get_user_profile` and `aget_user_profile` (both stores)."""
 
-    def get_user_profile(
-        self,
-        user_id: str,
-        *,
-        model: str | BaseChatModel | None = None,
-        namespace: Sequence[str] = DEFAULT_PROFILE_NAMESPACE,
-        refresh: bool = False,
-        max_per_type: int = DEFAULT_MAX_PER_TYPE,
-    ) -> UserProfile:
+    def get_user_profile(self, user_id: str, **options: Unpack[ProfileOptions]) -> UserProfile:
         """The profile of `user_id`, cached until the user's memories change.
 
         `langgraph_tiered_memory.profile.get_user_profile` on this store; listing the
@@ -73,45 +82,17 @@ class ProfileMethods:
 
         Args:
             user_id: The user's id; it fills `{user_id}` in `namespace`.
-            model: A chat model or `init_chat_model` string; None for no model call.
-            namespace: The user's memory namespace, with a `{user_id}` placeholder.
-            refresh: Rebuild (and re-cache) even if the cached profile is current.
-            max_per_type: Most memories of each type in the profile and in the prompt.
+            **options: `model`, `namespace`, `refresh`, `max_per_type` (see
+                `ProfileOptions`).
         """
-        return get_user_profile(
-            cast(BaseStore, self),
-            user_id,
-            model=model,
-            namespace=namespace,
-            refresh=refresh,
-            max_per_type=max_per_type,
-            lister=functools.partial(_uncounted_page, cast(BaseStore, self)),
-        )
+        store = cast(BaseStore, self)
+        lister = functools.partial(_uncounted_page, store)
+        return get_user_profile(store, user_id, lister=lister, **options)
 
     async def aget_user_profile(
-        self,
-        user_id: str,
-        *,
-        model: str | BaseChatModel | None = None,
-        namespace: Sequence[str] = DEFAULT_PROFILE_NAMESPACE,
-        refresh: bool = False,
-        max_per_type: int = DEFAULT_MAX_PER_TYPE,
+        self, user_id: str, **options: Unpack[ProfileOptions]
     ) -> UserProfile:
-        """Async `get_user_profile`: the store's I/O runs in worker threads.
-
-        Args:
-            user_id: The user's id; it fills `{user_id}` in `namespace`.
-            model: A chat model or `init_chat_model` string; None for no model call.
-            namespace: The user's memory namespace, with a `{user_id}` placeholder.
-            refresh: Rebuild (and re-cache) even if the cached profile is current.
-            max_per_type: Most memories of each type in the profile and in the prompt.
-        """
-        return await aget_user_profile(
-            cast(BaseStore, self),
-            user_id,
-            model=model,
-            namespace=namespace,
-            refresh=refresh,
-            max_per_type=max_per_type,
-            lister=functools.partial(_auncounted_page, cast(BaseStore, self)),
-        )
+        """Async `get_user_profile`: the store's I/O runs in worker threads."""
+        store = cast(BaseStore, self)
+        lister = functools.partial(_auncounted_page, store)
+        return await aget_user_profile(store, user_id, lister=lister, **options)

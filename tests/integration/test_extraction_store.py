@@ -15,6 +15,7 @@ from langgraph_tiered_memory.extraction import aextract_memories, extract_memori
 from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock, HashingEmbeddings
+from tests.memory_tools_support import async_store
 
 pytestmark = pytest.mark.integration
 
@@ -120,15 +121,9 @@ def test_store_with_contextual_retrieval_needs_no_user_for_extraction(
 async def astore(
     redis_url: str, key_prefix: str, tmp_path: Path, clock: Clock
 ) -> AsyncIterator[AsyncTieredMemoryStore]:
-    async with AsyncTieredMemoryStore.from_conn_string(
-        redis_url,
-        chroma_path=str(tmp_path / "chroma"),
-        key_prefix=key_prefix,
-        tiers={"default": "long"},
-        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), **INDEX},  # type: ignore[typeddict-item]
-        clock=clock,
-    ) as store:
-        yield store
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), **INDEX}
+    async with async_store(redis_url, key_prefix, tmp_path, "long", index=index, clock=clock) as s:
+        yield s
 
 
 async def test_async_extraction_never_blocks_the_event_loop(

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 from hypothesis import HealthCheck, given, settings
-from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
@@ -22,25 +21,21 @@ from tests.memory_tools_support import (
     B_KEYS,
     B_NAMESPACE,
     EmailRedactor,
+    async_store,
     calls,
+    remember_then_recall,
     run_calls,
     seed_b,
+    session,
     snapshot,
     tool_calls,
     tool_loop_graph,
+    tool_results,
 )
 
 pytestmark = pytest.mark.integration
 
 INDEX = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
-
-
-def session(user: str, thread: str) -> dict[str, Any]:
-    return {"configurable": {"user_id": user, "thread_id": thread}}
-
-
-def tool_results(messages: list[Any]) -> list[ToolMessage]:
-    return [m for m in messages if isinstance(m, ToolMessage)]
 
 
 @pytest.fixture
@@ -54,20 +49,9 @@ def test_sessions_of_one_user_share_memories_that_other_users_never_see(
     tools = [create_manage_memory_tool(), create_search_memory_tool()]
     model = RecordedChatModel()
     graph = tool_loop_graph(model, tools).compile(store=tstore, checkpointer=InMemorySaver())
-
-    model.replies += [
-        calls(("manage_memory", {"content": "Prefers window seats", "memory_type": "preference"})),
-        "Noted.",
-    ]
-    graph.invoke({"messages": [("user", "I always take the window seat")]}, session("u1", "a"))
-    [item] = tstore.search(("memories", "u1"))
-    assert item.value == {"content": "Prefers window seats", "memory_type": "preference"}
-
-    model.replies += [calls(("search_memory", {"query": "seat preference"})), "Window."]
-    graph.invoke({"messages": [("user", "Book me a seat")]}, session("u1", "b"))
-    [hit] = json.loads(str(tool_results(model.prompts[-1])[0].content))
-    assert hit["key"] == item.key and hit["content"] == "Prefers window seats"
-    assert isinstance(hit["score"], float)
+    said = ("I always take the window seat", "Book me a seat")
+    seats = {"content": "Prefers window seats", "memory_type": "preference"}
+    item = remember_then_recall(graph, model, tstore, seats, said, "seat preference")
 
     model.replies += [
         calls(
@@ -141,14 +125,8 @@ def test_no_invented_call_changes_another_users_namespace(
 async def astore(
     redis_url: str, key_prefix: str, tmp_path: Path, tier: str
 ) -> AsyncIterator[AsyncTieredMemoryStore]:
-    async with AsyncTieredMemoryStore.from_conn_string(
-        redis_url,
-        chroma_path=str(tmp_path / "chroma"),
-        key_prefix=key_prefix,
-        tiers={"default": tier},  # type: ignore[typeddict-item]
-        index=INDEX,  # type: ignore[arg-type]
-        scoring={"mode": "similarity"},
-    ) as store:
+    options: dict[str, Any] = {"index": INDEX, "scoring": {"mode": "similarity"}}
+    async with async_store(redis_url, key_prefix, tmp_path, tier, **options) as store:
         yield store
 
 

@@ -19,33 +19,18 @@ from langgraph_tiered_memory.profile import (
     aget_user_profile,
     get_user_profile,
 )
-from langgraph_tiered_memory.store._profile import ProfileMethods
-from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel
-from tests.fakes import Clock, HashingEmbeddings
+from tests.fakes import Clock
+from tests.memory_tools_support import indexed_store_options
 
 DAY = 86_400.0
 
 
-def _with_profile_methods(cls: type[Any]) -> type[Any]:
-    """`cls` itself once the store classes inherit `ProfileMethods`, else a subclass that does."""
-    if issubclass(cls, ProfileMethods):
-        return cls
-    return type(f"Profile{cls.__name__}", (ProfileMethods, cls), {})
+ProfileStore = TieredMemoryStore
+AsyncProfileStore = AsyncTieredMemoryStore
 
 
-ProfileStore = _with_profile_methods(TieredMemoryStore)
-AsyncProfileStore = _with_profile_methods(AsyncTieredMemoryStore)
-
-
-def _options(redis_url: str, key_prefix: str, path: Path, clock: Clock) -> dict[str, Any]:
-    return {
-        "redis_url": redis_url,
-        "chroma_path": str(path / "chroma"),
-        "key_prefix": key_prefix,
-        "clock": clock,
-        "index": {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-    }
+_options = indexed_store_options
 
 
 @pytest.fixture
@@ -71,19 +56,29 @@ def _prompt_text(model: RecordedChatModel, call: int = -1) -> str:
     return "\n".join(str(m.content) for m in model.structured_prompts[call])
 
 
+def _put_in_turn(
+    store: TieredMemoryStore,
+    clock: Clock,
+    ns: tuple[str, ...],
+    memories: list[tuple[str, dict[str, Any]]],
+    step: float,
+) -> None:
+    """Put `(key, value)` pairs in order, the clock moving `step` seconds between two."""
+    for i, (key, value) in enumerate(memories):
+        if i:
+            clock.now += step
+        store.put(ns, key, value)
+
+
 def _put_alice(store: TieredMemoryStore, clock: Clock) -> None:
-    ns = ("memories", "alice")
-    store.put(ns, "tea", {"content": "Alice drinks green tea", "memory_type": "preference"})
-    clock.now += 60
-    store.put(ns, "berlin", {"content": "Alice lives in Berlin", "memory_type": "fact"})
-    clock.now += 60
-    store.put(
-        ns,
-        "brief",
-        {"content": "Alice wants short answers", "memory_type": "preference", "importance": 0.9},
-    )
-    clock.now += 60
-    store.put(ns, "trip", {"content": "Alice planned a trip to Rome"})
+    brief = {"content": "Alice wants short answers", "memory_type": "preference", "importance": 0.9}
+    memories: list[tuple[str, dict[str, Any]]] = [
+        ("tea", {"content": "Alice drinks green tea", "memory_type": "preference"}),
+        ("berlin", {"content": "Alice lives in Berlin", "memory_type": "fact"}),
+        ("brief", brief),
+        ("trip", {"content": "Alice planned a trip to Rome"}),
+    ]
+    _put_in_turn(store, clock, ("memories", "alice"), memories, 60)
 
 
 # ---------------------------------------------------------------------------- no model
@@ -93,13 +88,13 @@ def test_profile_without_model_groups_memories_by_type_importance_then_recency(
     pstore: ProfileStore, clock: Clock
 ) -> None:
     ns = ("memories", "u1")
-    pstore.put(ns, "old", {"content": "likes jazz", "memory_type": "preference"})
-    clock.now += 3600
-    pstore.put(ns, "new", {"content": "likes techno", "memory_type": "preference"})
-    clock.now += 3600
-    pstore.put(
-        ns, "key", {"content": "needs large fonts", "memory_type": "preference", "importance": 0.9}
-    )
+    key = {"content": "needs large fonts", "memory_type": "preference", "importance": 0.9}
+    memories: list[tuple[str, dict[str, Any]]] = [
+        ("old", {"content": "likes jazz", "memory_type": "preference"}),
+        ("new", {"content": "likes techno", "memory_type": "preference"}),
+        ("key", key),
+    ]
+    _put_in_turn(pstore, clock, ns, memories, 3600)
     pstore.put(ns, "lisbon", {"content": "lives in Lisbon", "memory_type": "fact"})
     pstore.put(ns, "chess", {"content": "plays chess", "memory_type": "skill"})
     pstore.put(ns, "met", {"content": "met the assistant on Monday"})  # experience

@@ -43,7 +43,7 @@ def test_scripted_model_replies_depend_only_on_the_last_user_message() -> None:
 
 
 async def test_scripted_model_async_path_matches_sync() -> None:
-    model = ScriptedChatModel(delay_s=0.001)
+    model = ScriptedChatModel(delay=0.001)
     msgs = [HumanMessage("Remember my code word is teal.")]
     assert (await model.ainvoke(msgs)).content == model.invoke(msgs).content
 

@@ -46,6 +46,16 @@ def _text(prompt: list[Any]) -> str:
     return "\n".join(str(m.content) for m in prompt)
 
 
+def _stored(
+    memory: tuple[str, str, float], said: str, **options: Any
+) -> tuple[InMemoryStore, RecordedChatModel, str]:
+    """A store holding the one memory the model extracted from `said`: (store, model, key)."""
+    store = _store()
+    model = RecordedChatModel(structured=[_memories(memory)])
+    key = extract_memories(store, NS, [("user", said)], model=model, **options).added[0]
+    return store, model, key
+
+
 # --------------------------------------------------------------------------- model path
 def test_model_fact_stated_twice_is_stored_once() -> None:
     store = _store()
@@ -76,11 +86,9 @@ def test_model_fact_stated_twice_is_stored_once() -> None:
 
 
 def test_model_changed_preference_updates_with_provenance() -> None:
-    store = _store()
-    model = RecordedChatModel(structured=[_memories(("The user likes coffee", "preference", 0.5))])
-    coffee = extract_memories(
-        store, NS, [("user", "I like coffee")], model=model, clock=lambda: T0
-    ).added[0]
+    store, model, coffee = _stored(
+        ("The user likes coffee", "preference", 0.5), "I like coffee", clock=lambda: T0
+    )
     before = store.get(NS, coffee)
     assert before is not None
     model.structured.extend(
@@ -110,9 +118,7 @@ def test_model_changed_preference_updates_with_provenance() -> None:
 
 
 def test_model_contradiction_deletes_berlin_and_stores_lisbon() -> None:
-    store = _store()
-    model = RecordedChatModel(structured=[_memories(("The user lives in Berlin", "fact", 0.6))])
-    berlin = extract_memories(store, NS, [("user", "I live in Berlin")], model=model).added[0]
+    store, model, berlin = _stored(("The user lives in Berlin", "fact", 0.6), "I live in Berlin")
     model.structured.extend(
         [
             _memories(("The user moved to Lisbon", "fact", 0.7)),
@@ -131,9 +137,7 @@ def test_model_contradiction_deletes_berlin_and_stores_lisbon() -> None:
 
 
 def test_model_update_then_delete_in_one_run_records_the_stored_version() -> None:
-    store = _store()
-    model = RecordedChatModel(structured=[_memories(("The user lives in Berlin", "fact", 0.6))])
-    berlin = extract_memories(store, NS, "I live in Berlin", model=model).added[0]
+    store, model, berlin = _stored(("The user lives in Berlin", "fact", 0.6), "I live in Berlin")
     stored_sha = hashlib.sha256(b"The user lives in Berlin").hexdigest()[:16]
     model.structured.extend(
         [
@@ -159,11 +163,9 @@ def test_model_update_then_delete_in_one_run_records_the_stored_version() -> Non
 def test_model_decision_naming_a_key_not_offered_is_rejected(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store = _store()
+    store, model, berlin = _stored(("The user lives in Berlin", "fact", 0.6), "I live in Berlin")
     other = ("memories", "u2")
     store.put(other, "victim", {"content": "The user lives in Paris"})
-    model = RecordedChatModel(structured=[_memories(("The user lives in Berlin", "fact", 0.6))])
-    berlin = extract_memories(store, NS, [("user", "I live in Berlin")], model=model).added[0]
     model.structured.extend(
         [
             _memories(("The user lives in Berlin-Mitte", "fact", 0.6)),
@@ -182,9 +184,7 @@ def test_model_decision_naming_a_key_not_offered_is_rejected(
 
 
 def test_model_update_without_memory_id_is_rejected() -> None:
-    store = _store()
-    model = RecordedChatModel(structured=[_memories(("The user likes jazz", "preference", 0.5))])
-    jazz = extract_memories(store, NS, [("user", "I like jazz")], model=model).added[0]
+    store, model, jazz = _stored(("The user likes jazz", "preference", 0.5), "I like jazz")
     model.structured.extend(
         [_memories(("The user likes jazz a lot", "preference", 0.6)), {"action": "UPDATE"}]
     )
@@ -212,9 +212,7 @@ def test_malformed_extraction_falls_back_to_the_heuristic_with_a_warning(
 def test_malformed_decision_falls_back_for_that_candidate(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store = _store()
-    model = RecordedChatModel(structured=[_memories(("The user lives in Berlin", "fact", 0.6))])
-    berlin = extract_memories(store, NS, [("user", "I live in Berlin")], model=model).added[0]
+    store, model, berlin = _stored(("The user lives in Berlin", "fact", 0.6), "I live in Berlin")
     model.structured.extend(
         [
             _memories(("The user lives in Lisbon", "fact", 0.6)),

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
@@ -15,17 +14,15 @@ from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.fake_models import RecordedChatModel
 from tests.fakes import HashingEmbeddings
-from tests.memory_tools_support import calls, tool_loop_graph
+from tests.memory_tools_support import (
+    calls,
+    remember_then_recall,
+    session,
+    tool_loop_graph,
+    tool_results,
+)
 
 DIMS = 64
-
-
-def session(user: str, thread: str) -> dict[str, Any]:
-    return {"configurable": {"user_id": user, "thread_id": thread}}
-
-
-def tool_results(prompt: list[Any]) -> list[ToolMessage]:
-    return [m for m in prompt if isinstance(m, ToolMessage)]
 
 
 @pytest.fixture
@@ -46,21 +43,9 @@ def test_a_memory_made_in_one_session_is_found_in_the_next_and_not_by_another_us
 ) -> None:
     model = RecordedChatModel()
     graph = tool_loop_graph(model, tools).compile(store=store, checkpointer=InMemorySaver())
-
-    model.replies += [
-        calls(("manage_memory", {"content": "Prefers green tea", "memory_type": "preference"})),
-        "Noted.",
-    ]
-    graph.invoke({"messages": [("user", "Remember: I like green tea")]}, session("u1", "t1"))
-    [item] = store.search(("memories", "u1"))
-    assert item.value == {"content": "Prefers green tea", "memory_type": "preference"}
-
-    model.replies += [calls(("search_memory", {"query": "what tea do I like"})), "Green tea."]
-    graph.invoke({"messages": [("user", "What do I drink?")]}, session("u1", "t2"))
-    [found] = tool_results(model.prompts[-1])
-    hits = json.loads(str(found.content))
-    assert [(h["key"], h["content"]) for h in hits] == [(item.key, "Prefers green tea")]
-    assert isinstance(hits[0]["score"], float)
+    memory = {"content": "Prefers green tea", "memory_type": "preference"}
+    said = ("Remember: I like green tea", "What do I drink?")
+    item = remember_then_recall(graph, model, store, memory, said, "what tea do I like")
 
     model.replies += [calls(("search_memory", {"query": "what tea do I like"})), "No idea."]
     graph.invoke({"messages": [("user", "What do I drink?")]}, session("u2", "t3"))
