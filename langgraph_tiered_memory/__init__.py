@@ -39,6 +39,16 @@ from langgraph_tiered_memory.forgetting import (
     should_forget,
 )
 from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
+from langgraph_tiered_memory.graph import (
+    GraphStore,
+    ModelExtractor,
+    Neighbor,
+    RuleExtractor,
+    Triple,
+    TripleExtractionError,
+    TripleExtractor,
+    TripleRecord,
+)
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.profile import UserProfile, aget_user_profile, get_user_profile
 from langgraph_tiered_memory.ranking import ScoreBreakdown
@@ -53,6 +63,8 @@ from langgraph_tiered_memory.redaction import (
     resolve_redactor,
 )
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.store._config import GraphConfig
+from langgraph_tiered_memory.store._graph_write import GraphSyncError
 from langgraph_tiered_memory.store._reports import (
     ConsolidationRecord,
     ForgettingReport,
@@ -106,6 +118,9 @@ __all__ = [
     "GARBAGE_COLLECT_POLICY",
     "GCReport",
     "get_user_profile",
+    "GraphConfig",
+    "GraphStore",
+    "GraphSyncError",
     "ImportanceRules",
     "InvalidFilterError",
     "InvalidItemError",
@@ -116,6 +131,8 @@ __all__ = [
     "MemoryToolError",
     "MemoryWriteError",
     "MemoryWriter",
+    "ModelExtractor",
+    "Neighbor",
     "PatternRedactor",
     "PresidioRedactor",
     "PromotionSkip",
@@ -125,6 +142,7 @@ __all__ = [
     "RedactorSpec",
     "RedisSessionSaver",
     "resolve_redactor",
+    "RuleExtractor",
     "ScoreBreakdown",
     "ScoringConfig",
     "SessionMeta",
@@ -135,5 +153,9 @@ __all__ = [
     "TieredMemoryStore",
     "TierPolicy",
     "trim_working_memory",
+    "Triple",
+    "TripleExtractionError",
+    "TripleExtractor",
+    "TripleRecord",
     "UserProfile",
 ]

@@ -4,6 +4,16 @@ import langgraph_tiered_memory
 def test_public_names_are_pinned() -> None:
     assert sorted(langgraph_tiered_memory.__all__) == sorted(
         [
+            "GraphStore",
+            "ModelExtractor",
+            "Neighbor",
+            "RuleExtractor",
+            "Triple",
+            "TripleExtractionError",
+            "TripleExtractor",
+            "TripleRecord",
+            "GraphConfig",
+            "GraphSyncError",
             "AsyncRedisSessionSaver",
             "AsyncTieredMemoryStore",
             "BackendUnavailableError",
