@@ -111,7 +111,7 @@ class ScoringConfig(TypedDict, total=False):
     """Candidates taken from each retrieval list before ranking. Defaults to 50."""
     rrf_k: float
     """Reciprocal-rank-fusion constant. Defaults to 10 (60, the common choice, flattens
-    the fused list too much for memory recall: see the README's ablation)."""
+    the fused list too much for memory recall: see docs/benchmarks.md, the ablation)."""
     neighbor_weight: float
     """Share of the best fused score of a memory's write-order neighbours added to its
     own (hybrid and contextual). 0 switches smoothing off. Defaults to 0.25."""
@@ -121,7 +121,7 @@ class ScoringConfig(TypedDict, total=False):
     sentence_keys: int
     """Extra vectors for a memory of several sentences: its first sentences and the rest,
     at most this many. Defaults to 0 (off): on LoCoMo they lift multi-hop recall but
-    crowd out open-domain evidence (see the README)."""
+    crowd out open-domain evidence (see docs/benchmarks.md)."""
     time_keys: bool
     """Keyword-index `occurred_at` in words, with relative dates of the text resolved.
     Defaults to True."""
@@ -163,7 +163,7 @@ class ScoringConfig(TypedDict, total=False):
     store with `graph=`): memories supporting triples about the query's entities,
     ranked by `ranking_select.graph_scores`, add `graph_weight / (rrf_k + rank)`.
     0 switches the channel off. Defaults to 0 (off: with the rule extractor it did not
-    reach its target on the LoCoMo dev split, see the README's graph figures); 0.5 is
+    reach its target on the LoCoMo dev split, see docs/graph.md); 0.5 is
     the value `bench retrieval --graph on` measures."""
     graph_hops: int
     """How far the graph channel walks beyond the triples naming a query entity: 0
