@@ -11,6 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from langgraph_tiered_memory.graph._rules_facts import (
+    CONTINUED,
+    CONTINUED_VERBS,
+    employer,
+    rewrite_clause,
+)
 from langgraph_tiered_memory.graph._rules_table import (
     ADJUNCT_BOUNDARY,
     ADVERBS,
@@ -58,7 +64,8 @@ _CLAUSE = re.compile(
     r"\s*;\s*|,?\s+(?:and|but|so|because|since|while|although|though|then|and then"
     r"|when|after|before|where)\s+(?=(?:I|we|my|our|he|she|they|his|her|their)\b)"
     r"|\s+(?:said|says|thinks|think|told\s+me|knows|know)\s+(?:that\s+)?(?=(?:I|we|my|our)\b)"
-    r"|,?\s+(?=who\s)",
+    r"|,?\s+(?=who\s)"
+    r"|,?\s+and\s+(?=" + CONTINUED_VERBS + r")",
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -111,11 +118,11 @@ _WITH_RELATIVE = re.compile(
 _NOT_AN_OBJECT = re.compile(
     r"(?:how|what|when|where|why|whether|if|that|who|you|i|we|they|he|she|it|there"
     r"|been|got|had|was|were|is|are|went|made|took|did|done|put|found|gave|said"
-    r"|(?!(?:bed|need|seed|feed|speed|breed|red|shed|sled)\b)[a-z]+ed)\b",
+    r"|(?-i:(?!(?:bed|need|seed|feed|speed|breed|red|shed|sled)\b)[a-z]+ed))\b",
     re.IGNORECASE,
 )
 """The first word of a clause or verb phrase, not of an object ("love how you ...",
-"met investors and got advice")."""
+"met investors and got advice"); a capitalised word in -ed is a name ("Ahmed")."""
 _NOT_SUBJECT_WORDS = frozenset(
     """
     looks look sounds sound seems seem feels feel feeling started starting been gotta
@@ -138,7 +145,9 @@ _IS_NAMED = re.compile(
 )
 """The rest of "my sister is Anna" / "my dog is called Rex": the relative's name."""
 _MAX_OBJECT_WORDS = 6
-_SUBJECT_ANCHORED = frozenset({"is_a", "age", "from", "lives_in", "speaks", "studies"})
+_SUBJECT_ANCHORED = frozenset(
+    {"is_a", "age", "from", "lives_in", "lives_with", "speaks", "studies"}
+)
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e)\.", re.IGNORECASE)
 
 
@@ -146,6 +155,8 @@ _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e)\
 class _State:
     speaker: str
     last_person: str | None = None
+    subject: str | None = None
+    """The subject of the sentence's last clause ("... and now lives in X" shares it)."""
     out: dict[Triple, None] = field(default_factory=dict)
 
     def add(self, subject: str, relation: str, obj: str) -> None:
@@ -393,6 +404,13 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
             state.add(agent, PASSIVE_RELATION[match.group("passive").casefold()], subject)
         _adjuncts(subject, subject, tail, state)
         return [subject]
+    if match.groupdict().get("src"):  # "moved from X to Y"
+        state.add(subject, "moved_from", entity_name(match.group("src")))
+    if verb.kind == "inverse":  # "Y employs X": (x, works_at, y)
+        for obj in _objects(phrase, "list", state):
+            state.add(obj, relation, subject)
+        _adjuncts(subject, subject, tail, state)
+        return [subject]
     if match.groupdict().get("age"):
         state.add(subject, "age", match.group("age"))
         _adjuncts(subject, subject, after, state)
@@ -417,11 +435,12 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
         _adjuncts(subject, subject, tail, state)
         return [subject]
     if verb.kind == "of":
-        of = re.match(r"(?P<n>\w+(?:\s+\w+)?)\s+of\s+(?P<y>.+)", phrase)
+        of = re.match(r"(?P<n>[\w-]+(?:\s+[\w-]+)?)\s+of\s+(?P<y>.+)", phrase)
         if of is None:
             return [subject]
         noun = re.sub(
-            r"^(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|last|current|former)\s+",
+            r"^(?:an?\s+(?!(?:kind|sort|type|lot|bit|couple|piece)\b))?"
+            r"(?:(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth|last|current|former)\s+)?",
             "",
             of.group("n"),
             flags=re.IGNORECASE,
@@ -451,6 +470,11 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
     objects = _objects(phrase, verb.kind, state, article=article)
     for obj in objects:
         state.add(subject, relation, obj)
+    works = employer(objects[-1], tail) if relation == "is_a" and objects else None
+    if works is not None:  # "is an engineer at Google": where, not a place
+        state.add(subject, works[0], works[1])
+        _adjuncts(works[1], subject, works[2], state)
+        return [subject]
         if relation in ("married", "met", "with") and is_name(phrase[:1]):
             state.last_person = obj
     # a date or place qualifies the event's object; a class ("is_a nurse in Leeds"),
@@ -474,8 +498,11 @@ def _clause(clause: str, state: _State) -> None:
             leading, clause = date.group(0), clause[date.end() :].lstrip(", ")
             clause = _FILLER.sub("", clause)
     subject, rest = _subject(clause, state)
+    if subject is None and state.subject and CONTINUED.match(clause):
+        subject, rest = state.subject, clause  # "... and now lives in Dubai"
     if subject is None:
         return
+    state.subject = subject
     from_name = bool(re.match(r"(?:The\s+)?[A-Z]", clause)) and not re.match(
         r"(?:I|We|My|Our|His|Her|Their|He|She|They|(?i:(?:the\s+)?user))\b", clause
     )
@@ -537,9 +564,11 @@ def extract_text(text: str, speaker: str | None, *, mentions: bool = False) -> l
         sentence = sentence.strip().strip('"\u201c\u201d')
         if not sentence or sentence.endswith("?"):
             continue
+        state.subject = None
         for clause in _CLAUSE.split(sentence.rstrip(".!")):
             if clause and clause.strip():
-                _clause(clause, state)
+                for part in rewrite_clause(_FILLER.sub("", clause.strip())):
+                    _clause(part, state)
         if mentions:
             named = {e for t in state.out for e in (t.subject, t.object)}
             for name in named_entities(sentence):

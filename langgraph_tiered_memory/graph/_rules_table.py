@@ -77,6 +77,7 @@ ADJUNCT_BOUNDARY = re.compile(
     r"|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|\d+)"
     r"\s+(?:days?|weeks?|months?|years?|decades?)\s+ago|once|twice|around|about|circa"
     r"|there|here|(?:one|two|three|four|five|\d+)\s+times|like|such\s+as|including"
+    r"|over|rather\s+than|instead\s+of"
     r"|to\s+(?!the\b|a\b|an\b)[a-z]+|(?:you|we|they|he|she|i)\s)\b)"
     r"|\s+(?=(?-i:[a-z]{2,}ly)\b(?<!family)(?<!italy)(?<!only)(?<!early)(?<!daily)(?<!holy))"
     r"|\s*[,;:()!?\"]|\s+-\s+|\.(?=\s|$)",
@@ -112,6 +113,10 @@ DATE = re.compile(
 """A date or time expression, kept as text ("8 May 2023", "last week", "2019")."""
 
 
+_NAME = r"(?-i:[A-Z][\w'&.\u2024-]*(?:\s+[A-Z][\w'&.\u2024-]*)*)"
+"""A capitalised name ("New York"), whatever the verb pattern's case flag."""
+
+
 class Verb(NamedTuple):
     """A verb pattern: `regex` matches the verb group, `relation` names the triple."""
 
@@ -120,7 +125,8 @@ class Verb(NamedTuple):
     kind: str = "object"
     """"object": the phrase after the verb; "list": coordinated objects ("X and Y");
     "kin": "a sister (named) Anna"; "passive": "by Y" names the subject; "poss": the
-    subject is someone's relative ("Anna is my sister"); "of": "the N of Y" -> n_of."""
+    subject is someone's relative ("Anna is my sister"); "of": "the N of Y" -> n_of;
+    "inverse": the object is the triple's subject ("Y employs X" -> (x, works_at, y))."""
 
 
 def _v(pattern: str, relation: str, kind: str = "object") -> Verb:
@@ -228,11 +234,17 @@ VERBS: tuple[Verb, ...] = (
     _v(r"(?:was|were)\s+(?P<passive>" + _PASSIVE + r")\s+by", "", "passive"),
     _v(r"(?:was|were)\s+born\s+(?:and\s+raised\s+)?in", "born_in"),
     _v(r"(?:was|were)\s+born\s+on", "born_on"),
+    _v(_PROG + r"(?:" + _forms("live", "reside") + r")\s+with", "lives_with", "list"),
     _v(_PROG + r"(?:" + _forms("live", "reside") + r")\s+in", "lives_in"),
     _v(_PROG + r"(?:stay|stays|stayed|staying)\s+(?:at|in|with)", "stayed_at"),
     _v(r"(?:got|get|gets|was|were|have\s+been|has\s+been|been)\s+promoted\s+to", "promoted_to"),
     _v(r"(?:was|were|got|have\s+been|has\s+been|been)\s+diagnosed\s+with", "diagnosed_with"),
     _v(r"(?:grew\s+up|(?:was|were)\s+raised)\s+in", "grew_up_in"),
+    _v(
+        r"(?:have\s+|has\s+|had\s+|just\s+)?(?:" + _forms("move", "relocate") + r")"
+        r"\s+(?:here\s+|back\s+)?from\s+(?:the\s+)?(?P<src>" + _NAME + r")\s+(?:back\s+)?to",
+        "moved_to",
+    ),
     _v(
         r"(?:have\s+|has\s+|had\s+|just\s+)?(?:" + _forms("move", "relocate") + r")"
         r"\s+(?:back\s+)?(?:to|into)",
@@ -243,8 +255,16 @@ VERBS: tuple[Verb, ...] = (
         r"|(?:got|have|has|had|started|start|landed)\s+(?:a\s+|my\s+|her\s+|his\s+)?"
         r"(?:new\s+)?(?:job|position|role|internship)\s+(?:at|with)"
         r"|(?:was|were|got|am|is|are)\s+(?:hired|employed)\s+(?:at|by)"
-        r"|(?:joined|join|joins)\s+(?=(?-i:[A-Z]))",
+        r"|(?:joined|join|joins)\s+(?=(?-i:[A-Z]))"
+        r"|(?:teach|teaches|taught|teaching|" + _forms("lecture") + r")\s+at",
         "works_at",
+    ),
+    _v(r"(?:employ|employs|employed|employing)(?!\s+by\b)", "works_at", "inverse"),
+    _v(
+        r"(?:am|is|are|was|were|have\s+been|has\s+been|became|become|becomes)\s+"
+        r"(?:good\s+|close\s+|best\s+|old\s+)?friends\s+with",
+        "has_friend",
+        "list",
     ),
     _v(_PROG + r"(?:work|works|worked|working)\s+as", "is_a"),
     _v(
@@ -310,7 +330,7 @@ VERBS: tuple[Verb, ...] = (
         "has",
         "kin",
     ),
-    _v(r"(?:is|was|are|were)\s+(?:the\s+)?(?:new\s+)?(?=\w+(?:\s+\w+)?\s+of\s+)", "", "of"),
+    _v(r"(?:is|was|are|were)\s+(?:the\s+)?(?:new\s+)?(?=[\w-]+(?:\s+[\w-]+)?\s+of\s+)", "", "of"),
     _v(
         r"(?:is|was|are|were)\s+"
         r"(?=(?:my|our|your|his|her|their|(?:the\s+)?user's|(?-i:[A-Z])[\w'.-]*'s)\s+)",

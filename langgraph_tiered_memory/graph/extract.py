@@ -27,23 +27,34 @@ skipped, clauses split at "and"/"but"/";" before a new subject):
   user's sister), (user's sister, is_a, nurse). Also "I have a dog named Max",
   "Anna is my sister", "my sister is Anna", "my dog is called Rex" (a capitalised
   nationality such as "is Norwegian" names no one).
-- Verbs (relation): live in (lives_in), move to (moved_to), work at/for, got a job at,
-  joined <Name> (works_at), work as / am a(n) (is_a), am from / come from (from),
-  grew up in, born in/on, based/located in, N years old (age), married (married),
+- Verbs (relation): live in (lives_in), live with (lives_with), move to (moved_to),
+  "move from A to B" (also moved_from), work at/for, got a job at, joined <Name>,
+  teach/lecture at, "Y employs X" -> (x, works_at, y) (works_at), work as / am a(n)
+  (is_a), am from / come from (from), grew up in, born in/on, based/located in,
+  N years old (age), married (married),
   like/love/enjoy/prefer/am into/fan of (likes), hate/dislike/don't like/can't stand
   (dislikes), allergic to (allergic_to), stayed at/in (stayed_at), got promoted to
   (promoted_to), diagnosed with (diagnosed_with),
   visited/went to/travelled to/have been to (visited), plan to visit
   (plans_to_visit), studied at / graduated from (studied_at), study/major in
   (studies), play (plays), speak (speaks), have/own (has), "X is the N of Y"
-  (n_of: capital_of, ceo_of), "X is written in Y" (written_in), runs on (runs_on),
+  (n_of: capital_of, ceo_of; also "a member of", "a co-founder of"), "is friends with"
+  (has_friend), "X is written in Y" (written_in), runs on (runs_on),
   "my <noun> is Y" (the noun: birthday, name; "favourite X" is likes), and common
   event verbs (founded, wrote, invented, discovered, painted, built, met, adopted,
   bought, joined, attended, won, uses, teaches, ... as their past tense or 3rd person),
   passive "was written by Y" -> (y, wrote, x).
-- Objects stop at a preposition, date, comma or conjunction; coordinated likes,
-  visits and plays give one triple each ("hiking and swimming"). Objects longer than
-  six words and pronoun objects are dropped.
+- Facts about people and organisations (`_rules_facts`): "is a(n) <job> at/for <Name>"
+  adds works_at (studied_at for a student) instead of a place ("Dave is a software
+  engineer at Google"); an appositive after a name is a clause of its own ("Marcus,
+  the CEO of Helix Labs, lives in Austin", "Karl, my cousin, is a baker"); "the
+  headquarters of Y is in Z" / "Y's headquarters are in Z" -> (y, located_in, z); after
+  "and", a clause starting with a fact verb shares the subject before it ("born in
+  Cairo and now lives in Dubai").
+- Objects stop at a preposition, date, comma, conjunction or "over"/"rather than"
+  ("prefer coffee over tea" likes only coffee); coordinated likes, visits and plays
+  give one triple each ("hiking and swimming"). Objects longer than six words and
+  pronoun objects are dropped; a capitalised word in -ed is a name ("Ahmed").
 - Negated verb groups ("I don't live in Paris", "never visited Japan") give no
   triple; "don't like" gives dislikes, never likes. "had"/"got" give no `has` triple
   ("had a great time") unless a relative or pet follows ("had a baby named Mia").
