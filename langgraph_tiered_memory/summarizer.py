@@ -13,6 +13,10 @@ Three layers:
 - `create_summarizer_graph`: an uncompiled `StateGraph` usable as a subgraph of any
   graph with a `messages` channel.
 
+Every layer accepts messages as `add_messages` does: message objects, dicts
+(`{"role": "user", "content": ...}`, what Studio and the SDK send), `(role, text)`
+tuples and strings, alone or in a list.
+
 Every layer takes `redactor=` (see `redaction`): a new summary is redacted before it
 is returned, put in the state or written to a session.
 
@@ -23,9 +27,10 @@ working memory (`fold_boundary`, `messages_with_summary`, `trim_working_memory`)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -35,7 +40,7 @@ from langchain_core.messages import (
     RemoveMessage,
     SystemMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.messages.utils import convert_to_messages, count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -63,6 +68,8 @@ __all__ = [
     "SummarizationNode",
     "SummaryState",
     "create_summarizer_graph",
+    "as_messages",
+    "CHECKPOINTER",
 ]
 
 DEFAULT_SUMMARY_PROMPT = (
@@ -104,6 +111,28 @@ class SummarizationResult:
     def remove(self) -> list[RemoveMessage]:
         """`RemoveMessage`s deleting the folded messages from a `messages` channel."""
         return [RemoveMessage(id=m.id) for m in self.folded if m.id is not None]
+
+
+_log = logging.getLogger("langgraph_tiered_memory.summarizer")
+
+CHECKPOINTER = "checkpointer"
+"""`sessions=` value: write the summary to the session layer of the run's checkpointer."""
+
+# LangGraph's config key of the run's checkpointer (`langgraph._internal._constants`).
+_CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
+
+
+def as_messages(messages: Any) -> list[AnyMessage]:
+    """Messages in any form `add_messages` takes, as message objects.
+
+    A message object, a dict (`{"role": ..., "content": ...}` or `{"type": ...}`), a
+    `(role, text)` tuple or a string (a user message), alone or in a list.
+    """
+    if messages is None:
+        return []
+    if isinstance(messages, (str, dict, tuple, BaseMessage)):
+        messages = [messages]
+    return cast("list[AnyMessage]", convert_to_messages(messages))
 
 
 # --------------------------------------------------------------------------- planning
@@ -153,6 +182,7 @@ def _step(
     redactor: Redactor | None,
 ) -> SummarizationResult | tuple[BaseChatModel, SummarizationResult]:
     """Everything but the model call: a final result, or the model and a pending result."""
+    messages = as_messages(messages)
     plan = _plan(
         messages,
         max_messages=max_messages,
@@ -179,7 +209,7 @@ def _with_reply(
 
 
 def summarize_messages(
-    messages: Sequence[AnyMessage],
+    messages: Sequence[AnyMessage] | Any,
     *,
     running_summary: str | None = None,
     model: str | BaseChatModel | None = None,
@@ -194,7 +224,8 @@ def summarize_messages(
     """Fold old messages into the running summary when a trigger fires.
 
     Args:
-        messages: The conversation, oldest first.
+        messages: The conversation, oldest first: message objects, dicts, `(role,
+            text)` tuples or strings (as `add_messages` takes them).
         running_summary: The summary so far (extended, never rebuilt from scratch).
         model: Chat model (or `init_chat_model` string) writing the summary; None uses
             the extractive summary.
@@ -241,7 +272,7 @@ def summarize_messages(
 
 
 async def asummarize_messages(
-    messages: Sequence[AnyMessage],
+    messages: Sequence[AnyMessage] | Any,
     *,
     running_summary: str | None = None,
     model: str | BaseChatModel | None = None,
@@ -309,7 +340,9 @@ class SummarizationNode:
     It reads `messages_key` and `summary_key` from the state and returns
     `RemoveMessage`s for the folded messages and the new summary. With `sessions` (a
     `RedisSessionSaver`, or anything with `set_summary(thread_id, summary)`), the
-    summary is also written to the thread's session.
+    summary is also written to the thread's session; `sessions="checkpointer"` uses
+    the checkpointer the graph runs with (compiled with, or served by `langgraph
+    dev`) when it has a session layer.
 
     Args:
         model: Chat model or `init_chat_model` string; None: extractive summary.
@@ -321,7 +354,8 @@ class SummarizationNode:
         prompt: System prompt of the model, with a `{summary}` placeholder.
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary.
-        sessions: Where to persist the summary per thread (optional).
+        sessions: Where to persist the summary per thread (optional):
+            a session saver, or `"checkpointer"` for the run's checkpointer.
         replace_all: Return `[RemoveMessage(REMOVE_ALL_MESSAGES), *kept]` instead of one
             `RemoveMessage` per folded message. The summarizer graph uses this so its
             output, applied by the parent graph's `add_messages`, removes the folded
@@ -393,6 +427,16 @@ class SummarizationNode:
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         return None if thread is None else str(thread)
 
+    def _sessions(self, config: Any) -> Any:
+        """Where this run's summary goes: `sessions`, the run's checkpointer, or None."""
+        if self.sessions != CHECKPOINTER:
+            return self.sessions
+        found = ((config or {}).get("configurable") or {}).get(_CONFIG_KEY_CHECKPOINTER)
+        if found is None or not (hasattr(found, "set_summary") or hasattr(found, "aset_summary")):
+            _log.debug("The run's checkpointer has no session layer; summary not persisted.")
+            return None
+        return found
+
     # LangGraph passes the run config only to a parameter annotated exactly
     # "RunnableConfig" or "Optional[RunnableConfig]" (annotations are strings here).
     def __call__(self, state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
@@ -403,9 +447,9 @@ class SummarizationNode:
             model=self.model,
             **self._options,
         )
-        thread = self._thread(config)
-        if result.summarized and self.sessions is not None and thread and result.summary:
-            self.sessions.set_summary(thread, result.summary)
+        thread, sessions = self._thread(config), self._sessions(config)
+        if result.summarized and sessions is not None and thread and result.summary:
+            sessions.set_summary(thread, result.summary)
         return self._update(result)
 
     async def acall(self, state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
@@ -416,12 +460,12 @@ class SummarizationNode:
             model=self.model,
             **self._options,
         )
-        thread = self._thread(config)
-        if result.summarized and self.sessions is not None and thread and result.summary:
-            if hasattr(self.sessions, "aset_summary"):
-                await self.sessions.aset_summary(thread, result.summary)
+        thread, sessions = self._thread(config), self._sessions(config)
+        if result.summarized and sessions is not None and thread and result.summary:
+            if hasattr(sessions, "aset_summary"):
+                await sessions.aset_summary(thread, result.summary)
             else:
-                self.sessions.set_summary(thread, result.summary)
+                sessions.set_summary(thread, result.summary)
         return self._update(result)
 
     def as_runnable(self) -> Any:
@@ -477,7 +521,8 @@ def create_summarizer_graph(
         prompt: System prompt of the model, with a `{summary}` placeholder.
         token_counter: Counts the tokens of a list of messages.
         max_summary_sentences: Size of the extractive summary (no model).
-        sessions: A session saver (or anything with `set_summary`) to persist the summary.
+        sessions: A session saver (or anything with `set_summary`) to persist the
+            summary, or `"checkpointer"`: the session layer of the run's checkpointer.
         redactor: Redact personal data from the summary before it reaches the state
             or `sessions` (None: off; True: `PatternRedactor()`; or any `Redactor`).
 

@@ -186,11 +186,15 @@ class _SessionInit:
         self._tm_where: str | None = None
         self._tm_owns_client = redis_client is None
         if redis_client is None:
-            url = redis_url or os.environ.get("REDIS_URL")
-            if url:
-                self._tm_where = mask_url(url)
-                defaults = self._flavour.client_options(url, timeout)
-                connection_args = {**defaults, **(connection_args or {})}
+            redis_url = redis_url or os.environ.get("REDIS_URL")
+            if not redis_url:
+                raise ConfigurationError(
+                    "The session saver needs Redis (with RediSearch and RedisJSON): pass"
+                    " redis_url= or redis_client=, or set REDIS_URL."
+                )
+            self._tm_where = mask_url(redis_url)
+            defaults = self._flavour.client_options(redis_url, timeout)
+            connection_args = {**defaults, **(connection_args or {})}
         else:
             self._tm_timeout = None  # the caller's client keeps its own timeouts
         cast(Any, super()).__init__(  # the upstream saver, next in the MRO
@@ -247,7 +251,9 @@ class _AsyncSessionLayer(_SessionInit, _AsyncBase):
     ) -> AsyncIterator[Any]:
         """Open a saver on `redis_url`, run `asetup()`, and close its client on exit.
 
-        ``config`` takes any constructor option (``ttl``, ``session_prefix``, ...).
+        `redis_url` defaults to the `REDIS_URL` environment variable (a
+        `ConfigurationError` when neither is given). ``config`` takes any constructor
+        option (``ttl``, ``session_prefix``, ...).
         """
         async with cls(redis_url=redis_url, **config) as saver:
             await saver.asetup()
@@ -345,7 +351,8 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         """Open a saver on `redis_url`, set it up, and close its client on exit.
 
         Args:
-            redis_url: Redis URL (a server with RediSearch and RedisJSON).
+            redis_url: Redis URL (a server with RediSearch and RedisJSON); defaults to
+                `REDIS_URL` (a `ConfigurationError` when neither is given).
             **config: Any constructor option (`ttl`, `session_prefix`, ...).
         """
         saver = cls(redis_url=redis_url, **config)

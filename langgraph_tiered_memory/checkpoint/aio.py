@@ -89,7 +89,9 @@ class AsyncRedisSessionSaver(_AsyncSessionLayer, SaverPlans, AsyncRedisSaver):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread to another thread (as `RedisSessionSaver.copy_thread`)."""
+        await self._recorder.flush()
         await self._arun(self._copy_thread_plan(source_thread_id, target_thread_id))
+        await self.sessions.copy_session(str(source_thread_id), str(target_thread_id))
 
     async def _arun(self, plan: Plan[Any]) -> Any:
         request, result = step(plan)

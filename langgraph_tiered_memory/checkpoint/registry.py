@@ -156,6 +156,21 @@ class _Registry:
             pipe.expire(key, int(self.ttl), xx=True)
         return pipe
 
+    def _copy_pipeline(
+        self, target: str, fields: Mapping[str, str], summary: Any, now: float
+    ) -> Any:
+        """The writes making ``target`` a copy of a session: metadata, summary, TTLs."""
+        pipe = self._pipeline()
+        copied = {**fields, "created_at": repr(now), "last_active": repr(now)}
+        pipe.delete(self.keys.session(target))
+        pipe.hset(self.keys.session(target), mapping=copied)
+        if summary is not None:
+            pipe.set(self.keys.summary(target), summary)
+        if self.ttl is not None:
+            for key in self.session_keys(target):
+                pipe.expire(key, int(self.ttl))
+        return pipe
+
     def _queue_record(
         self,
         pipe: Any,
@@ -294,6 +309,29 @@ class SessionRegistry(_Registry):
             removed += self.client.zrem(self.keys.user(fields["user_id"]), sid)
         return bool(removed)
 
+    def copy_session(self, source_id: str, target_id: str) -> bool:
+        """Make ``target_id`` a copy of a session (what `copy_thread` does to the registry).
+
+        The copy has the source's owner, participants, message count, status and
+        summary, is created and active now, carries the session TTL and is listed for
+        its owner. False (nothing written) when the source is unknown or expired.
+        """
+        src, dst = check_id("session_id", source_id), check_id("session_id", target_id)
+        if src == dst:
+            return False
+        pipe = self._pipeline()
+        pipe.hgetall(self.keys.session(src))
+        pipe.get(self.keys.summary(src))
+        raw, summary = pipe.execute()
+        fields = decode_hash(raw)
+        if not fields:
+            return False
+        now = self.clock()
+        self._copy_pipeline(dst, fields, summary, now).execute()
+        if fields.get("user_id"):
+            self._index({fields["user_id"]: [dst]}, now)
+        return True
+
     def get_summary(self, session_id: str) -> str | None:
         """The session's running summary, or None."""
         raw = self.client.get(self.keys.summary(check_id("session_id", session_id)))
@@ -399,6 +437,24 @@ class AsyncSessionRegistry(_Registry):
         if fields.get("user_id"):
             removed += await self.client.zrem(self.keys.user(fields["user_id"]), sid)
         return bool(removed)
+
+    async def copy_session(self, source_id: str, target_id: str) -> bool:
+        """Make ``target_id`` a copy of a session (see `SessionRegistry.copy_session`)."""
+        src, dst = check_id("session_id", source_id), check_id("session_id", target_id)
+        if src == dst:
+            return False
+        pipe = self._pipeline()
+        pipe.hgetall(self.keys.session(src))
+        pipe.get(self.keys.summary(src))
+        raw, summary = await pipe.execute()
+        fields = decode_hash(raw)
+        if not fields:
+            return False
+        now = self.clock()
+        await self._copy_pipeline(dst, fields, summary, now).execute()
+        if fields.get("user_id"):
+            await self._index({fields["user_id"]: [dst]}, now)
+        return True
 
     async def get_summary(self, session_id: str) -> str | None:
         """The session's running summary, or None."""

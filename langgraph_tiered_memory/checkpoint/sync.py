@@ -128,8 +128,14 @@ class RedisSessionSaver(_SyncSessionLayer, SaverPlans, RedisSaver):
         Args:
             source_thread_id: The thread to copy; if it has no checkpoints nothing happens.
             target_thread_id: The thread to copy to.
+
+        The session registry entry (owner, participants, message count, status and
+        summary) is copied too (`SessionRegistry.copy_session`): the copy is a session
+        of the same owner, created now.
         """
+        self._recorder.flush()
         self._run(self._copy_thread_plan(source_thread_id, target_thread_id))
+        self.sessions.copy_session(str(source_thread_id), str(target_thread_id))
 
     def _run(self, plan: Plan[Any]) -> Any:
         request, result = step(plan)
