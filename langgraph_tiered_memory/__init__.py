@@ -49,6 +49,7 @@ from langgraph_tiered_memory.graph import (
     TripleExtractor,
     TripleRecord,
 )
+from langgraph_tiered_memory.interop import ImportCounts, import_langchain_chroma
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.profile import UserProfile, aget_user_profile, get_user_profile
 from langgraph_tiered_memory.ranking import ScoreBreakdown
@@ -62,6 +63,7 @@ from langgraph_tiered_memory.redaction import (
     redact_value,
     resolve_redactor,
 )
+from langgraph_tiered_memory.retriever import MemoryRetriever
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._graph_write import GraphSyncError
@@ -121,13 +123,16 @@ __all__ = [
     "GraphConfig",
     "GraphStore",
     "GraphSyncError",
+    "import_langchain_chroma",
     "ImportanceRules",
+    "ImportCounts",
     "InvalidFilterError",
     "InvalidItemError",
     "MemoryAgentState",
     "MemoryDecision",
     "MemoryEntry",
     "MemoryHit",
+    "MemoryRetriever",
     "MemoryToolError",
     "MemoryWriteError",
     "MemoryWriter",

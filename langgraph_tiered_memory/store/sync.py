@@ -18,12 +18,13 @@ from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._graph import GraphMethods
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
 from langgraph_tiered_memory.store._profile import ProfileMethods
+from langgraph_tiered_memory.store._retriever import RetrieverMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
 __all__ = ["TieredMemoryStore"]
 
 
-class _TieredStore(GraphMethods, ProfileMethods, TieredStoreCore):
+class _TieredStore(GraphMethods, ProfileMethods, RetrieverMethods, TieredStoreCore):
     """What both stores share: the keyword-only constructor and the batch entry points.
 
     The options are documented on `TieredMemoryStore`.
