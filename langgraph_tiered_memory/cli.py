@@ -2,20 +2,30 @@
 
 Commands:
 
-- `tiered-memory demo`: stores memories in one session and recalls them in the next,
-  on an embedded Redis and a local Chroma directory, offline.
+- `tiered-memory demo`: runs the memory agent over two sessions of one user:
+  summarization, the session in Redis with its TTL, recalled memories with explained
+  scores, a forgetting dry run (offline by default, on an embedded Redis).
 - `tiered-memory bench store`: put throughput, get/search latency and recall of the
   store's tiers against LangGraph's `InMemoryStore` and upstream `RedisStore`; with
   `--namespaces N --per-namespace M`, the same stores over many small namespaces.
 - `tiered-memory bench retrieval`: recall@k of the store's search on LoCoMo
+  conversations (data read from a path you give).
 - `tiered-memory bench checkpoint`: per-super-step latency, session saver vs upstream
 - `tiered-memory bench summarizer`: context size and fact coverage of the summarizer
-  conversations (data read from a path you give).
+- `tiered-memory bench triples`: precision and recall of triple extraction
+- `tiered-memory bench graph-search`: search latency with and without the graph channel
 - `tiered-memory bench forgetting`: the forgetting graph's run time at growing sizes
 - `tiered-memory bench agent`: the memory agent's turn latency with storage vs without
 - `tiered-memory bench load`: concurrent agent sessions on real Redis and Chroma, with
   errors and lost updates against a serial replay
 - `tiered-memory gc`: garbage-collect the long-term tier (`--dry-run` to preview)
+- `tiered-memory graph`: a namespace's knowledge-graph triples
+- `tiered-memory search NAMESPACE QUERY`: memories with their score breakdown
+- `tiered-memory inspect`: sessions, namespaces and memories with their statistics
+- `tiered-memory ingest FILE`: load memories from JSONL or LoCoMo data
+
+Commands that open a store refuse a Chroma directory that does not exist (a mistyped
+path would otherwise read as a new, empty store); those that write take `--create`.
 
 Example:
     ```bash
@@ -43,6 +53,9 @@ from langgraph_tiered_memory.cli_bench_triples import bench_triples
 from langgraph_tiered_memory.cli_demo import demo
 from langgraph_tiered_memory.cli_gc import gc
 from langgraph_tiered_memory.cli_graph import graph
+from langgraph_tiered_memory.cli_ingest import ingest
+from langgraph_tiered_memory.cli_inspect import inspect
+from langgraph_tiered_memory.cli_search import search
 
 __all__ = ["app", "bench_app", "main"]
 
@@ -72,6 +85,9 @@ bench_app.command("triples")(bench_triples)
 bench_app.command("graph-search")(bench_graph_search)
 app.command()(gc)
 app.command("graph")(graph)
+app.command()(search)
+app.command()(inspect)
+app.command()(ingest)
 app.command()(demo)
 
 

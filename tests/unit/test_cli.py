@@ -137,23 +137,6 @@ def test_lookup_embeddings_serve_items_and_queries_and_refuse_unknown_texts() ->
         emb.embed_query("unplanned")
 
 
-def test_demo_recalls_memories_in_a_second_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Needs the `local` and `embedded` extras, which the README's install includes.
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    result = runner.invoke(app, ["demo"])
-    assert result.exit_code == 0, result.output
-    out = result.stdout
-    assert "Session 2" in out
-    recalled = out.split("Session 2", 1)[1]
-    assert "vegetarian" in recalled
-    assert "Lisbon" in recalled
-    # The session items are still in Redis, with a TTL.
-    assert "turn-1" in recalled
-    assert "29m" in recalled or "30m" in recalled
-    assert "short_term/session-1" in recalled
-    assert "users/alice/memories" in recalled
-
-
 def test_bench_store_reports_a_failing_store_and_exits_non_zero(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -322,3 +305,39 @@ def test_gc_command_refuses_empty_or_malformed_namespaces_and_takes_literal_labe
     assert after.get_memory(("teams", "a/b"), "junk") is None
     assert after.get_memory(("users", "u1"), "junk") is not None
     after.close()
+
+
+def _flat(text: str) -> str:
+    """Help or table text with rich's boxes and line wrapping removed."""
+    return " ".join(text.replace("│", " ").split())
+
+
+def test_bench_store_help_lists_hybrid_and_explains_recall() -> None:
+    result = runner.invoke(app, ["bench", "store", "--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    text = _flat(result.stdout)
+    assert "long, hybrid, short, inmemory, redisstore" in text
+    assert "overlap of a search's 10 hits with the exact dense (cosine) top 10" in text
+    assert "does not try to match that list" in text
+
+
+def test_bench_store_output_explains_recall_of_hybrid() -> None:
+    args = ["bench", "store", "--sizes", "60", "--gets", "5", "--searches", "5"]
+    result = runner.invoke(app, [*args, "--stores", "hybrid", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r["store"] for r in _last_json_line(result.stdout)["results"]] == ["hybrid"]
+    text = _flat(result.stdout)
+    assert "recall@10: overlap of the 10 hits with the exact dense (cosine) top 10" in text
+    assert "does not try to match that list" in text
+
+
+def test_bench_store_masks_urls_in_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    import langgraph_tiered_memory.bench.store as bench_store
+
+    def unreachable(config: Any, console: Any) -> Any:
+        raise StoreBenchmarkError("Redis at redis://bench:hunter2@cache:6379/0 refused")
+
+    monkeypatch.setattr(bench_store, "run_store_benchmark", unreachable)
+    result = runner.invoke(app, ["bench", "store", "--sizes", "10", "--stores", "short"])
+    assert result.exit_code == 2
+    assert "hunter2" not in result.output and "redis://bench:***@cache" in _flat(result.output)

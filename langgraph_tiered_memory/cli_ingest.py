@@ -1,0 +1,202 @@
+"""`tiered-memory ingest`: load memories into a namespace from a JSONL or LoCoMo file.
+
+JSONL: one memory value per line, a JSON object with a `content` string and any other
+fields (`importance`, `memory_type`, `occurred_at`, your own); an optional `key` field
+is the memory's key (removed from the value), otherwise the key is a hash of the value,
+so loading the same file twice writes each memory once. LoCoMo: the benchmark's JSON
+list of samples (see `bench retrieval`); each conversation goes to NAMESPACE/<sample
+id>, one memory per dialog turn keyed by its dia_id. Memories are written with
+`store.batch`, `--batch-size` at a time, under a progress bar.
+The command is registered on the app in `langgraph_tiered_memory.cli`.
+"""
+
+import hashlib
+import json
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from langgraph_tiered_memory.cli_common import (
+    ChromaHostOption,
+    ChromaPathOption,
+    ChromaPortOption,
+    CreateFlag,
+    EmbedOption,
+    KeyPrefixOption,
+    MemoryIndexPathOption,
+    fail,
+    namespace_labels,
+    open_store,
+)
+
+__all__ = ["ingest"]
+
+Record = tuple[tuple[str, ...], str, dict[str, Any]]
+"""One memory to write: namespace, key, value."""
+
+
+class IngestFormat(str, Enum):
+    """Input formats of `tiered-memory ingest`."""
+
+    auto = "auto"
+    jsonl = "jsonl"
+    locomo = "locomo"
+
+
+def _detect(path: Path) -> IngestFormat:
+    """LoCoMo for a file holding one JSON list, else JSONL."""
+    with path.open(encoding="utf-8") as f:
+        head = f.read(4096).lstrip()
+    return IngestFormat.locomo if head.startswith("[") else IngestFormat.jsonl
+
+
+def _jsonl_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
+    """Every line of a JSONL file as a memory, checked before anything is written."""
+    records: list[Record] = []
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise typer.BadParameter(f"{path}:{number} is not JSON: {e.msg}.") from e
+            if not isinstance(value, dict):
+                raise typer.BadParameter(
+                    f"{path}:{number} is not a JSON object: each line holds one memory value"
+                    ' such as {"content": "..."}.'
+                )
+            if not isinstance(value.get("content"), str) or not value["content"].strip():
+                raise typer.BadParameter(f"{path}:{number} has no 'content' string.")
+            key = value.pop("key", None)
+            if key is None:
+                text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+                key = "m-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+            elif not isinstance(key, str) or not key:
+                raise typer.BadParameter(f"{path}:{number}: 'key' must be a non-empty string.")
+            records.append((namespace, key, value))
+    return records
+
+
+def _locomo_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
+    from langgraph_tiered_memory.bench._retrieval_data import (
+        RetrievalBenchmarkError,
+        load_locomo,
+    )
+
+    try:
+        conversations = load_locomo(path)
+    except RetrievalBenchmarkError as e:
+        raise typer.BadParameter(str(e)) from e
+    return [
+        ((*namespace, c.sample_id), turn.dia_id, turn.value())
+        for c in conversations
+        for turn in c.turns
+    ]
+
+
+def ingest(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL (one memory value per line) or LoCoMo JSON file.",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+        ),
+    ],
+    namespace: Annotated[
+        str,
+        typer.Option(help="Namespace to write to, labels joined by '/' (e.g. users/u1)."),
+    ],
+    input_format: Annotated[
+        IngestFormat,
+        typer.Option("--format", help="auto (a JSON list is LoCoMo), jsonl or locomo."),
+    ] = IngestFormat.auto,
+    batch_size: Annotated[int, typer.Option(min=1, help="Memories per store.batch call.")] = 64,
+    embed: EmbedOption = None,
+    dims: Annotated[
+        int | None,
+        typer.Option(min=1, help="Embedding size of --embed (default 384)."),
+    ] = None,
+    chroma_path: ChromaPathOption = None,
+    create: CreateFlag = False,
+    chroma_host: ChromaHostOption = None,
+    chroma_port: ChromaPortOption = 8000,
+    memory_index_path: MemoryIndexPathOption = None,
+    key_prefix: KeyPrefixOption = "tm",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON (no progress bar).")
+    ] = False,
+) -> None:
+    """Load memories from a JSONL or LoCoMo file into a namespace, in batches.
+
+    JSONL: one JSON object per line with a `content` string and any other fields
+    (`importance`, `memory_type`, `occurred_at`, ...); an optional `key` field is the
+    memory's key, otherwise a hash of the value (loading a file twice writes each
+    memory once). Every line is checked before anything is written. LoCoMo: each
+    conversation goes to NAMESPACE/<sample id>, one memory per turn keyed by dia_id.
+    """
+    from langgraph.store.base import PutOp
+
+    from langgraph_tiered_memory.errors import TieredMemoryError
+
+    prefix = namespace_labels(namespace)
+    chosen = _detect(file) if input_format is IngestFormat.auto else input_format
+    read = _locomo_records if chosen is IngestFormat.locomo else _jsonl_records
+    records = read(file, prefix)
+    store = open_store(
+        chroma_path=chroma_path,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+        memory_index_path=memory_index_path,
+        key_prefix=key_prefix,
+        embed=embed,
+        dims=dims,
+        create=create,
+    )
+    written = 0
+    started = time.perf_counter()
+    console = Console(stderr=True)
+    try:
+        if embed is None and store.dims:
+            raise typer.BadParameter(
+                f"This store was written with {store.dims}-dimension embeddings: pass the"
+                " same --embed (e.g. --embed local) so new memories are embedded too."
+            )
+        columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True, disable=as_json) as bar:
+            task = bar.add_task("ingest", total=len(records))
+            for start in range(0, len(records), batch_size):
+                batch = records[start : start + batch_size]
+                store.batch([PutOp(ns, key, value) for ns, key, value in batch])
+                written += len(batch)
+                bar.advance(task, len(batch))
+    except TieredMemoryError as e:
+        fail(f"{e} ({written} of {len(records)} memories were written before this.)")
+    finally:
+        store.close()
+    namespaces = sorted({ns for ns, _, _ in records})
+    summary = {
+        "file": str(file),
+        "format": chosen.value,
+        "memories": written,
+        "namespaces": [list(ns) for ns in namespaces],
+        "embedded": embed is not None,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if as_json:
+        typer.echo(json.dumps(summary, ensure_ascii=False))
+        return
+    where = ", ".join("/".join(ns) for ns in namespaces[:5])
+    more = f" and {len(namespaces) - 5} more" if len(namespaces) > 5 else ""
+    typer.echo(
+        f"ingested {written} memories ({chosen.value}) into {where}{more}"
+        f" in {summary['seconds']:.1f}s"
+        + ("" if embed is not None else "; not embedded: search is keyword-only (--embed)")
+    )
