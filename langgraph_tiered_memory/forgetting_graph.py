@@ -102,7 +102,7 @@ def create_forgetting_graph(
 ) -> StateGraph:
     """An uncompiled graph that decays, consolidates and forgets long-term memories.
 
-    Run it on a schedule (see the README's "Forgetting" section for LangGraph cron
+    Run it on a schedule (see docs/forgetting.md for LangGraph cron
     jobs), from the command line (`tiered-memory gc`), or as a node of your own graph.
     It works with `graph.invoke` on a `TieredMemoryStore` and with `graph.ainvoke` on
     either store.
