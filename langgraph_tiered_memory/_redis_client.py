@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 import redis.asyncio as aredis
@@ -39,9 +40,13 @@ else:  # pragma: no cover - redis-py depends on async-timeout before 3.11
 
 __all__ = [
     "DEFAULT_REDIS_TIMEOUT",
+    "bounded_async_class",
     "check_redis_timeout",
+    "client_budget",
     "client_options",
     "aclient_options",
+    "describe_client",
+    "is_cluster_url",
     "redis_call",
     "redis_from_url",
 ]
@@ -240,6 +245,19 @@ def _options(url: str, timeout: float, parse: Any, mixin: type) -> dict[str, Any
     return options
 
 
+def bounded_async_class(base: type, timeout: float = DEFAULT_REDIS_TIMEOUT) -> type:
+    """`base` (a `redis.asyncio` connection class) bounded like `aclient_options` does.
+
+    `redis.asyncio`'s `from_url` lets the URL's connection class (`SSLConnection` for
+    `rediss://`, the Unix socket class for `unix://`) win over the one passed in
+    `aclient_options`, so a pool rebuilt from such a client should pass its class
+    through this function. A class that is already bounded is returned as it is.
+    """
+    if issubclass(base, _AsyncBoundedConnection):
+        return base
+    return _bounded_class(base, _AsyncBoundedConnection, timeout)
+
+
 def client_options(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> dict[str, Any]:
     """Keyword options for `redis.Redis.from_url(url, ...)` giving bounded calls.
 
@@ -264,11 +282,94 @@ def aclient_options(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> dict[st
     return _options(url, timeout, parse_url, _AsyncBoundedConnection)
 
 
-def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> redis.Redis:
-    """A `redis.Redis` client on `url` whose calls wait at most `timeout` seconds.
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _split_cluster(url: str) -> tuple[str, bool]:
+    """`url` without its `cluster=` query parameter, and whether that asked for a cluster."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, False
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    flags = [v for k, v in query if k.lower() == "cluster"]
+    if not flags:
+        return url, False
+    rest = urlencode([(k, v) for k, v in query if k.lower() != "cluster"])
+    return urlunsplit(parts._replace(query=rest)), flags[-1].strip().lower() in _TRUE
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether `url` names a Redis Cluster: `redis[s]://host:port?cluster=true`.
+
+    The same query parameter the upstream savers (`langgraph-checkpoint-redis`, through
+    `redisvl`) read, so one URL serves the store and the savers.
+    """
+    return _split_cluster(url)[1]
+
+
+def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> Any:
+    """A client on `url` whose calls wait at most `timeout` seconds.
+
+    `redis://` and `rediss://` URLs keep their user name, password, database and `ssl_*`
+    query options (`ssl_cert_reqs`, `ssl_ca_certs`, `ssl_certfile`, ...). With
+    `?cluster=true` the client is a `redis.cluster.RedisCluster` that discovers the
+    other nodes from the one named (its connections are bounded the same way).
 
     Args:
         url: The Redis URL.
         timeout: Seconds one call (see `redis_call`) waits on Redis at most.
     """
-    return redis.Redis.from_url(url, **client_options(url, timeout))
+    plain, cluster = _split_cluster(url)
+    if cluster:
+        from redis.cluster import RedisCluster
+
+        if not plain.startswith(("redis://", "rediss://")):
+            raise ValueError("a Redis Cluster URL is redis://... or rediss://...")
+        options = client_options(plain, timeout)
+        # RedisCluster retries MOVED/ASK itself; its connections keep the bounded class.
+        options.pop("health_check_interval")
+        return RedisCluster.from_url(plain, **options)
+    return redis.Redis.from_url(plain, **client_options(plain, timeout))
+
+
+def describe_client(client: Any) -> str:
+    """Where a `redis.Redis` or `RedisCluster` client connects, as a URL without secrets.
+
+    Keeps the scheme (`rediss` for TLS) and the user name; never the password.
+    """
+    from redis.cluster import RedisCluster
+
+    if isinstance(client, RedisCluster):
+        node = client.get_default_node()
+        kwargs = dict(node.redis_connection.connection_pool.connection_kwargs) if node else {}
+        kwargs.setdefault("host", getattr(node, "host", "?"))
+        kwargs.setdefault("port", getattr(node, "port", "?"))
+        connection_class = node.redis_connection.connection_pool.connection_class if node else None
+        suffix = "?cluster=true"
+    else:
+        kwargs = client.connection_pool.connection_kwargs
+        connection_class = client.connection_pool.connection_class
+        suffix = ""
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
+    secure = connection_class is not None and issubclass(
+        connection_class, (redis.SSLConnection, aredis.SSLConnection)
+    )
+    user = f"{kwargs['username']}@" if kwargs.get("username") else ""
+    host = f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+    db = "" if suffix else f"/{kwargs.get('db', 0)}"
+    return f"{'rediss' if secure else 'redis'}://{user}{host}{db}{suffix}"
+
+
+def client_budget(client: Any) -> float | None:
+    """The per-call bound of a client made by `redis_from_url` (None for other clients)."""
+    from redis.cluster import RedisCluster
+
+    if isinstance(client, RedisCluster):
+        node = client.get_default_node()
+        if node is None or node.redis_connection is None:
+            return None
+        pool = node.redis_connection.connection_pool
+    else:
+        pool = client.connection_pool
+    return getattr(pool.connection_class, "budget", None)

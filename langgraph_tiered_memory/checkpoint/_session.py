@@ -31,6 +31,7 @@ from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory._redis_client import (
     DEFAULT_REDIS_TIMEOUT,
     aclient_options,
+    bounded_async_class,
     check_redis_timeout,
     client_options,
 )
@@ -131,8 +132,14 @@ def _queue_async_connections(client: Any, timeout: float | None) -> None:
     call bound, replace it before any connection is opened.
     """
     old = client.connection_pool
+    # `from_url` keeps the URL's own class for rediss:// and unix://: bound it here too.
+    cls = (
+        old.connection_class
+        if timeout is None
+        else bounded_async_class(old.connection_class, timeout)
+    )
     client.connection_pool = aredis.BlockingConnectionPool(
-        connection_class=old.connection_class,
+        connection_class=cls,
         max_connections=old.max_connections,
         timeout=timeout,
         **old.connection_kwargs,

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import redis
+from redis.exceptions import RedisClusterException
 
-from langgraph_tiered_memory._redact import mask_url
-from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT
+from langgraph_tiered_memory._redact import mask_url, mask_urls_in
+from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, is_cluster_url
 from langgraph_tiered_memory._redis_client import redis_from_url as bounded_redis_from_url
 from langgraph_tiered_memory.config import ChromaHnswConfig, TierName
-from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.store._config import (
     DEFAULT_CHROMA_PATH,
@@ -26,14 +30,30 @@ from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
-__all__ = ["build_graph", "build_tiers", "redis_from_url", "chroma_from_path", "check_hnsw"]
+__all__ = [
+    "build_graph",
+    "build_tiers",
+    "redis_from_url",
+    "chroma_from_path",
+    "chroma_http_client",
+    "chroma_from_env",
+    "check_hnsw",
+]
+
+logger = logging.getLogger("langgraph_tiered_memory.store._backends")
+
+CHROMA_URL_ENV = "TIERED_MEMORY_CHROMA_URL"
+CHROMA_TOKEN_ENV = "TIERED_MEMORY_CHROMA_TOKEN"
+CHROMA_HEADERS_ENV = "TIERED_MEMORY_CHROMA_HEADERS"
+_ON = ("1", "true", "yes", "on")
 
 
-def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> redis.Redis:
+def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> Any:
     """A Redis client whose calls wait at most `timeout` seconds in all.
 
     Connection errors are retried (they are detected at once), timeouts never; the
-    round trips of one store call share the `timeout` budget.
+    round trips of one store call share the `timeout` budget. A `?cluster=true` URL
+    gives a `RedisCluster` client, which connects (to discover the nodes) here.
     """
     try:
         return bounded_redis_from_url(url, timeout)
@@ -41,7 +61,21 @@ def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> redis.Re
         raise ConfigurationError(
             f"Invalid Redis URL {mask_url(url)!r} ({type(e).__name__}). Pass redis_url= (or"
             " set REDIS_URL) as redis://[[user]:password@]host[:port][/db], rediss://..."
-            " or unix://path, with special characters of the password percent-encoded."
+            " or unix://path, with special characters of the password percent-encoded;"
+            " add ?cluster=true for a Redis Cluster."
+        ) from e
+    except (redis.RedisError, RedisClusterException) as e:
+        if not is_cluster_url(url):
+            raise
+        causes: list[str] = []
+        cause: BaseException | None = e
+        while cause is not None and len(causes) < 4:
+            causes.append(f"{type(cause).__name__}: {mask_urls_in(str(cause))}")
+            cause = cause.__cause__ or cause.__context__
+        raise BackendUnavailableError(
+            f"Cannot reach the Redis Cluster at {mask_url(url)!r} ({'; '.join(causes)})."
+            " Check that a node answers at that address, that the cluster covers every"
+            " slot (CLUSTER INFO: cluster_state:ok), and the user name and password."
         ) from e
 
 
@@ -93,6 +127,112 @@ def chroma_from_path(path: str) -> tuple[Any, Callable[[], None]]:
     return client, close
 
 
+def chroma_http_client(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    token: str | None = None,
+    token_header: str = "Authorization",
+    tenant: str | None = None,
+    database: str | None = None,
+) -> Any:
+    """A `chromadb.HttpClient` for a Chroma server, sending auth headers on every request.
+
+    Args:
+        url: `http://host[:port]` or `https://host[:port]` (port defaults to 8000 for
+            http, 443 for https); `?tenant=...&database=...` may name the tenant and
+            database.
+        headers: Extra HTTP headers (an API gateway's key, a proxy's auth).
+        token: A token sent as `Authorization: Bearer <token>`, or, with
+            `token_header="X-Chroma-Token"` (Chroma Cloud's header), as that header.
+        token_header: The header carrying `token`.
+        tenant: The tenant (overrides the URL's).
+        database: The database (overrides the URL's).
+
+    Raises:
+        ConfigurationError: Not an http(s) URL.
+        BackendUnavailableError: The server did not answer (URL shown masked).
+    """
+    import chromadb
+    from chromadb.config import Settings
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"Not a Chroma server URL: {mask_url(url)!r}. Use http://host:port or"
+            " https://host[:port] (set TIERED_MEMORY_CHROMA_URL, or pass chroma_client=)."
+        )
+    query = dict(parse_qsl(parts.query))
+    ssl = parts.scheme == "https"
+    sent = dict(headers or {})
+    if token:
+        sent[token_header] = f"Bearer {token}" if token_header.lower() == "authorization" else token
+    try:
+        return chromadb.HttpClient(
+            host=parts.hostname,
+            port=parts.port or (443 if ssl else 8000),
+            ssl=ssl,
+            headers=sent or None,
+            settings=Settings(anonymized_telemetry=False),
+            tenant=tenant or query.get("tenant") or "default_tenant",
+            database=database or query.get("database") or "default_database",
+        )
+    except (ValueError, ConnectionError) as e:
+        raise BackendUnavailableError(
+            f"Cannot use the Chroma server at {mask_url(url)!r}: {mask_urls_in(str(e))}"
+            " Check that it runs at that address and that the token or headers"
+            f" ({CHROMA_TOKEN_ENV} / {CHROMA_HEADERS_ENV}) are accepted."
+        ) from e
+
+
+def chroma_from_env() -> Callable[[], tuple[Any, Callable[[], None]]] | None:
+    """A factory of the Chroma server client the environment names, or None.
+
+    The server is `TIERED_MEMORY_CHROMA_URL` (`http(s)://host:port`), or
+    `TIERED_MEMORY_CHROMA_HOST` with `_PORT` (8000) and `_SSL` (`true` for https).
+    `TIERED_MEMORY_CHROMA_TOKEN` is sent as a bearer token and
+    `TIERED_MEMORY_CHROMA_HEADERS` (a JSON object) as extra headers. The variables are
+    read and checked now; the client connects when the factory is called.
+    """
+    url = os.environ.get(CHROMA_URL_ENV)
+    host = os.environ.get("TIERED_MEMORY_CHROMA_HOST")
+    if url and host:
+        raise ConfigurationError(
+            f"Set {CHROMA_URL_ENV} or TIERED_MEMORY_CHROMA_HOST (with _PORT and _SSL), not both."
+        )
+    if host:  # the variables `langgraph_tiered_memory.server` reads too
+        secure = os.environ.get("TIERED_MEMORY_CHROMA_SSL", "").strip().lower() in _ON
+        port = os.environ.get("TIERED_MEMORY_CHROMA_PORT", "").strip() or "8000"
+        url = f"{'https' if secure else 'http'}://{host.strip()}:{port}"
+    if not url:
+        return None
+    raw = os.environ.get(CHROMA_HEADERS_ENV)
+    headers: dict[str, str] = {}
+    if raw:
+        try:
+            loaded = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ConfigurationError(
+                f"{CHROMA_HEADERS_ENV} must be a JSON object of header names to values"
+                f" ({e.msg} at position {e.pos})."
+            ) from None
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise ConfigurationError(
+                f"{CHROMA_HEADERS_ENV} must be a JSON object of header names to values."
+            )
+        headers = loaded
+    token = os.environ.get(CHROMA_TOKEN_ENV) or None
+
+    def open_client() -> tuple[Any, Callable[[], None]]:
+        client = chroma_http_client(url, headers=headers, token=token)
+        logger.info("long tier on the Chroma server at %s", mask_url(url))
+        return client, lambda: None
+
+    return open_client
+
+
 def build_tiers(
     *,
     router: TierRouter,
@@ -131,13 +271,27 @@ def build_tiers(
         if chroma_client is not None and chroma_path is not None:
             raise ConfigurationError("Pass either chroma_client or chroma_path, not both.")
         path = chroma_path or os.environ.get("TIERED_MEMORY_CHROMA_PATH") or DEFAULT_CHROMA_PATH
+
+        factory: Callable[[], tuple[Any, Callable[[], None]]] | None = None
+        if chroma_client is None and chroma_path is None:
+            factory = chroma_from_env()  # a Chroma server named by the environment
+            if factory is not None and os.environ.get("TIERED_MEMORY_CHROMA_PATH"):
+                raise ConfigurationError(
+                    "Both a Chroma server (TIERED_MEMORY_CHROMA_URL or _HOST) and"
+                    " TIERED_MEMORY_CHROMA_PATH are set: unset one."
+                )
+        if factory is None and chroma_client is None:
+
+            def factory() -> tuple[Any, Callable[[], None]]:
+                return chroma_from_path(path)
+
         # The embedded client opens files, so it is created on first use (in a worker
         # thread for the async store), not in the constructor.
         long_tier: MemoryTier = ChromaTier(
             chroma_client,
             key_prefix=key_prefix,
             dims=dims,
-            client_factory=None if chroma_client is not None else lambda: chroma_from_path(path),
+            client_factory=factory,
             owns_client=chroma_client is None,
             hnsw=check_hnsw(chroma_hnsw),
             describe=describe,

@@ -110,7 +110,10 @@ class Liveness:
     # ----------------------------------------------------------------- writes
     def begin(self, enc: str, *, register: bool, pipe: Any) -> None:
         """Queue on `pipe`: a write to namespace `enc` begins (and registers it)."""
-        pipe.eval(_BEGIN_LUA, 2, self.registry, self._busy, enc, "1" if register else "0")
+        # EVAL by name: a cluster pipeline has no `eval` method but routes the command.
+        pipe.execute_command(
+            "EVAL", _BEGIN_LUA, 2, self.registry, self._busy, enc, "1" if register else "0"
+        )
 
     def finish_all(self, done: Sequence[tuple[str, float | None, bool]]) -> None:
         """Writes are done: (namespace, bound to raise to or None, items deleted)."""
@@ -118,7 +121,8 @@ class Liveness:
             return
         pipe = self.client.pipeline(transaction=False)
         for enc, bound, deleted in done:
-            pipe.eval(
+            pipe.execute_command(
+                "EVAL",
                 _FINISH_LUA,
                 4,
                 self._live,
@@ -181,7 +185,8 @@ class Liveness:
             if count:
                 out.append(enc)
             exact = float(top[0][1]) if top else 0.0
-            pipe.eval(
+            pipe.execute_command(
+                "EVAL",
                 _SETTLE_LUA,
                 4,
                 self._live,

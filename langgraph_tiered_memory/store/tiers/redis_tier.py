@@ -33,7 +33,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from langgraph_tiered_memory._redact import mask_url
-from langgraph_tiered_memory._redis_client import redis_call
+from langgraph_tiered_memory._redis_client import client_budget, describe_client, redis_call
 from langgraph_tiered_memory.errors import BackendUnavailableError
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
@@ -53,14 +53,6 @@ __all__ = ["RedisTier"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def describe_client(client: Any) -> str:
-    """Where a `redis.Redis` client connects, as a URL without credentials."""
-    kwargs = client.connection_pool.connection_kwargs
-    if kwargs.get("path"):
-        return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
-    return f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
 
 
 @contextmanager
@@ -105,9 +97,10 @@ class RedisTier:
         self._owns_client = owns_client
         self._where = describe_client(client)
         # The per-call bound of clients made from a URL (see `_redis_client`), for messages.
-        self._timeout: float | None = getattr(
-            client.connection_pool.connection_class, "budget", None
-        )
+        self._timeout: float | None = client_budget(client)
+        # A Redis Cluster client: reads spanning namespaces go through `mget_nonatomic`
+        # (one MGET per slot); everything else already stays in one slot per command.
+        self._cluster = hasattr(client, "mget_nonatomic")
         self._liveness = Liveness(client, key_prefix)
         self._registry = self._liveness.registry
         self._decoded: dict[str, Namespace] = {}
@@ -151,7 +144,8 @@ class RedisTier:
         base = self._base(namespace)
         with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=True)  # one slot: the hash tag
-            pipe.mget([f"{base}:i:{k}" for k in keys])
+            # MGET by name: cluster pipelines block `mget`; these keys share one slot.
+            pipe.execute_command("MGET", *[f"{base}:i:{k}" for k in keys])
             pipe.zmscore(f"{base}:z", list(keys))
             raws, scores = pipe.execute()
         out: dict[str, StoredItem] = {}
@@ -282,7 +276,11 @@ class RedisTier:
         out: list[Any] = []
         with redis_errors(self._where, self._timeout):
             for start in range(0, len(names), chunk):
-                out.extend(self.client.mget(names[start : start + chunk]))
+                part = names[start : start + chunk]
+                if self._cluster:  # the keys span namespaces, so hash slots
+                    out.extend(self.client.mget_nonatomic(part))  # type: ignore[attr-defined]
+                else:
+                    out.extend(self.client.mget(part))
         return out
 
     def _take(
@@ -337,7 +335,7 @@ class RedisTier:
                 upserts = [w for w in group if w.value is not None]
                 self._liveness.begin(enc, register=bool(upserts), pipe=pipe)
                 if upserts:
-                    pipe.mget([f"{self._base(ns)}:i:{w.key}" for w in upserts])
+                    pipe.execute_command("MGET", *[f"{self._base(ns)}:i:{w.key}" for w in upserts])
             replies = iter(pipe.execute())
             try:
                 for ns, enc, group in groups:
@@ -349,7 +347,10 @@ class RedisTier:
                             if old is not None:
                                 created[w.key] = decode_document(old).created_at
                     bound, deleted = self._write_namespace(ns, group, created, now)
-                    finished.append((enc, bound, deleted))
+                    # Replacing an item by one with a TTL can lower the namespace's
+                    # latest expiry, like a delete: its bound must be made exact again.
+                    shortened = any(w.key in created and w.ttl is not None for w in upserts)
+                    finished.append((enc, bound, deleted or shortened))
             finally:
                 # Namespaces written before a failure are finished; the failed one stays
                 # busy, so listings keep checking it.
@@ -411,7 +412,10 @@ class RedisTier:
                 assert it.ttl is not None
                 ms = max(1, int(it.ttl * 60_000))
                 # Reads take the expiry from the key set, so the document stays as it is.
-                pipe.eval(
+                # EVAL by name: a cluster pipeline has no `eval` method, but routes the
+                # command by its keys (here all in one namespace's slot).
+                pipe.execute_command(
+                    "EVAL",
                     _REFRESH_LUA,
                     3,
                     f"{base}:i:{it.key}",
