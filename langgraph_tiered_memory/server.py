@@ -51,6 +51,7 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store._backends import chroma_from_env
 
 __all__ = [
     "HashingEmbeddings",
@@ -176,19 +177,27 @@ def _index(env: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def _chroma(env: Mapping[str, str]) -> dict[str, Any]:
-    host, path = _get(env, "TIERED_MEMORY_CHROMA_HOST"), _get(env, "TIERED_MEMORY_CHROMA_PATH")
-    if host and path:
+    path = _get(env, "TIERED_MEMORY_CHROMA_PATH")
+    server = _get(env, "TIERED_MEMORY_CHROMA_HOST") or _get(env, "TIERED_MEMORY_CHROMA_URL")
+    if server and path:
         raise ConfigurationError(
-            "Set TIERED_MEMORY_CHROMA_PATH (embedded Chroma) or TIERED_MEMORY_CHROMA_HOST"
-            " (a Chroma server), not both."
+            "Set TIERED_MEMORY_CHROMA_PATH (embedded Chroma) or a Chroma server"
+            " (TIERED_MEMORY_CHROMA_HOST or TIERED_MEMORY_CHROMA_URL), not both."
         )
-    if not host:
+    if not server:
         return {"chroma_path": path} if path else {}
-    import chromadb
-
-    port = _number(env, "TIERED_MEMORY_CHROMA_PORT", int) or 8000
-    ssl = _get(env, "TIERED_MEMORY_CHROMA_SSL").lower() in _ON
-    return {"chroma_client": chromadb.HttpClient(host=host, port=port, ssl=ssl)}
+    index = _get(env, "TIERED_MEMORY_MEMORY_INDEX_PATH")
+    if not index:
+        raise ConfigurationError(
+            "With a Chroma server, memory scoring keeps its keyword index and access"
+            " statistics in a local SQLite file: set TIERED_MEMORY_MEMORY_INDEX_PATH"
+            " (for example /data/memory-index.sqlite3)."
+        )
+    factory = chroma_from_env(env)  # host/port/ssl or URL, token and headers
+    if factory is None:  # unreachable: a server variable is set
+        raise ConfigurationError("No Chroma server is configured.")
+    client, _ = factory()
+    return {"chroma_client": client, "memory_index_path": index}
 
 
 def _graph(env: Mapping[str, str]) -> bool | None:

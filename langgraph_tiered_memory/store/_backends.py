@@ -185,7 +185,9 @@ def chroma_http_client(
         ) from e
 
 
-def chroma_from_env() -> Callable[[], tuple[Any, Callable[[], None]]] | None:
+def chroma_from_env(
+    environ: Mapping[str, str] | None = None,
+) -> Callable[[], tuple[Any, Callable[[], None]]] | None:
     """A factory of the Chroma server client the environment names, or None.
 
     The server is `TIERED_MEMORY_CHROMA_URL` (`http(s)://host:port`), or
@@ -193,20 +195,24 @@ def chroma_from_env() -> Callable[[], tuple[Any, Callable[[], None]]] | None:
     `TIERED_MEMORY_CHROMA_TOKEN` is sent as a bearer token and
     `TIERED_MEMORY_CHROMA_HEADERS` (a JSON object) as extra headers. The variables are
     read and checked now; the client connects when the factory is called.
+
+    Args:
+        environ: The variables (default: `os.environ`).
     """
-    url = os.environ.get(CHROMA_URL_ENV)
-    host = os.environ.get("TIERED_MEMORY_CHROMA_HOST")
+    env = os.environ if environ is None else environ
+    url = env.get(CHROMA_URL_ENV)
+    host = env.get("TIERED_MEMORY_CHROMA_HOST")
     if url and host:
         raise ConfigurationError(
             f"Set {CHROMA_URL_ENV} or TIERED_MEMORY_CHROMA_HOST (with _PORT and _SSL), not both."
         )
     if host:  # the variables `langgraph_tiered_memory.server` reads too
-        secure = os.environ.get("TIERED_MEMORY_CHROMA_SSL", "").strip().lower() in _ON
-        port = os.environ.get("TIERED_MEMORY_CHROMA_PORT", "").strip() or "8000"
+        secure = env.get("TIERED_MEMORY_CHROMA_SSL", "").strip().lower() in _ON
+        port = env.get("TIERED_MEMORY_CHROMA_PORT", "").strip() or "8000"
         url = f"{'https' if secure else 'http'}://{host.strip()}:{port}"
     if not url:
         return None
-    raw = os.environ.get(CHROMA_HEADERS_ENV)
+    raw = env.get(CHROMA_HEADERS_ENV)
     headers: dict[str, str] = {}
     if raw:
         try:
@@ -223,7 +229,7 @@ def chroma_from_env() -> Callable[[], tuple[Any, Callable[[], None]]] | None:
                 f"{CHROMA_HEADERS_ENV} must be a JSON object of header names to values."
             )
         headers = loaded
-    token = os.environ.get(CHROMA_TOKEN_ENV) or None
+    token = env.get(CHROMA_TOKEN_ENV) or None
 
     def open_client() -> tuple[Any, Callable[[], None]]:
         client = chroma_http_client(url, headers=headers, token=token)

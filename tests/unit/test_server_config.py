@@ -97,19 +97,34 @@ def test_checkpointer_needs_redis_url() -> None:
         checkpointer_options({"REDIS_URL": URL, "TIERED_MEMORY_SESSION_TTL": "soon"})
 
 
-def test_chroma_server_from_host_and_port(monkeypatch: Any) -> None:
+def test_chroma_server_from_host_and_port_with_auth(monkeypatch: Any) -> None:
+    from langgraph_tiered_memory.store import _backends
+
     seen: dict[str, Any] = {}
 
-    def fake_http_client(**kwargs: Any) -> str:
-        seen.update(kwargs)
+    def fake_http_client(url: str, **kwargs: Any) -> str:
+        seen.update(url=url, **kwargs)
         return "client"
 
-    import chromadb
+    monkeypatch.setattr(_backends, "chroma_http_client", fake_http_client)
+    env = {
+        "REDIS_URL": URL,
+        "TIERED_MEMORY_CHROMA_HOST": "chroma",
+        "TIERED_MEMORY_CHROMA_SSL": "1",
+        "TIERED_MEMORY_CHROMA_TOKEN": "t0ken",
+        "TIERED_MEMORY_CHROMA_HEADERS": '{"X-Api-Key": "k"}',
+        "TIERED_MEMORY_MEMORY_INDEX_PATH": "/data/index.sqlite3",
+    }
+    options = store_options(env)
+    assert options["chroma_client"] == "client"
+    assert options["memory_index_path"] == "/data/index.sqlite3"
+    assert seen == {"url": "https://chroma:8000", "headers": {"X-Api-Key": "k"}, "token": "t0ken"}
 
-    monkeypatch.setattr(chromadb, "HttpClient", fake_http_client)
-    env = {"REDIS_URL": URL, "TIERED_MEMORY_CHROMA_HOST": "chroma", "TIERED_MEMORY_CHROMA_SSL": "1"}
-    assert store_options(env)["chroma_client"] == "client"
-    assert seen == {"host": "chroma", "port": 8000, "ssl": True}
+
+def test_chroma_server_needs_a_memory_index_path() -> None:
+    env = {"REDIS_URL": URL, "TIERED_MEMORY_CHROMA_HOST": "chroma"}
+    with pytest.raises(ConfigurationError, match="TIERED_MEMORY_MEMORY_INDEX_PATH"):
+        store_options(env)
 
 
 def test_factories_return_context_managers_and_log_masked_urls(
