@@ -33,6 +33,11 @@ from langgraph_tiered_memory.cli_common import (
     namespace_labels,
     open_store,
 )
+from langgraph_tiered_memory.cli_ingest_chroma import (
+    check_langchain_chroma,
+    import_collection,
+    report_import,
+)
 
 __all__ = ["ingest"]
 
@@ -101,19 +106,19 @@ def _locomo_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
 
 
 def ingest(
+    namespace: Annotated[
+        str,
+        typer.Option(help="Namespace to write to, labels joined by '/' (e.g. users/u1)."),
+    ],
     file: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="JSONL (one memory value per line) or LoCoMo JSON file.",
             exists=True,
             dir_okay=False,
             readable=True,
         ),
-    ],
-    namespace: Annotated[
-        str,
-        typer.Option(help="Namespace to write to, labels joined by '/' (e.g. users/u1)."),
-    ],
+    ] = None,
     input_format: Annotated[
         IngestFormat,
         typer.Option("--format", help="auto (a JSON list is LoCoMo), jsonl or locomo."),
@@ -130,6 +135,17 @@ def ingest(
     chroma_port: ChromaPortOption = 8000,
     memory_index_path: MemoryIndexPathOption = None,
     key_prefix: KeyPrefixOption = "tm",
+    from_langchain_chroma: Annotated[
+        Path | None,
+        typer.Option(
+            help="Import a langchain_chroma.Chroma persisted in this directory instead of FILE.",
+            file_okay=False,
+        ),
+    ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(help="With --from-langchain-chroma: the collection to import."),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON (no progress bar).")
     ] = False,
@@ -141,12 +157,38 @@ def ingest(
     memory's key, otherwise a hash of the value (loading a file twice writes each
     memory once). Every line is checked before anything is written. LoCoMo: each
     conversation goes to NAMESPACE/<sample id>, one memory per turn keyed by dia_id.
+    With --from-langchain-chroma DIR --collection NAME, the documents of that LangChain
+    Chroma collection are imported instead (its vectors reused when the store's --embed
+    makes the same ones).
     """
     from langgraph.store.base import PutOp
 
     from langgraph_tiered_memory.errors import TieredMemoryError
 
     prefix = namespace_labels(namespace)
+    if (file is None) == (from_langchain_chroma is None):
+        raise typer.BadParameter("Give either FILE or --from-langchain-chroma DIR (not both).")
+    if from_langchain_chroma is not None:
+        source = check_langchain_chroma(from_langchain_chroma, collection)
+        store = open_store(
+            chroma_path=chroma_path,
+            chroma_host=chroma_host,
+            chroma_port=chroma_port,
+            memory_index_path=memory_index_path,
+            key_prefix=key_prefix,
+            embed=embed,
+            dims=dims,
+            create=create,
+        )
+        try:
+            summary = import_collection(store, source, prefix, batch_size, quiet=as_json)
+        except TieredMemoryError as e:
+            fail(str(e))
+        finally:
+            store.close()
+        report_import(summary, as_json)
+        return
+    assert file is not None  # one of the two, checked above
     chosen = _detect(file) if input_format is IngestFormat.auto else input_format
     read = _locomo_records if chosen is IngestFormat.locomo else _jsonl_records
     records = read(file, prefix)

@@ -354,3 +354,35 @@ def test_ingest_locomo_puts_each_conversation_in_its_own_namespace(tmp_path: Pat
     assert miso.occurred_at is not None and miso.occurred_at.day == 9
     wrong = _run(*args, "--format", "jsonl")
     assert wrong.exit_code == 2 and "is not a JSON object" in _flat(wrong.output)
+
+
+def test_ingest_imports_a_langchain_chroma_collection(tmp_path: Path) -> None:
+    from langchain_chroma import Chroma
+
+    from langgraph_tiered_memory.embeddings import LocalMiniLMEmbeddings
+
+    lc_dir = tmp_path / "lc"
+    kb = Chroma(
+        collection_name="company-kb",
+        embedding_function=LocalMiniLMEmbeddings(),
+        persist_directory=str(lc_dir),
+    )
+    kb.add_texts(["The office is in Lisbon.", "Support answers within a day."], ids=["o", "s"])
+    path = str(tmp_path / "chroma")
+    args = ["ingest", "--from-langchain-chroma", str(lc_dir), "--namespace", "kb"]
+    args += ["--chroma-path", path, "--create", "--embed", "local"]
+    missing = _run(*args[:-2], "--collection", "nope")
+    assert missing.exit_code == 2 and "no collection 'nope'" in _flat(missing.output)
+    result = _run(*args, "--collection", "company-kb", "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (summary["read"], summary["written"], summary["reused_vectors"]) == (2, 2, True)
+    again = json.loads(
+        _run(*args, "--collection", "company-kb", "--json").stdout.strip().splitlines()[-1]
+    )
+    assert (again["written"], again["unchanged"]) == (0, 2)  # idempotent
+    query = ["search", "kb", "where is the office?", "--chroma-path", path, "--embed", "local"]
+    hits = json.loads(_run(*query, "--json").stdout)["hits"]
+    assert "Lisbon" in hits[0]["content"]
+    both = _run("ingest", str(lc_dir), "--from-langchain-chroma", str(lc_dir), "--namespace", "kb")
+    assert both.exit_code != 0
