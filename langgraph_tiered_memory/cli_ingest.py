@@ -10,6 +10,7 @@ id>, one memory per dialog turn keyed by its dia_id. Memories are written with
 The command is registered on the app in `langgraph_tiered_memory.cli`.
 """
 
+import functools
 import hashlib
 import json
 import time
@@ -168,18 +169,20 @@ def ingest(
     prefix = namespace_labels(namespace)
     if (file is None) == (from_langchain_chroma is None):
         raise typer.BadParameter("Give either FILE or --from-langchain-chroma DIR (not both).")
+    opening = functools.partial(
+        open_store,
+        chroma_path=chroma_path,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+        memory_index_path=memory_index_path,
+        key_prefix=key_prefix,
+        embed=embed,
+        dims=dims,
+        create=create,
+    )
     if from_langchain_chroma is not None:
         source = check_langchain_chroma(from_langchain_chroma, collection)
-        store = open_store(
-            chroma_path=chroma_path,
-            chroma_host=chroma_host,
-            chroma_port=chroma_port,
-            memory_index_path=memory_index_path,
-            key_prefix=key_prefix,
-            embed=embed,
-            dims=dims,
-            create=create,
-        )
+        store = opening()
         try:
             summary = import_collection(store, source, prefix, batch_size, quiet=as_json)
         except TieredMemoryError as e:
@@ -192,16 +195,7 @@ def ingest(
     chosen = _detect(file) if input_format is IngestFormat.auto else input_format
     read = _locomo_records if chosen is IngestFormat.locomo else _jsonl_records
     records = read(file, prefix)
-    store = open_store(
-        chroma_path=chroma_path,
-        chroma_host=chroma_host,
-        chroma_port=chroma_port,
-        memory_index_path=memory_index_path,
-        key_prefix=key_prefix,
-        embed=embed,
-        dims=dims,
-        create=create,
-    )
+    store = opening()
     written = 0
     started = time.perf_counter()
     console = Console(stderr=True)
