@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ipykernel  # noqa: F401 - the kernel the notebooks run in (dev extra)
+import matplotlib  # noqa: F401 - the notebooks plot (dev extra)
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
-pytest.importorskip("matplotlib")
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CELL_TIMEOUT = 300  # seconds per cell; a loaded CI machine is slow to load MiniLM

@@ -42,7 +42,6 @@ def test_the_model_is_scripted_unless_one_is_configured(monkeypatch: pytest.Monk
 
 
 def test_openai_api_key_or_model_selects_a_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("langchain_openai")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # no request is made
     chat, label = demo_model(None, offline=False)
     assert label == "openai:gpt-4o-mini"
