@@ -28,6 +28,7 @@ from langgraph_tiered_memory.graph.types import (
 from langgraph_tiered_memory.ranking import user_scope
 from langgraph_tiered_memory.store._common import check_labels
 from langgraph_tiered_memory.store._graph_write import (
+    arun_extractor,
     check_triples,
     memory_speaker,
     memory_text,
@@ -207,16 +208,10 @@ async def arebuild(core: StoreCore, prefix: Namespace) -> int:
     graph = _require_graph(core, "arebuild_graph")
     extractor = core.graph_extractor
     memories, live = await asyncio.to_thread(_memories, core, prefix)
-    run = getattr(extractor, "aextract", None)
     for start in range(0, len(memories), _EXTRACT_BATCH):
         batch = memories[start : start + _EXTRACT_BATCH]
         texts, speakers = _texts(batch)
-        if not texts:
-            found: Any = []
-        elif run is not None:
-            found = await run(texts, speakers=speakers)
-        else:
-            found = await asyncio.to_thread(extractor.extract, texts, speakers=speakers)
+        found = await arun_extractor(extractor, texts, speakers) if texts else []
         await asyncio.to_thread(_replace, graph, _changes(batch, found, extractor), prefix)
     gone = await asyncio.to_thread(_stale, core, graph, prefix, live)
     for start in range(0, len(gone), 1000):

@@ -40,6 +40,7 @@ __all__ = [
     "check_triples",
     "extract",
     "aextract",
+    "arun_extractor",
     "memory_speaker",
     "memory_text",
     "plan_graph",
@@ -174,16 +175,21 @@ def extract(extractor: Any, jobs: GraphJobs) -> None:
     apply_extracted(jobs, extractor.extract(jobs.texts, speakers=jobs.speakers), extractor)
 
 
+async def arun_extractor(
+    extractor: Any, texts: Sequence[str], speakers: Sequence[str | None]
+) -> Any:
+    """The extractor's answer for `texts`: its `aextract`, or its `extract` in a thread."""
+    run = getattr(extractor, "aextract", None)
+    if run is not None:
+        return await run(texts, speakers=speakers)
+    return await asyncio.to_thread(extractor.extract, texts, speakers=speakers)
+
+
 async def aextract(extractor: Any, jobs: GraphJobs) -> None:
     """Async `extract`: the extractor's `aextract`, or its `extract` in a worker thread."""
     if jobs.done:
         return
-    run = getattr(extractor, "aextract", None)
-    if run is not None:
-        found = await run(jobs.texts, speakers=jobs.speakers)
-    else:
-        found = await asyncio.to_thread(extractor.extract, jobs.texts, speakers=jobs.speakers)
-    apply_extracted(jobs, found, extractor)
+    apply_extracted(jobs, await arun_extractor(extractor, jobs.texts, jobs.speakers), extractor)
 
 
 def _common_prefix(namespaces: Iterable[Namespace]) -> Namespace:
