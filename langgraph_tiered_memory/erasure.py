@@ -113,6 +113,7 @@ class ErasureReceipt:
 
     @classmethod
     def for_user(cls, user_id: str, *, dry_run: bool = False) -> ErasureReceipt:
+        """An empty receipt for erasing `user_id`."""
         return cls(subject=subject_hash(check_user_id(user_id)), dry_run=dry_run)
 
     def add(self, place: str, ids: Iterable[Sequence[str] | str]) -> None:

@@ -107,6 +107,7 @@ class MemoryEvent:
     tombstones."""
 
     def to_dict(self) -> dict[str, object]:
+        """The event as JSON-ready data."""
         return {
             "seq": self.seq,
             "at": self.at,
