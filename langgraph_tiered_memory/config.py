@@ -110,11 +110,16 @@ class ScoringConfig(TypedDict, total=False):
     candidates: int
     """Candidates taken from each retrieval list before ranking. Defaults to 50."""
     rrf_k: float
-    """Reciprocal-rank-fusion constant. Defaults to 10 (60, the common choice, flattens
-    the fused list too much for memory recall: see docs/benchmarks.md, the ablation)."""
+    """Reciprocal-rank-fusion constant. Defaults to 5 (60, the common choice for fusing
+    many long result lists, flattens three short lists too much: see docs/ranking.md,
+    "Where the defaults come from")."""
     neighbor_weight: float
     """Share of the best fused score of a memory's write-order neighbours added to its
-    own (hybrid and contextual). 0 switches smoothing off. Defaults to 0.25."""
+    own (hybrid and contextual). 0 switches smoothing off. Defaults to 0.5."""
+    neighbor_gap_minutes: float
+    """Neighbours join the smoothing only when their event times are at most this far
+    apart (one conversation): 30 minutes of inactivity is the usual end of a session.
+    Defaults to 30."""
     context_keys: bool
     """Index each memory also under `previous memory + own text` (one more vector and a
     keyword column weighted 0.5). Defaults to True."""

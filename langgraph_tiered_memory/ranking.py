@@ -27,10 +27,12 @@ Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
   memories ranked by their own (field) vectors (weight 1), by the best of all their
   vectors including index keys (weight 0.5; two lists only when no memory has keys)
   and by BM25 (weight 1):
-  `f = sum_c w_c / (rrf_k + rank_c)` (rrf_k = 10), then neighbour smoothing in write
+  `f = sum_c w_c / (rrf_k + rank_c)` (rrf_k = 5), then neighbour smoothing in write
   order: `f'(m) = f(m) + neighbor_weight * max(f(previous memory), f(next memory))`
-  (memories of one conversation answer each other), divided by the largest
-  possible value so the top memory of both lists, with a top neighbour, gets 1.
+  (neighbor_weight = 0.5; memories of one conversation answer each other, so a
+  neighbour counts only when the two happened at most `neighbor_gap_minutes` = 30
+  apart), divided by the largest possible value so the top memory of both lists, with
+  a top neighbour, gets 1. docs/ranking.md says where each default comes from.
 
   With a knowledge graph (`graph=`) and `graph_weight` > 0, a fourth list joins the
   fusion: memories supporting triples about the query's entities (and, with
@@ -84,8 +86,9 @@ class Scoring:
     mode: Literal["similarity", "memory"] = "memory"
     retrieval: RetrievalMode = "hybrid"
     candidates: int = 50
-    rrf_k: float = 10.0
-    neighbor_weight: float = 0.25
+    rrf_k: float = 5.0
+    neighbor_weight: float = 0.5
+    neighbor_gap_minutes: float = 30.0
     context_keys: bool = True
     sentence_keys: int = 0
     time_keys: bool = True
@@ -154,6 +157,7 @@ class Scoring:
             "user_weight",
             "half_life_days",
             "neighbor_weight",
+            "neighbor_gap_minutes",
             "graph_weight",
         ):
             if name in config:
@@ -317,6 +321,9 @@ class MemoryCandidate:
     """Write position in its namespace; memories at seq +- 1 are its neighbours."""
     graph: float | None = None
     """Graph-channel score (`ranking_select.graph_scores`), when the graph reached it."""
+    event_at: float | None = None
+    """When the memory happened (`occurred_at`, else its creation), epoch seconds; the
+    neighbour smoothing joins only neighbours within `neighbor_gap_minutes` of it."""
 
 
 def recency(last_touched: float, now: float, half_life_days: float) -> float:
@@ -353,6 +360,36 @@ def _mean_ranks(values: Sequence[float | None]) -> list[float | None]:
         if r is not None:
             size[r] = size.get(r, 0) + 1
     return [None if r is None else r + (size[r] - 1) / 2 for r in ranks]
+
+
+def _smooth(
+    candidates: Sequence[MemoryCandidate], fused: Sequence[float], beta: float, gap: float
+) -> list[float]:
+    """Add `beta` x the best fused score of each memory's write-order neighbours.
+
+    A neighbour joins only when both event times are known and at most `gap` seconds
+    apart, or when either is unknown: memories written in one conversation answer each
+    other, memories that happen to be written one after the other days apart do not.
+    """
+    at = {
+        (c.namespace, c.seq): (f, c.event_at)
+        for c, f in zip(candidates, fused, strict=True)
+        if c.seq is not None
+    }
+
+    def near(c: MemoryCandidate, seq: int) -> float:
+        hit = at.get((c.namespace, seq))
+        if hit is None:
+            return 0.0
+        f, when = hit
+        if when is not None and c.event_at is not None and abs(when - c.event_at) > gap:
+            return 0.0
+        return f
+
+    return [
+        f + beta * max(near(c, c.seq - 1), near(c, c.seq + 1)) if c.seq is not None else f
+        for c, f in zip(candidates, fused, strict=True)
+    ]
 
 
 def fuse(
@@ -409,15 +446,7 @@ def fuse(
             f + (wg / (k + gr) if gr else 0.0) for f, gr in zip(fused, graph_ranks, strict=True)
         ]
     if beta:
-        at = {(c.namespace, c.seq): f for c, f in zip(candidates, fused, strict=True)}
-        fused = [
-            f
-            + beta
-            * max(at.get((c.namespace, c.seq - 1), 0.0), at.get((c.namespace, c.seq + 1), 0.0))
-            if c.seq is not None
-            else f
-            for c, f in zip(candidates, fused, strict=True)
-        ]
+        fused = _smooth(candidates, fused, beta, scoring.neighbor_gap_minutes * 60.0)
     for f, sr, kr in zip(fused, sem_ranks, kw_ranks, strict=True):
         out.append((f / top, sr, kr))
     return out

@@ -375,6 +375,7 @@ def memory_candidates(
             namespace=c.item.namespace,
             seq=c.stats.seq if c.stats is not None else None,
             graph=c.graph,
+            event_at=recency_origin(c.stats, c.item.created_at, "occurred_at"),
         )
         for c in kept
     ]

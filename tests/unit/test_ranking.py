@@ -107,6 +107,45 @@ def test_neighbour_smoothing_lifts_the_memory_after_a_strong_hit() -> None:
     assert flat[1][0] == pytest.approx(flat[2][0])
 
 
+def test_neighbours_smooth_only_within_one_conversation() -> None:
+    ns = ("c",)
+
+    def fused_answer(gap_seconds: float | None, **scoring: float) -> float:
+        cands = [
+            _cand(semantic=0.9, keyword=5.0, namespace=ns, seq=1, event_at=NOW),
+            _cand(
+                semantic=0.5,
+                namespace=ns,
+                seq=2,
+                event_at=None if gap_seconds is None else NOW + gap_seconds,
+            ),
+        ]
+        return fuse(cands, Scoring(**scoring), "hybrid")[1][0]  # type: ignore[arg-type]
+
+    alone = fused_answer(10 * DAY)  # days apart: no smoothing (same normalisation)
+    assert fused_answer(0.0) > alone  # same moment: one conversation
+    assert fused_answer(29 * 60.0) > alone
+    assert fused_answer(31 * 60.0) == pytest.approx(alone)  # written one after the other, apart
+    assert fused_answer(10 * DAY, neighbor_gap_minutes=11 * 24 * 60) > alone
+    assert fused_answer(None) > alone  # an unknown time does not split
+
+
+@given(gap=st.floats(min_value=0, max_value=1e7), limit=st.floats(min_value=0, max_value=1e5))
+@settings(max_examples=50, deadline=None)
+def test_a_neighbour_counts_exactly_when_it_happened_within_the_gap(
+    gap: float, limit: float
+) -> None:
+    ns = ("c",)
+    cands = [
+        _cand(semantic=0.9, keyword=5.0, namespace=ns, seq=1, event_at=NOW),
+        _cand(semantic=0.5, namespace=ns, seq=2, event_at=NOW + gap),
+    ]
+    smoothed = fuse(cands, Scoring(neighbor_gap_minutes=limit), "hybrid")[1][0]
+    flat = fuse(cands, Scoring(neighbor_gap_minutes=limit, neighbor_weight=0.0), "hybrid")[1][0]
+    # Normalised by (1 + neighbor_weight): x 1.5 undoes it, so any smoothing shows.
+    assert (smoothed * 1.5 > flat + 1e-12) == (abs((NOW + gap) - NOW) <= limit * 60.0)
+
+
 def test_min_score_drops_weak_candidates() -> None:
     cands = [_cand(semantic=0.9), _cand(semantic=0.1)]
     ranked = rank_memories(cands, scoring=Scoring(), retrieval="semantic", now=NOW, min_score=0.5)
