@@ -132,10 +132,12 @@ class ScoringConfig(TypedDict, total=False):
     Defaults to True."""
     semantic_weight: float
     """Weight of the dense list (memories ranked by their own vectors) in the fusion.
-    Defaults to 1."""
+    Defaults to 0.5: the two dense lists share the dense channel's weight, equal to
+    the keyword channel's."""
     context_weight: float
     """Weight of the second dense list: memories ranked by the best of all their
-    vectors, index keys included (contextual and sentence keys). Defaults to 0.5."""
+    vectors, index keys included (contextual and sentence keys). Defaults to 0.5.
+    Without index keys there is one dense list, weighted semantic + context."""
     keyword_weight: float
     """Weight of the keyword list in the fusion. Defaults to 1."""
     relevance_weight: float

@@ -24,9 +24,10 @@ Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
 - `"semantic"`: cosine similarity of the query and the memory, clipped to 0..1.
 - `"keyword"`: BM25 score divided by the best BM25 score of the query.
 - `"hybrid"` and `"contextual"`: weighted reciprocal-rank fusion of three lists, the
-  memories ranked by their own (field) vectors (weight 1), by the best of all their
-  vectors including index keys (weight 0.5; two lists only when no memory has keys)
-  and by BM25 (weight 1):
+  memories ranked by their own (field) vectors (weight 0.5), by the best of all their
+  vectors including index keys (weight 0.5) and by BM25 (weight 1): the dense and the
+  keyword channel have an equal say, the dense channel's two lists share its half
+  (when no memory has index keys, the one dense list takes the whole dense weight):
   `f = sum_c w_c / (rrf_k + rank_c)` (rrf_k = 5), then neighbour smoothing in write
   order: `f'(m) = f(m) + neighbor_weight * max(f(previous memory), f(next memory))`
   (neighbor_weight = 0.5; memories of one conversation answer each other, so a
@@ -92,7 +93,7 @@ class Scoring:
     context_keys: bool = True
     sentence_keys: int = 0
     time_keys: bool = True
-    semantic_weight: float = 1.0
+    semantic_weight: float = 0.5
     context_weight: float = 0.5
     keyword_weight: float = 1.0
     relevance_weight: float = 1.0
@@ -426,7 +427,9 @@ def fuse(
         own_ranks = _ranks([c.own_semantic for c in candidates])
         ctx_ranks = sem_ranks  # best of all vectors: a memory without keys competes too
     else:
-        own_ranks, ctx_ranks, wc = sem_ranks, [None] * len(candidates), 0.0
+        # One dense list: it carries the whole dense share (semantic + context weight).
+        own_ranks, ctx_ranks = sem_ranks, [None] * len(candidates)
+        ws, wc = ws + wc, 0.0
     beta = scoring.neighbor_weight
     graph_ranks = _mean_ranks([c.graph for c in candidates])
     wg = scoring.graph_weight if any(r is not None for r in graph_ranks) else 0.0

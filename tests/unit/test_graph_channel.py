@@ -87,8 +87,10 @@ def test_the_graph_list_adds_weight_over_rrf_k_plus_its_rank() -> None:
     before = [rel for rel, _, _ in fuse(plain, scoring, "hybrid")]
     after = [rel for rel, _, _ in fuse(graphed, scoring, "hybrid")]
     k = scoring.rrf_k
-    old_top = (scoring.semantic_weight + scoring.keyword_weight) / (k + 1)
-    new_top = (scoring.semantic_weight + scoring.keyword_weight + 0.8) / (k + 1)
+    # No index keys: the one dense list carries the whole dense weight.
+    dense = scoring.semantic_weight + scoring.context_weight
+    old_top = (dense + scoring.keyword_weight) / (k + 1)
+    new_top = (dense + scoring.keyword_weight + 0.8) / (k + 1)
     # Candidate 2 is first in the graph list, candidate 1 second; 0 and 3 are absent.
     assert after[2] == pytest.approx((before[2] * old_top + 0.8 / (k + 1)) / new_top)
     assert after[1] == pytest.approx((before[1] * old_top + 0.8 / (k + 2)) / new_top)
@@ -121,7 +123,8 @@ def test_memories_tied_in_the_graph_list_share_their_mean_position() -> None:
     cands = _with_graph([_cand(namespace=NS, seq=s) for s in (1, 3, 5, 7)], [2.0, 2.0, 2.0, 1.0])
     scoring = Scoring(graph_weight=1.0, neighbor_weight=0.0)
     k = scoring.rrf_k
-    top = (scoring.semantic_weight + scoring.keyword_weight + 1.0) / (k + 1)
+    dense = scoring.semantic_weight + scoring.context_weight  # one dense list: no index keys
+    top = (dense + scoring.keyword_weight + 1.0) / (k + 1)
     rel = [r for r, _, _ in fuse(cands, scoring, "hybrid")]
     assert rel[:3] == [pytest.approx(1.0 / (k + 2) / top)] * 3  # positions 1-3: mean 2
     assert rel[3] == pytest.approx(1.0 / (k + 4) / top)

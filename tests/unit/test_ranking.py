@@ -250,3 +250,12 @@ def test_user_scope_reads_the_label_after_users() -> None:
     assert user_scope(("mem", "users", "u1", "notes"), "users") == "u1"
     assert user_scope(("mem", "shared"), "users") is None
     assert user_scope(("users",), "users") is None
+
+
+def test_without_index_keys_the_one_dense_list_carries_the_whole_dense_weight() -> None:
+    pool = [_cand(semantic=0.9 - i / 10, keyword=float(i)) for i in range(5)]  # no key vectors
+    split = fuse(pool, Scoring(semantic_weight=0.5, context_weight=0.5), "hybrid")
+    whole = fuse(pool, Scoring(semantic_weight=1.0, context_weight=0.0), "hybrid")
+    assert [r for r, _, _ in split] == pytest.approx([r for r, _, _ in whole])
+    # ... and dense and keyword then weigh the same: mirrored lists tie.
+    assert split[0][0] == pytest.approx(split[-1][0])
