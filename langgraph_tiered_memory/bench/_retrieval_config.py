@@ -9,11 +9,16 @@ such a mode as the mode without user scope that has the same channels and fusion
 `graph` runs the store with a knowledge graph (`graph=True`: embedded SQLite graph, rule
 extractor): ``"on"`` ranks with the graph channel, ``"compare"`` asks every question
 twice, without the channel and with it, over the same store.
+
+`--sweep KEY=V1,V2,...` (`parse_sweeps`) names `ScoringConfig` values to compare under
+leave-one-conversation-out, chosen by `--select recall@K` (`parse_select`); a key in
+`INDEX_TIME_KEYS` changes what a write stores and gets one store per value.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +30,16 @@ __all__ = [
     "BENCH_GRAPH_WEIGHT",
     "DEFAULT_KS",
     "GRAPH_CHOICES",
+    "INDEX_TIME_KEYS",
     "RETRIEVAL_MODES",
     "SCORING_MODES",
+    "UNSWEPT_KEYS",
     "RetrievalBenchConfig",
     "parse_ks",
     "parse_overrides",
+    "parse_select",
+    "parse_sweeps",
+    "same_value",
     "single_user_mode",
 ]
 
@@ -50,6 +60,17 @@ BENCH_GRAPH_WEIGHT = 0.5
 """`graph_weight` of a run with the graph channel when the store's default is 0 and
 no `--set graph_weight=...` is given: half a primary list's weight, like the context
 list (the graph list is derived from extracted triples, not from the memories' text)."""
+
+
+INDEX_TIME_KEYS: frozenset[str] = frozenset(
+    {"context_keys", "sentence_keys", "time_keys", "user_label"}
+)
+"""`ScoringConfig` keys that change what a write stores (index keys, the user label of
+the graph sync): a sweep builds one store per value of these, and evaluates every other
+key on the run's own store, changing only the scoring of each search."""
+
+UNSWEPT_KEYS: frozenset[str] = frozenset({"mode", "retrieval"})
+"""Keys `--sweep` refuses: the scoring mode and retrieval have their own options."""
 
 
 def single_user_mode(mode: str) -> str:
@@ -134,6 +155,95 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
     return out
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two setting values are the same (``True`` is not ``1``, ``10`` is ``10.0``).
+
+    Args:
+        a: A value.
+        b: Another value.
+
+    Returns:
+        Equal, and both booleans or neither.
+    """
+    return isinstance(a, bool) == isinstance(b, bool) and bool(a == b)
+
+
+def parse_sweeps(items: Sequence[str]) -> dict[str, list[Any]]:
+    """Parse `--sweep KEY=V1,V2,...` options.
+
+    Each value is JSON (`0.25`, `false`, `"keyword"`); anything that is not JSON is a
+    string. Repeated values are dropped.
+
+    Args:
+        items: The `KEY=V1,V2,...` strings.
+
+    Returns:
+        The values of each key, in the order given.
+
+    Raises:
+        RetrievalBenchmarkError: An item has no `=` or no value, a key repeats or is
+            one of `UNSWEPT_KEYS`.
+    """
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise RetrievalBenchmarkError(
+                f"--sweep takes KEY=V1,V2,..., got {item!r}; e.g. --sweep rrf_k=5,10,20."
+            )
+        if key in UNSWEPT_KEYS:
+            raise RetrievalBenchmarkError(
+                f"--sweep cannot vary {key!r}; use --{'scoring' if key == 'mode' else 'mode'}."
+            )
+        if key in out:
+            raise RetrievalBenchmarkError(f"--sweep names {key!r} twice; give its values once.")
+        values: list[Any] = []
+        for part in raw.split(","):
+            text = part.strip()
+            if not text:
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = text
+            if not any(same_value(value, v) for v in values):
+                values.append(value)
+        if not values:
+            raise RetrievalBenchmarkError(f"--sweep {key}= has no value; e.g. {key}=5,10,20.")
+        out[key] = values
+    return out
+
+
+def parse_select(text: str | None, ks: Sequence[int]) -> int:
+    """The cut-off a sweep chooses by, from `--select recall@K`.
+
+    Args:
+        text: ``"recall@10"`` (or ``"10"``); `None` is recall@5, or the smallest cut-off
+            when 5 is not measured.
+        ks: The measured cut-offs.
+
+    Returns:
+        The cut-off.
+
+    Raises:
+        RetrievalBenchmarkError: The text is not ``recall@K`` or K is not measured.
+    """
+    if text is None:
+        return 5 if 5 in ks else min(ks)
+    raw = text.strip().lower().removeprefix("recall@")
+    try:
+        k = int(raw)
+    except ValueError as e:
+        raise RetrievalBenchmarkError(f"--select takes recall@K, got {text!r}.") from e
+    if k not in ks:
+        raise RetrievalBenchmarkError(
+            f"--select recall@{k} needs {k} among the cut-offs (--k), which are"
+            f" {','.join(map(str, ks))}."
+        )
+    return k
+
+
 @dataclass
 class RetrievalBenchConfig:
     """What the retrieval benchmark runs.
@@ -156,6 +266,8 @@ class RetrievalBenchConfig:
         graph: ``"off"`` (no graph), ``"on"`` (a store with `graph=True`, ranked with
             the graph channel) or ``"compare"`` (that store, every question asked
             without the channel and with it). Needs memory scoring and a fusing mode.
+        merge: Put every conversation in one namespace, speakers renamed to the first
+            one's (`bench._retrieval_merge`): a longer, harder haystack.
     """
 
     data: str
@@ -169,6 +281,7 @@ class RetrievalBenchConfig:
     progress: bool = True
     overrides: dict[str, Any] = field(default_factory=dict)
     graph: str = "off"
+    merge: bool = False
 
     def validate(self) -> RetrievalBenchConfig:
         """Check the options and resolve the retrieval mode.

@@ -27,9 +27,22 @@ turn by the rule extractor, in the long tier's SQLite file) and ranks with the g
 channel; ``--graph compare`` asks every question first without the channel (the
 store's `graph_weight` set to 0 for that search) and then with it, and prints both.
 
+With ``--cv`` (`run_retrieval_cv`) every conversation is also a fold of
+leave-one-conversation-out: nothing is tuned, each held-out conversation's recall is
+reported with their mean and the pooled figure. ``--sweep KEY=V1,V2`` varies one
+`ScoringConfig` key at a time (the others at the run's values): a key that changes what
+a write stores (`INDEX_TIME_KEYS`) gets one store per value; any other is measured on
+the run's own store, one extra search per value and question with the store's
+`scoring` set for that search and accesses not counted (only the run's own searches
+count, so a value's figures can differ from a store built with it by the access term,
+weight 0.005). Each fold takes the value with the best pooled recall on the other
+conversations and reports its held-out recall; each key gets a stability verdict on
+the run's value (see `bench._retrieval_cv`).
+
 This module runs the benchmark and prints its report; reading LoCoMo is in
-`bench._retrieval_data`, the options in `bench._retrieval_config` and the recall figures
-in `bench._retrieval_metrics`. Every name is importable from here.
+`bench._retrieval_data`, the options in `bench._retrieval_config`, the recall figures
+in `bench._retrieval_metrics`, the stores in `bench._retrieval_run` and the folds in
+`bench._retrieval_cv`. Every name is importable from here.
 
 Example:
     ```python
@@ -44,34 +57,32 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import shutil
-import tempfile
+import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from langgraph_tiered_memory.bench._retrieval_config import (
     DEFAULT_KS,
     GRAPH_CHOICES,
+    INDEX_TIME_KEYS,
     RETRIEVAL_MODES,
     SCORING_MODES,
     RetrievalBenchConfig,
     parse_ks,
     parse_overrides,
+    parse_select,
+    parse_sweeps,
+    same_value,
+)
+from langgraph_tiered_memory.bench._retrieval_cv import (
+    KeySweep,
+    RetrievalCvReport,
+    ValueFigures,
+    cv_folds,
+    sweep_key,
 )
 from langgraph_tiered_memory.bench._retrieval_data import (
     CATEGORY_NAMES,
@@ -86,19 +97,27 @@ from langgraph_tiered_memory.bench._retrieval_data import (
     split_evidence,
     turn_text,
 )
+from langgraph_tiered_memory.bench._retrieval_merge import merge_conversations
 from langgraph_tiered_memory.bench._retrieval_metrics import (
     CategoryRecall,
     GraphlessRun,
-    RecallTally,
     RetrievalBenchReport,
     recall_at_k,
-    search_percentiles_ms,
 )
+from langgraph_tiered_memory.bench._retrieval_run import (
+    BenchClock,
+    checked_scoring,
+    new_progress,
+    run_report,
+    run_store,
+)
+from langgraph_tiered_memory.ranking import Scoring
 
 __all__ = [
     "CATEGORY_NAMES",
     "DEFAULT_KS",
     "GRAPH_CHOICES",
+    "INDEX_TIME_KEYS",
     "NAMESPACE_LABEL",
     "RETRIEVAL_MODES",
     "SCORING_MODES",
@@ -106,85 +125,27 @@ __all__ = [
     "CategoryRecall",
     "Conversation",
     "GraphlessRun",
+    "KeySweep",
     "Question",
     "RetrievalBenchConfig",
     "RetrievalBenchReport",
     "RetrievalBenchmarkError",
+    "RetrievalCvReport",
     "Turn",
     "load_locomo",
     "parse_conversation",
     "parse_ks",
     "parse_overrides",
     "parse_session_date",
+    "parse_sweeps",
     "recall_at_k",
+    "render_cv_report",
     "render_retrieval_report",
     "run_retrieval_benchmark",
+    "run_retrieval_cv",
     "split_evidence",
     "turn_text",
 ]
-
-_WARMUP_NAMESPACE = ("locomo-warmup",)
-
-
-class BenchClock:
-    """A settable clock for the store: calling it returns epoch seconds.
-
-    Args:
-        now: The initial time, epoch seconds.
-    """
-
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def set(self, when: datetime) -> None:
-        """Move the clock to `when`.
-
-        Args:
-            when: An aware datetime.
-        """
-        self.now = when.timestamp()
-
-    def __call__(self) -> float:
-        """The clock's time.
-
-        Returns:
-            Epoch seconds.
-        """
-        return self.now
-
-
-@contextmanager
-def _chroma_directory(path: str | None) -> Iterator[str]:
-    if path is not None:
-        yield path
-        return
-    tmp = tempfile.mkdtemp(prefix="tiered-memory-locomo-")
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _clear_namespace(store: Any, namespace: tuple[str, ...]) -> None:
-    """Delete what an earlier run left in `namespace` (a kept Chroma directory)."""
-    from langgraph.store.base import PutOp
-
-    while True:
-        items = store.search(namespace, limit=1000)
-        if not items:
-            return
-        store.batch([PutOp(item.namespace, item.key, None) for item in items])
-
-
-@contextmanager
-def _without_graph_channel(store: Any) -> Iterator[None]:
-    """The store ranks without its graph channel (graph_weight 0) inside the block."""
-    scoring = store.scoring
-    store.scoring = dataclasses.replace(scoring, graph_weight=0.0)
-    try:
-        yield
-    finally:
-        store.scoring = scoring
 
 
 def run_retrieval_benchmark(
@@ -202,116 +163,171 @@ def run_retrieval_benchmark(
     Raises:
         RetrievalBenchmarkError: The config or the data is invalid.
     """
-    from langgraph.store.base import PutOp
-
-    from langgraph_tiered_memory import TieredMemoryStore
-
     config.validate()
     console = console or Console()
     conversations = load_locomo(config.data, config.conversations)
-    ks = config.ks
-    limit = max(ks)
-    search_filter = config.search_filter()
-    clock = BenchClock()
+    if config.merge:
+        conversations = [merge_conversations(conversations)]
     started = time.perf_counter()
-    tally = RecallTally(ks)
-    search_seconds: list[float] = []
-    compare = config.graph == "compare"
-    off_tally = RecallTally(ks)
-    off_seconds: list[float] = []
-    extra: dict[str, Any] = {"graph": True} if config.graph != "off" else {}
-    ingest_seconds = 0.0
-    n_turns = sum(len(c.turns) for c in conversations)
-    n_questions = sum(len(c.questions) for c in conversations)
-    progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        disable=not config.progress,
-        transient=True,
-    )
-    with _chroma_directory(config.chroma_path) as chroma_dir:
-        store = TieredMemoryStore(
-            chroma_path=chroma_dir,
-            tiers={"default": "long"},
-            index={"dims": 384, "embed": "local", "fields": ["content"]},
-            key_prefix="bench",
-            scoring=config.scoring_config(),  # type: ignore[arg-type]
-            clock=clock,
-            **extra,
+    scoring = config.scoring_config()
+    settings: list[Scoring | None] = [None]
+    if config.graph == "compare":
+        # Without the channel first; it counts the accesses, so this column is exactly
+        # a run of the store without a graph.
+        settings = [checked_scoring({**scoring, "graph_weight": 0.0}), None]
+    with new_progress(console, config.progress) as progress:
+        run = run_store(
+            config,
+            conversations,
+            scoring,
+            settings,
+            counted=0,
+            progress=progress,
+            chroma_path=config.chroma_path,
         )
-        try:
-            store.setup()
-            # Untimed warm-up: loads the embedding model, so ingest time is the store's.
-            t0 = time.perf_counter()
-            store.search(_WARMUP_NAMESPACE, query="warm up", limit=1, filter=search_filter)
-            warmup_seconds = time.perf_counter() - t0
-            with progress:
-                ingest_task = progress.add_task("ingesting turns", total=n_turns)
-                search_task = progress.add_task("searching", total=n_questions)
-                for conv in conversations:
-                    namespace = conv.namespace
-                    if config.chroma_path is not None:
-                        _clear_namespace(store, namespace)
-                    progress.update(ingest_task, description=f"{conv.sample_id}: ingesting")
-                    for date, turns in conv.sessions():
-                        clock.set(date)
-                        for lo in range(0, len(turns), config.batch_size):
-                            chunk = turns[lo : lo + config.batch_size]
-                            ops = [PutOp(namespace, t.dia_id, t.value()) for t in chunk]
-                            t0 = time.perf_counter()
-                            store.batch(ops)
-                            ingest_seconds += time.perf_counter() - t0
-                            progress.advance(ingest_task, len(chunk))
-                    clock.set(conv.now)
-                    progress.update(search_task, description=f"{conv.sample_id}: searching")
-                    for q in conv.questions:
-                        if compare:
-                            # Without the channel first; it counts the accesses, so this
-                            # column is exactly a run of the store without a graph.
-                            with _without_graph_channel(store):
-                                t0 = time.perf_counter()
-                                hits = store.search(
-                                    namespace, query=q.question, limit=limit, filter=search_filter
-                                )
-                                off_seconds.append(time.perf_counter() - t0)
-                            off_tally.add(conv.sample_id, q, [h.key for h in hits])
-                        t0 = time.perf_counter()
-                        hits = store.search(
-                            namespace,
-                            query=q.question,
-                            limit=limit,
-                            # Compare: the access was counted by the search without it.
-                            filter={**(search_filter or {}), "$count_access": False}
-                            if compare
-                            else search_filter,
-                        )
-                        search_seconds.append(time.perf_counter() - t0)
-                        tally.add(conv.sample_id, q, [h.key for h in hits])
-                        progress.advance(search_task)
-        finally:
-            store.close()
-    p50, p95 = search_percentiles_ms(search_seconds)
-    without_graph = None
-    if compare:
-        off50, off95 = search_percentiles_ms(off_seconds)
-        without_graph = GraphlessRun(off_tally.overall(), off_tally.per_category(), off50, off95)
-    return RetrievalBenchReport(
-        config=config,
-        overall=tally.overall(),
-        per_category=tally.per_category(),
-        per_conversation=tally.per_conversation(c.sample_id for c in conversations),
-        n_turns=n_turns,
-        skipped_questions=sum(c.skipped_questions for c in conversations),
-        ingest_seconds=ingest_seconds,
-        warmup_seconds=warmup_seconds,
-        search_p50_ms=p50,
-        search_p95_ms=p95,
+    return run_report(config, conversations, run, len(settings) - 1, started)
+
+
+_GRAPH_KEYS = frozenset({"graph_weight", "graph_hops"})
+
+
+def _sweep_points(
+    config: RetrievalBenchConfig, sweeps: dict[str, list[Any]]
+) -> list[tuple[str, Any, list[Any]]]:
+    """Each swept key with the run's own value of it and the values to measure.
+
+    The run's value is added when not given, and numbers are sorted. Every value is
+    checked as the store would check the scoring it makes.
+    """
+    scoring = config.scoring_config()
+    own = checked_scoring(scoring)
+    out: list[tuple[str, Any, list[Any]]] = []
+    for key, values in sweeps.items():
+        if key not in Scoring.__dataclass_fields__:
+            known = ", ".join(sorted(Scoring.__dataclass_fields__))
+            raise RetrievalBenchmarkError(
+                f"--sweep {key}: not a ScoringConfig key; one of {known}."
+            )
+        if key in _GRAPH_KEYS and config.graph != "on":
+            raise RetrievalBenchmarkError(
+                f"--sweep {key} varies the graph channel; add --graph on."
+            )
+        base = getattr(own, key)
+        if isinstance(base, tuple):
+            base = list(base)
+        for value in values:
+            checked_scoring({**scoring, key: value})
+        if not any(same_value(base, v) for v in values):
+            values = [*values, base]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            values = sorted(values)
+        out.append((key, base, values))
+    return out
+
+
+def run_retrieval_cv(
+    config: RetrievalBenchConfig,
+    sweeps: dict[str, list[Any]] | None = None,
+    *,
+    select: str | None = None,
+    console: Console | None = None,
+) -> RetrievalCvReport:
+    """Leave-one-conversation-out figures of the run, and of each swept key's values.
+
+    Without `sweeps` nothing is chosen: each fold is the run's recall on one held-out
+    conversation. With them, each key is varied alone (the others at the run's
+    values): a key in `INDEX_TIME_KEYS` gets one store per value, every other key is
+    measured on the run's own store, one search per value and question (before the
+    run's own search, the only one counting accesses). Each fold
+    chooses the value best on the other conversations and is judged on its own.
+
+    Args:
+        config: The run (its scoring is every key's base value).
+        sweeps: Values by `ScoringConfig` key (see `parse_sweeps`).
+        select: ``recall@K`` to choose by (default recall@5).
+        console: Where the progress bar goes (default: a new `Console`).
+
+    Returns:
+        The run's own report, its folds and one `KeySweep` per key.
+
+    Raises:
+        RetrievalBenchmarkError: The config, a swept value or the data is invalid, or
+            fewer than two conversations have questions.
+    """
+    config.validate()
+    if config.graph == "compare":
+        raise RetrievalBenchmarkError("--cv runs one setting per search; use --graph on or off.")
+    k = parse_select(select, config.ks)
+    keys = _sweep_points(config, sweeps or {})
+    console = console or Console()
+    if config.merge:
+        raise RetrievalBenchmarkError(
+            "--merge puts every conversation in one namespace, which leaves nothing to"
+            " hold out; run --cv without --merge."
+        )
+    conversations = load_locomo(config.data, config.conversations)
+    if sum(1 for c in conversations if c.questions) < 2:
+        raise RetrievalBenchmarkError(
+            "--cv needs at least two conversations with questions; give more with"
+            " --conversations or a file with more samples."
+        )
+    started = time.perf_counter()
+    scoring = config.scoring_config()
+    # The run's own store asks each question once per query-time value too, before
+    # its own (counted) search, so every value sees the accesses of earlier questions
+    # only, exactly as the run's own search does.
+    settings: list[Scoring | None] = []
+    slots: dict[tuple[str, int], tuple[int, int]] = {}  # (key, value) -> (store, setting)
+    stores: list[dict[str, Any]] = [scoring]
+    run_own = -1  # the run's own search: the last setting of store 0
+    for key, base, values in keys:
+        for j, value in enumerate(values):
+            if same_value(value, base):
+                slots[key, j] = (0, run_own)
+            elif key in INDEX_TIME_KEYS:
+                slots[key, j] = (len(stores), 0)
+                stores.append({**scoring, key: value})
+            else:
+                slots[key, j] = (0, len(settings))
+                settings.append(checked_scoring({**scoring, key: value}))
+    settings.append(None)
+    runs = []
+    with new_progress(console, config.progress) as progress:
+        for i, store_scoring in enumerate(stores):
+            runs.append(
+                run_store(
+                    config,
+                    conversations,
+                    store_scoring,
+                    settings if i == 0 else [None],
+                    counted=len(settings) - 1 if i == 0 else 0,
+                    progress=progress,
+                    chroma_path=config.chroma_path if i == 0 else None,
+                    label=f"store {i + 1}/{len(stores)}: ",
+                )
+            )
+            if i == 0:  # timed without the other stores
+                base_report = run_report(config, conversations, runs[0], run_own, started)
+    ids = [c.sample_id for c in conversations]
+    results: list[KeySweep] = []
+    for key, base, values in keys:
+        points = []
+        for j, value in enumerate(values):
+            store_i, setting_i = slots[key, j]
+            tally = runs[store_i].tallies[setting_i]
+            points.append(
+                ValueFigures(value, tally.per_conversation(ids), base=same_value(value, base))
+            )
+        results.append(sweep_key(key, points, k=k, ks=config.ks, index_time=key in INDEX_TIME_KEYS))
+    return RetrievalCvReport(
+        run=base_report,
+        cv=cv_folds(base_report.per_conversation, config.ks),
+        sweeps=results,
+        select=k,
+        stores=len(stores),
+        searches=sum(len(r.seconds[0]) * len(r.seconds) for r in runs),
+        ingest_seconds=sum(r.ingest_seconds for r in runs),
         seconds=time.perf_counter() - started,
-        without_graph=without_graph,
     )
 
 
@@ -393,4 +409,108 @@ def _render_comparison(
         f" {ms(off.search_p95_ms)}, with it {ms(report.search_p50_ms)} /"
         f" {ms(report.search_p95_ms)}; {report.n_turns:,} turns ingested in"
         f" {report.ingest_seconds:.1f} s; total {report.seconds:.1f} s."
+    )
+
+
+def _value_label(point: ValueFigures) -> str:
+    return f"{_show(point.value)}{' (run)' if point.base else ''}"
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def render_cv_report(report: RetrievalCvReport, console: Console) -> None:
+    """Print a `--cv` run: its own report and folds, then each swept key.
+
+    Per key: recall by value and conversation, the folds (the value chosen on the other
+    conversations and its held-out figure) and the verdict on the run's value.
+
+    Args:
+        report: The figures of a `--cv` run.
+        console: Where to print.
+    """
+    render_retrieval_report(report.run, console)
+    ks = report.run.config.ks
+    table = Table(title="Leave-one-conversation-out: the run's setting (nothing chosen)")
+    table.add_column("held out")
+    table.add_column("n", justify="right")
+    for k in ks:
+        table.add_column(f"recall@{k}", justify="right")
+    for fold in report.cv.folds:
+        table.add_row(
+            fold.held_out, str(fold.recall.n), *(f"{fold.recall.recall[k]:.1f}" for k in ks)
+        )
+    table.rows[-1].end_section = True
+    table.add_row(
+        "[bold]mean over folds[/bold]", "", *(f"[bold]{report.cv.macro[k]:.1f}[/bold]" for k in ks)
+    )
+    table.add_row(
+        "pooled",
+        str(sum(f.recall.n for f in report.cv.folds)),
+        *(f"{report.cv.pooled[k]:.1f}" for k in ks),
+    )
+    console.print(table)
+    for sweep in report.sweeps:
+        _render_sweep(sweep, console)
+    console.print(
+        f"{report.stores} store(s) built, {report.searches:,} searches;"
+        f" {report.ingest_seconds:.1f} s ingesting; total {report.seconds:.1f} s."
+    )
+
+
+def _render_sweep(sweep: KeySweep, console: Console) -> None:
+    """The figures by value, the folds and the verdict of one swept key."""
+    from langgraph_tiered_memory.bench._retrieval_cv import macro_mean, pooled_mean
+
+    ks, k = sweep.ks, sweep.k
+    convs = [f.held_out for f in sweep.folds]
+    where = "one store per value" if sweep.index_time else "one store, scoring set per search"
+    table = Table(title=f"{sweep.key}: recall by value and conversation ({where})")
+    table.add_column("value")
+    for c in [*convs, "mean", "pooled"]:
+        for m in ks:
+            table.add_column(f"{c} @{m}", justify="right")
+    for point in sweep.points:
+        groups = {c: point.per_conversation[c] for c in convs}
+        cells = [f"{groups[c].recall[m]:.1f}" for c in convs for m in ks]
+        cells += [f"{macro_mean(groups, ks)[m]:.1f}" for m in ks]
+        cells += [f"{pooled_mean(groups, ks)[m]:.1f}" for m in ks]
+        table.add_row(_value_label(point), *cells)
+    console.print(table)
+    folds = Table(
+        title=f"{sweep.key}: leave-one-conversation-out, value chosen by recall@{k}"
+        " on the other conversations"
+    )
+    folds.add_column("held out")
+    folds.add_column("chosen")
+    folds.add_column(f"train @{k}", justify="right")
+    for m in ks:
+        folds.add_column(f"@{m}", justify="right")
+    for m in ks:
+        folds.add_column(f"run's @{m}", justify="right")
+    folds.add_column(f"fold's best @{k}")
+    for f in sweep.folds:
+        folds.add_row(
+            f.held_out,
+            _show(f.chosen),
+            f"{f.train_recall:.1f}",
+            *(f"{f.recall[m]:.1f}" for m in ks),
+            *(f"{f.base_recall[m]:.1f}" for m in ks),
+            f"{f.best_recall:.1f} ({_show(f.best)})",
+        )
+    folds.rows[-1].end_section = True
+    folds.add_row(
+        "[bold]mean (LOO)[/bold]",
+        "",
+        "",
+        *(f"[bold]{sweep.loo[m]:.1f}[/bold]" for m in ks),
+        *(f"{sweep.base_mean[m]:.1f}" for m in ks),
+        "",
+    )
+    console.print(folds)
+    console.print(
+        f"{sweep.key} = {_show(sweep.base_value)} (the run's value), judged by recall@{k}:"
+        f" {sweep.verdict.describe()}",
+        highlight=False,
     )

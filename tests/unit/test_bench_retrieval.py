@@ -411,3 +411,24 @@ def test_set_options_become_scoring_overrides() -> None:
         parse_overrides(["rrf_k"])
     with pytest.raises(RetrievalBenchmarkError, match="similarity"):
         RetrievalBenchConfig(data="x", scoring="similarity", overrides=overrides).validate()
+
+
+def test_merge_asks_every_question_over_one_namespace_of_all_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    second = json.loads(json.dumps(_sample()).replace("Ana", "Cy").replace("Ben", "Dee"))
+    second["sample_id"] = "conv-y"
+    path = _write(tmp_path, [_sample(), second])
+    args = ["bench", "retrieval", "--data", str(path), "--json", "--mode", "keyword", "--k", "1,6"]
+    merged = runner.invoke(app, [*args, "--merge"])
+    assert merged.exit_code == 0, merged.output
+    data = _last_json_line(merged.stdout)
+    assert data["n_questions"] == 6 and data["n_turns"] == 12
+    assert list(data["per_conversation"]) == ["merged"]
+    # Both conversations share their words: in one namespace, a question's top hit can be
+    # the other conversation's twin turn, so R@1 falls; more room finds the evidence again.
+    apart = _last_json_line(runner.invoke(app, args).stdout)
+    assert apart["recall@1"] > data["recall@1"] and data["recall@6"] > data["recall@1"]
+    refused = runner.invoke(app, [*args, "--merge", "--cv"])
+    assert refused.exit_code != 0 and "--merge" in refused.output
