@@ -39,6 +39,7 @@ from langgraph_tiered_memory._extract_types import (
     MemoryDecision,
 )
 from langgraph_tiered_memory.forgetting import PINNED_FIELD
+from langgraph_tiered_memory.provenance import stamp
 from langgraph_tiered_memory.redaction import REDACTIONS_FIELD
 
 __all__ = [
@@ -110,6 +111,10 @@ class Settings:
     redact: Redact | None = None
     search_options: dict[str, Any] = field(default_factory=dict)
     """Reserved filter keys added to every search (e.g. `{"$retrieval": "hybrid"}`)."""
+    user_id: str | None = None
+    session_id: str | None = None
+    """Who the conversation is with, and its session: recorded in the `provenance` of
+    memories written outside the user's own namespaces."""
 
 
 @dataclass
@@ -327,7 +332,7 @@ class _State:
             merged = (d.content or "").strip()
             content, counts = self.redact(merged) if merged else (c.memory.content, c.redactions)
             fields = self._fields(c, content, counts)
-            value = {**target.value, **fields}
+            value = self._stamp({**target.value, **fields})
             value["importance"] = max(c.memory.importance, _importance(target.value))
             if "slot" not in fields:
                 value.pop("slot", None)  # the merged text fills no slot any more
@@ -358,6 +363,10 @@ class _State:
             fields[REDACTIONS_FIELD] = dict(counts)
         return fields
 
+    def _stamp(self, value: dict[str, Any]) -> dict[str, Any]:
+        """`value` recording where its content came from (see `provenance.stamp`)."""
+        return stamp(value, self.s.namespace, self.s.user_id, self.s.session_id)
+
     def _replaced(self, target: _Known, action: str) -> list[dict[str, Any]]:
         """The stored memory's provenance list plus an entry for its stored version."""
         earlier = target.stored_value.get("replaced")
@@ -374,7 +383,7 @@ class _State:
 
     def _add(self, c: _Candidate, replaced: list[dict[str, Any]]) -> None:
         key = self.s.new_key()
-        value = self._fields(c, c.memory.content, c.redactions)
+        value = self._stamp(self._fields(c, c.memory.content, c.redactions))
         if replaced:
             value["replaced"] = replaced
         self.known[key] = _Known(key, value, None, stored=False, changed=True)

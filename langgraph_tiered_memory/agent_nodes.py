@@ -35,6 +35,7 @@ from langgraph_tiered_memory._agent_rules import (
 )
 from langgraph_tiered_memory._deferred import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.provenance import stamp
 
 __all__ = [
     "DEFAULT_IMPORTANCE_RULES",
@@ -362,7 +363,7 @@ class MemoryNodes:
         }
         if thread:
             value["thread_id"] = thread
-        value = self._redacted(value)
+        value = stamp(self._redacted(value), namespace, user, thread)  # shared: provenance
         steps = [self._put_step(store, namespace, key, value)]
         retrieved = cast(list[RetrievedMemory], state.get("retrieved_memories") or [])
         for memory in used_memories(reply_text, retrieved):
@@ -370,7 +371,7 @@ class MemoryNodes:
                 steps.append(self._reinforce_step(store, memory))
         if self.extraction:
             turn = [HumanMessage(content=user_text), AIMessage(content=reply_text)]
-            steps.append(self._extract_step(store, namespace, turn, user))
+            steps.append(self._extract_step(store, namespace, turn, user, thread or None))
         if self.profile and user is not None:
             steps.append(self._profile_step(store, config))
         return WriteJob(
@@ -431,7 +432,12 @@ class MemoryNodes:
         return WriteStep(f"reinforce {key}", run, arun)
 
     def _extract_step(
-        self, store: Any, namespace: tuple[str, ...], turn: list[BaseMessage], user: str | None
+        self,
+        store: Any,
+        namespace: tuple[str, ...],
+        turn: list[BaseMessage],
+        user: str | None,
+        thread: str | None = None,
     ) -> WriteStep:
         from langgraph_tiered_memory import extraction
 
@@ -439,6 +445,7 @@ class MemoryNodes:
             "model": self.extraction_model,
             "redactor": self.redactor,
             "user_id": user,
+            "session_id": thread,
         }
 
         def run() -> None:

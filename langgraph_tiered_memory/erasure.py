@@ -12,8 +12,9 @@ Which namespaces are a user's (`UserNamespaces.owns`):
   isolation (`ranking.user_scope`);
 - every namespace under one of the templates filled with the user's id: by default
   the library's own layouts, `("memories", "{user_id}")` (the memory agent, tools and
-  profile) and `("profiles", "{user_id}")` (the profile cache). Pass more templates
-  for layouts of your own.
+  profile), `("profiles", "{user_id}")` (the profile cache) and
+  `("short_term", "{user_id}")` (short-term items, which promotion moves to that user's
+  long-term namespace). Pass more templates for layouts of your own.
 """
 
 from __future__ import annotations
@@ -38,8 +39,14 @@ __all__ = [
 DEFAULT_USER_TEMPLATES: tuple[tuple[str, ...], ...] = (
     ("memories", "{user_id}"),
     ("profiles", "{user_id}"),
+    ("short_term", "{user_id}"),
 )
-"""Namespace prefixes that belong to a user besides its `"users"` scope."""
+"""Namespace prefixes that belong to a user besides its `"users"` scope.
+
+`("short_term", "{user_id}")` is promotion's layout: `promotion.long_term_namespace`
+reads the label after `"short_term"` as the user (`("short_term", "u1", "s1")` is
+promoted to `("users", "u1", "memories", "s1")`).
+"""
 
 
 def id_hash(*parts: str) -> str:

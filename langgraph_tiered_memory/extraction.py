@@ -51,7 +51,9 @@ filters on it) and `redactions` when a redactor removed something. An UPDATE kee
 memory's key and other fields (its `consolidated_from` too), takes the higher
 importance and appends to `replaced` what it replaced: `{"key", "content_sha256",
 "updated_at", "replaced_at", "action"}` (the newest 20). A DELETE's replacement
-memory carries the deleted memory's `replaced` history plus an entry for it. Pinned
+memory carries the deleted memory's `replaced` history plus an entry for it. Written
+outside the user's own namespaces, values also record `provenance` (the user and
+session ids, see `langgraph_tiered_memory.provenance`), an UPDATE adding to it. Pinned
 memories (`"pinned": True`) are never updated or deleted: the candidate is added
 beside them. Only hashes are kept of replaced texts, so forgetting a memory forgets
 its text.
@@ -102,6 +104,7 @@ from langgraph_tiered_memory._extract_types import (
 from langgraph_tiered_memory._models import resolve_model
 from langgraph_tiered_memory._plan_drive import adrive, drive
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.history import acting
 from langgraph_tiered_memory.ranking_modes import mode_spec
 from langgraph_tiered_memory.redaction import RedactorSpec, redact_text, resolve_redactor
 from langgraph_tiered_memory.store.base import TieredStoreCore
@@ -119,6 +122,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger("langgraph_tiered_memory.extraction")
+
+EXTRACTION_REASON = "extracted from a conversation"
+"""The memory history's reason of the writes an extraction run makes."""
 
 DEFAULT_SIMILARITY_THRESHOLD = 0.9
 """Similarity from which the heuristic path updates a stored memory instead of adding."""
@@ -202,6 +208,7 @@ def _start(
     user_id: str | None,
     limit: int,
     clock: Callable[[], float] | None,
+    session_id: str | None = None,
 ) -> tuple[_Run, BaseChatModel | None, Embeddings | None]:
     """Validate the arguments and build the run's plan (shared by both entry points)."""
     if not isinstance(store, BaseStore):
@@ -230,6 +237,8 @@ def _start(
         new_key=lambda: uuid.uuid4().hex,
         redact=_redact_function(redactor),
         search_options=_search_options(store),
+        user_id=user_id,
+        session_id=session_id,
     )
     if isinstance(messages, (str, BaseMessage, dict, tuple)):
         messages = [messages]
@@ -291,7 +300,8 @@ def _server(
         if isinstance(request, Embed):
             assert embeddings is not None  # the plan embeds only with embeddings
             return embeddings.embed_documents(request.texts)
-        return store.batch(request.ops)
+        with acting("extraction", EXTRACTION_REASON):  # the memory history's actor
+            return store.batch(request.ops)
 
     return serve
 
@@ -312,7 +322,8 @@ def _aserver(
         if isinstance(request, Embed):
             assert embeddings is not None  # the plan embeds only with embeddings
             return await embeddings.aembed_documents(request.texts)
-        return await store.abatch(request.ops)
+        with acting("extraction", EXTRACTION_REASON):
+            return await store.abatch(request.ops)
 
     return serve
 
@@ -328,6 +339,7 @@ def extract_memories(
     user_id: str | None = None,
     limit: int = 5,
     clock: Callable[[], float] | None = None,
+    session_id: str | None = None,
 ) -> ExtractionResult:
     """Extract memories from `messages` into `namespace`, updating instead of duplicating.
 
@@ -352,6 +364,9 @@ def extract_memories(
         limit: Most stored memories each candidate is compared with.
         clock: Returns the current time in epoch seconds, for provenance times
             (default: the store's `clock` if it has one, else `time.time`).
+        session_id: The conversation's session (thread) id. With `user_id`, recorded
+            in the `provenance` of memories written outside the user's own namespaces
+            (`langgraph_tiered_memory.provenance`), so erasing the user finds them.
 
     Returns:
         An `ExtractionResult` with the keys added, updated, deleted and unchanged.
@@ -375,7 +390,16 @@ def extract_memories(
         ```
     """
     run, chat, embeddings = _start(
-        store, namespace, messages, model, similarity_threshold, redactor, user_id, limit, clock
+        store,
+        namespace,
+        messages,
+        model,
+        similarity_threshold,
+        redactor,
+        user_id,
+        limit,
+        clock,
+        session_id=session_id,
     )
     return drive(run, _server(store, chat, embeddings))
 
@@ -391,6 +415,7 @@ async def aextract_memories(
     user_id: str | None = None,
     limit: int = 5,
     clock: Callable[[], float] | None = None,
+    session_id: str | None = None,
 ) -> ExtractionResult:
     """Async `extract_memories`: `ainvoke`, `aembed_documents` and `store.abatch`.
 
@@ -413,6 +438,15 @@ async def aextract_memories(
         ```
     """
     run, chat, embeddings = _start(
-        store, namespace, messages, model, similarity_threshold, redactor, user_id, limit, clock
+        store,
+        namespace,
+        messages,
+        model,
+        similarity_threshold,
+        redactor,
+        user_id,
+        limit,
+        clock,
+        session_id=session_id,
     )
     return await adrive(run, _aserver(store, chat, embeddings))

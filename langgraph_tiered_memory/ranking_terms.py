@@ -11,7 +11,10 @@ import functools
 import sqlite3
 import threading
 
-__all__ = ["fold", "index_terms", "keyword_terms"]
+__all__ = ["FTS_TOKENIZE", "fold", "index_terms", "keyword_terms"]
+
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+"""The keyword index's FTS5 tokenizer: Porter stems over Unicode words, diacritics folded."""
 
 # Short function words that carry no topic (query side only; documents keep them so
 # phrase structure and BM25 length normalisation stay intact).
@@ -34,8 +37,6 @@ def _fts_terms(text: str) -> list[str]:
     global _fold_db
     with _FOLD_LOCK:
         if _fold_db is None:
-            from langgraph_tiered_memory.store.tiers.doc_mirror import FTS_TOKENIZE
-
             db = sqlite3.connect(":memory:", check_same_thread=False)
             db.execute(f"CREATE VIRTUAL TABLE fold USING fts5(t, tokenize='{FTS_TOKENIZE}')")
             db.execute("CREATE VIRTUAL TABLE fold_terms USING fts5vocab(fold, instance)")

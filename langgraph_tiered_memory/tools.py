@@ -28,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from langgraph_tiered_memory._tool_namespaces import NamespaceTemplate
 from langgraph_tiered_memory.errors import ConfigurationError, TieredMemoryError
+from langgraph_tiered_memory.history import acting
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE, MemoryType
+from langgraph_tiered_memory.provenance import from_config, stamp
 from langgraph_tiered_memory.redaction import Redactor, redact_text, resolve_redactor
 
 __all__ = [
@@ -250,7 +252,10 @@ def _unknown_id(key: str) -> MemoryToolError:
 
 
 def _manage_steps(
-    namespace: tuple[str, ...], request: _Request, redactor: Redactor | None
+    namespace: tuple[str, ...],
+    request: _Request,
+    redactor: Redactor | None,
+    source: tuple[str | None, str | None] = (None, None),
 ) -> _Steps:
     if request.action == "create":
         key = uuid.uuid4().hex
@@ -266,6 +271,7 @@ def _manage_steps(
             return f"Deleted memory {key}."
         old = item.value
     value, counts = _new_value(request, old, redactor)
+    value = stamp(value, namespace, *source)  # (user, session) outside the user's namespaces
     yield _Call("put", (namespace, key, value), {})
     _log.debug("%sd memory %s in %s", request.action, key, namespace)
     done = f"{request.action.capitalize()}d memory {key}."
@@ -289,7 +295,9 @@ def create_manage_memory_tool(
     The tool takes `content`, `action` (`"create"`, `"update"` or `"delete"`), `id`
     (for update and delete) and optionally `memory_type` and `importance` (the store's
     memory fields), and answers with a short confirmation naming the memory's key.
-    An update keeps the fields it is not given (type, importance, metadata).
+    An update keeps the fields it is not given (type, importance, metadata). Outside
+    the user's own namespaces (a template without `{user_id}`, say), the value records
+    the run's `user_id` and `thread_id` under `"provenance"`, so erasing the user finds it.
 
     Args:
         namespace: Namespace template; `{name}` labels are filled from
@@ -331,13 +339,15 @@ def create_manage_memory_tool(
     def prepare(config: RunnableConfig, args: Mapping[str, Any]) -> tuple[BaseStore, _Steps]:
         request = _request(args, max_content_chars)
         target = template.fill(config)
-        return _pick_store(store, name), _manage_steps(target, request, redact)
+        return _pick_store(store, name), _manage_steps(target, request, redact, from_config(config))
 
     def manage(*, config: RunnableConfig, **args: Any) -> str:
-        return str(_drive(*prepare(config, args)))
+        with acting("tool", f"{name} tool"):  # the memory history's actor of its writes
+            return str(_drive(*prepare(config, args)))
 
     async def amanage(*, config: RunnableConfig, **args: Any) -> str:
-        return str(await _adrive(*prepare(config, args)))
+        with acting("tool", f"{name} tool"):
+            return str(await _adrive(*prepare(config, args)))
 
     return StructuredTool(
         name=name,

@@ -25,6 +25,8 @@ The tests call the protocol only. Besides `graph/protocol.py`, they pin these ru
   triple of the same scope leads to (other than the query entity).
 - `TripleRecord.memory_keys` lists every memory of its namespace supporting the triple,
   sorted.
+- `erase` returns a `GraphErasure` with sorted lists; a dry run reports exactly what the
+  real run then removes; a second run finds nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from collections.abc import Callable
 
 import pytest
 
+from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces, id_hash
+from langgraph_tiered_memory.graph.erase import GraphErasure, erase_user_graph
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import (
     GraphHit,
@@ -427,3 +431,115 @@ class GraphStoreContract:
         hits = graph.memories_for(("users", "zoë \"q\" 'x' \\ %_"), ["zoë o'brien"], hops=0)
         assert [(h.namespace, h.key) for h in hits] == [(ns, "k'1\"")]
         assert graph.triples(("users", "zoë")) == []
+
+    # ------------------------------------------------------------------ erase
+    @pytest.fixture
+    def tenants(self, graph: GraphStore) -> GraphStore:
+        """u1's data in every layout, u10's and u2's beside it, and shared namespaces."""
+        graph.replace(
+            [
+                mt(U1, "m1", WORKS, KNOWS),
+                mt(("users", "u1", "notes"), "n1", LOCATED),
+                mt(("memories", "u1"), "a1", T("u1", "likes", "tea")),  # agent layout
+                mt(("tenants", "t9"), "x1", CAPITAL, user="u1"),  # u1's scope, other layout
+                mt(("users", "u10", "mem"), "m1", WORKS),
+                mt(U2, "m1", KNOWS, CAROL),
+                mt(("memories", "u2"), "a1", T("u2", "met", "u1")),  # another user's memory
+                mt(("shared",), "s1", T("user u1", "likes", "tea"), CAROL, user=None),
+                mt(("shared",), "s2", T("bob", "likes", "u10"), user=None),
+                mt(("shared", "deep"), "s3", T("U1 SMITH", "is", "nice"), user=None),
+            ]
+        )
+        return graph
+
+    def _left(self, graph: GraphStore) -> list[tuple[Namespace, tuple[str, ...], tuple[str, ...]]]:
+        return [(r.namespace, tuple(r.triple), r.memory_keys) for r in graph.triples(())]
+
+    def test_erase_removes_the_users_namespaces_scope_and_mentions(
+        self, tenants: GraphStore
+    ) -> None:
+        user = UserNamespaces("u1")
+        before = self._left(tenants)
+        planned = erase_user_graph(tenants, user, dry_run=True)
+        assert self._left(tenants) == before  # a dry run removes nothing
+        done = erase_user_graph(tenants, user)
+        assert done == planned
+        assert done.triples == sorted(
+            [
+                (*U1, *WORKS),
+                (*U1, *KNOWS),
+                ("users", "u1", "notes", *LOCATED),
+                ("memories", "u1", "u1", "likes", "tea"),
+                ("tenants", "t9", *CAPITAL),
+                ("memories", "u2", "u2", "met", "u1"),
+                ("shared", "user u1", "likes", "tea"),
+                ("shared", "deep", "u1 smith", "is", "nice"),
+            ]
+        )
+        assert done.supports == sorted(
+            [
+                (*U1, "m1", *WORKS),
+                (*U1, "m1", *KNOWS),
+                ("users", "u1", "notes", "n1", *LOCATED),
+                ("memories", "u1", "a1", "u1", "likes", "tea"),
+                ("tenants", "t9", "x1", *CAPITAL),
+                ("memories", "u2", "a1", "u2", "met", "u1"),
+                ("shared", "s1", "user u1", "likes", "tea"),
+                ("shared", "deep", "s3", "u1 smith", "is", "nice"),
+            ]
+        )
+        assert done.pending == []
+        # Memories outside u1's namespaces that lost triples: reported, kept.
+        assert done.mentioned == [
+            (("memories", "u2"), "a1"),
+            (("shared",), "s1"),
+            (("shared", "deep"), "s3"),
+            (("tenants", "t9"), "x1"),
+        ]
+        assert self._left(tenants) == [
+            (("shared",), ("bob", "likes", "u10"), ("s2",)),  # u10 is not u1
+            (("shared",), tuple(CAROL), ("s1",)),
+            (("users", "u10", "mem"), tuple(WORKS), ("m1",)),
+            (U2, tuple(KNOWS), ("m1",)),
+            (U2, tuple(CAROL), ("m1",)),
+        ]
+        assert tenants.memory_triples(U1, ["m1"]) == {}
+        assert tenants.memory_triples(("shared",), ["s1"]) == {"s1": (CAROL,)}
+        assert tenants.neighbors(("users", "u1"), "alice", hops=2) == []
+        assert tenants.memories_for((), ["tea"], hops=1) == []
+        assert [n.entity for n in tenants.neighbors(("users",), "alice", hops=2)] == [
+            "acme",
+            "bob",
+            "carol",
+        ]
+        assert erase_user_graph(tenants, user) == GraphErasure()  # idempotent
+
+    def test_erase_then_write_the_user_again(self, tenants: GraphStore) -> None:
+        erase_user_graph(tenants, UserNamespaces("u1"))
+        tenants.replace([mt(U1, "m1", WORKS), mt(("shared",), "s4", T("u1", "is", "back"))])
+        assert tenants.triples(("users", "u1")) == [rec(U1, WORKS, "m1")]
+        assert [n.entity for n in tenants.neighbors(("shared",), "u1")] == ["back"]
+
+    def test_erase_by_rule_alone_and_into_a_receipt(self, tenants: GraphStore) -> None:
+        only_notes = tenants.erase(lambda ns: ns[-1:] == ("notes",), dry_run=False)
+        assert only_notes.triples == [("users", "u1", "notes", *LOCATED)]
+        assert only_notes.mentioned == []
+        rest = tenants.erase(lambda ns: False, user_id="u1", mentions=["  'U1' "])
+        assert ("tenants", "t9", *CAPITAL) in rest.triples
+        assert (*U1, *WORKS) in rest.triples  # scope u:u1
+        assert ("memories", "u1", "u1", "likes", "tea") in rest.triples  # mention
+        receipt = rest.record(ErasureReceipt.for_user("u1"))
+        assert receipt.counts == {
+            "graph.triples": len(rest.triples),
+            "graph.supports": len(rest.supports),
+            "graph.pending": 0,
+        }
+        assert id_hash(*U1, "m1", *WORKS) in receipt.removed["graph.supports"]
+        assert receipt.kept  # memories that lost triples are named as kept
+        assert tenants.erase(lambda ns: False, user_id="nobody", mentions=["nobody"]) == (
+            GraphErasure()
+        )
+
+    def test_erase_of_an_empty_graph(self, graph: GraphStore) -> None:
+        assert erase_user_graph(graph, UserNamespaces("u1"), dry_run=True) == GraphErasure()
+        assert erase_user_graph(graph, UserNamespaces("u1")).total == 0

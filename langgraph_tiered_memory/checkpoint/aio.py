@@ -13,12 +13,13 @@ from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 from langgraph_tiered_memory.checkpoint._base import PAGE_SIZE, ListScope, Plan, SaverPlans, step
 from langgraph_tiered_memory.checkpoint._outage import translate_outages
 from langgraph_tiered_memory.checkpoint._session import _AsyncSessionLayer
+from langgraph_tiered_memory.checkpoint.erase import AsyncSessionErase
 
 __all__ = ["AsyncRedisSessionSaver"]
 
 
 @translate_outages
-class AsyncRedisSessionSaver(_AsyncSessionLayer, SaverPlans, AsyncRedisSaver):
+class AsyncRedisSessionSaver(AsyncSessionErase, _AsyncSessionLayer, SaverPlans, AsyncRedisSaver):
     """Async Redis checkpointer that passes the full LangGraph checkpointer conformance suite.
 
     Drop-in replacement for `langgraph.checkpoint.redis.aio.AsyncRedisSaver`; see the

@@ -7,12 +7,13 @@ from langgraph.checkpoint.redis.shallow import ShallowRedisSaver
 
 from langgraph_tiered_memory.checkpoint._outage import translate_outages
 from langgraph_tiered_memory.checkpoint._session import _AsyncSessionLayer, _SyncSessionLayer
+from langgraph_tiered_memory.checkpoint.erase import AsyncSessionErase, SessionErase
 
 __all__ = ["AsyncShallowRedisSessionSaver", "ShallowRedisSessionSaver"]
 
 
 @translate_outages
-class AsyncShallowRedisSessionSaver(_AsyncSessionLayer, AsyncShallowRedisSaver):  # type: ignore[misc]
+class AsyncShallowRedisSessionSaver(AsyncSessionErase, _AsyncSessionLayer, AsyncShallowRedisSaver):  # type: ignore[misc]
     """`AsyncRedisSessionSaver`'s session layer on upstream's shallow saver.
 
     Keeps only the latest checkpoint of each thread (upstream `AsyncShallowRedisSaver`),
@@ -22,7 +23,7 @@ class AsyncShallowRedisSessionSaver(_AsyncSessionLayer, AsyncShallowRedisSaver):
 
 
 @translate_outages
-class ShallowRedisSessionSaver(_SyncSessionLayer, ShallowRedisSaver):  # type: ignore[misc]
+class ShallowRedisSessionSaver(SessionErase, _SyncSessionLayer, ShallowRedisSaver):  # type: ignore[misc]
     """`RedisSessionSaver`'s session layer on upstream's shallow saver.
 
     Keeps only the latest checkpoint of each thread (upstream `ShallowRedisSaver`), with

@@ -13,12 +13,13 @@ from langgraph.checkpoint.redis import RedisSaver
 from langgraph_tiered_memory.checkpoint._base import PAGE_SIZE, ListScope, Plan, SaverPlans, step
 from langgraph_tiered_memory.checkpoint._outage import translate_outages
 from langgraph_tiered_memory.checkpoint._session import _SyncSessionLayer
+from langgraph_tiered_memory.checkpoint.erase import SessionErase
 
 __all__ = ["RedisSessionSaver"]
 
 
 @translate_outages
-class RedisSessionSaver(_SyncSessionLayer, SaverPlans, RedisSaver):
+class RedisSessionSaver(SessionErase, _SyncSessionLayer, SaverPlans, RedisSaver):
     """Sync Redis checkpointer with the same semantics as `AsyncRedisSessionSaver`.
 
     Drop-in replacement for `langgraph.checkpoint.redis.RedisSaver`; call `setup()`

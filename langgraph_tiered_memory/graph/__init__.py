@@ -6,6 +6,7 @@ SQLite tables nor the FalkorDB client: `langgraph_tiered_memory.graph.sqlite.Sql
 (extra `graph`).
 """
 
+from langgraph_tiered_memory.graph.erase import GraphErasure, erase_user_graph
 from langgraph_tiered_memory.graph.extract import (
     ModelExtractor,
     RuleExtractor,
@@ -27,6 +28,7 @@ from langgraph_tiered_memory.graph.types import (
 )
 
 __all__ = [
+    "GraphErasure",
     "GraphHit",
     "GraphStore",
     "MemoryTriples",
@@ -37,6 +39,7 @@ __all__ = [
     "TripleExtractionError",
     "TripleExtractor",
     "TripleRecord",
+    "erase_user_graph",
     "normalize_entity",
     "normalize_relation",
     "query_entities",

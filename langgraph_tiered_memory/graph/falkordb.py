@@ -41,6 +41,8 @@ from langgraph_tiered_memory.errors import (
     ConfigurationError,
     InvalidItemError,
 )
+from langgraph_tiered_memory.graph import _falkordb_erase
+from langgraph_tiered_memory.graph.erase import GraphErasure
 from langgraph_tiered_memory.graph.types import (
     GraphHit,
     MemoryTriples,
@@ -528,6 +530,30 @@ class FalkorDBGraph:
                 accepted[ns] = bool(namespace_filter(ns))
             hits = [h for h in hits if accepted[h.namespace]]
         return hits[:limit]
+
+    def erase(
+        self,
+        owns: Callable[[Namespace], bool],
+        *,
+        user_id: str | None = None,
+        mentions: Sequence[str] = (),
+        dry_run: bool = False,
+    ) -> GraphErasure:
+        """Remove a user's facts, entities and memory nodes in one write query.
+
+        See `GraphStore.erase`; with `dry_run`, read queries only. Then FalkorDB's
+        query logs lose this graph's queries (`_falkordb_erase.forget_queries`).
+        """
+        found = _falkordb_erase.erase(
+            self._run, owns, user_id=user_id, mentions=mentions, dry_run=dry_run
+        )
+        if not dry_run:
+            command = self._connected().execute_command
+            timeout = max(30.0, self._timeout)
+            found.kept += _falkordb_erase.forget_queries(
+                self._run, command, self.graph_name, timeout=timeout
+            )
+        return found
 
     def close(self) -> None:
         """Close the client if this graph created it (idempotent)."""

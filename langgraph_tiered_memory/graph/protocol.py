@@ -11,7 +11,8 @@ Semantics every backend keeps:
 - `prefix` arguments select namespaces like store searches do (a tuple prefix:
   `("users", "u1")` covers `("users", "u1", "notes")`, never `("users", "u10")`);
 - paths of more than one triple only join triples of one `graph_scope` (one user, or
-  one namespace without a user), so no query crosses users.
+  one namespace without a user), so no query crosses users;
+- `erase` removes everything held about one user (see `graph.erase`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from langgraph_tiered_memory.graph.erase import GraphErasure
 from langgraph_tiered_memory.graph.types import (
     GraphHit,
     MemoryTriples,
@@ -103,6 +105,24 @@ class GraphStore(Protocol):
         `hops=1` also follows one more triple from each entity the first triples reach.
         Entities are matched by their normalised name. With `namespace_filter`, only the
         namespaces it accepts. At most `limit` hits, fewest hops first.
+        """
+
+    def erase(
+        self,
+        owns: Callable[[Namespace], bool],
+        *,
+        user_id: str | None = None,
+        mentions: Sequence[str] = (),
+        dry_run: bool = False,
+    ) -> GraphErasure:
+        """Remove everything held about one user, all or nothing (see `graph.erase`).
+
+        Every triple, support and pending record of a namespace `owns` accepts; every
+        triple of the scope of `user_id` (``"u:<user_id>"``); in other namespaces, each
+        triple whose subject or object mentions one of `mentions` (normalised like
+        entities; the whole entity or whole words inside it), with its support. The
+        memories of those other namespaces stay (listed in `GraphErasure.mentioned`).
+        With `dry_run`, nothing is removed and the same is reported.
         """
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.erase import GraphErasure
 from langgraph_tiered_memory.graph.types import (
     GraphHit,
     MemoryTriples,
@@ -208,6 +209,23 @@ class SqliteGraph:
             if len(hits) < ask:
                 return out
             ask *= _GROWTH
+
+    def erase(
+        self,
+        owns: Callable[[Namespace], bool],
+        *,
+        user_id: str | None = None,
+        mentions: Sequence[str] = (),
+        dry_run: bool = False,
+    ) -> GraphErasure:
+        """Remove a user's triples, support and pending rows, in one transaction.
+
+        See `GraphStore.erase`. With `dry_run`, only reads (nothing is removed).
+        """
+        found: GraphErasure = self._file().graph_erase(
+            self.prefix, owns, user_id=user_id, mentions=list(mentions), dry_run=dry_run
+        )
+        return found
 
     def close(self) -> None:
         """Close the file when this graph opened it (a tier's file stays with the tier)."""

@@ -20,8 +20,11 @@ from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import PINNED_FIELD
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
+from langgraph_tiered_memory.history import acting
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
+from langgraph_tiered_memory.provenance import PROVENANCE_FIELD, merged_provenance, provenance_of
 from langgraph_tiered_memory.store._common import StoredItem, check_search_text
+from langgraph_tiered_memory.store._history import reasons_for
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ConsolidationRecord
 from langgraph_tiered_memory.store.promotion import _content_id, _digest
@@ -83,6 +86,17 @@ def _merged_support(
         (namespace, merged): tuple(dict.fromkeys(t for k in group for t in held.get(k, ())))
         for merged, group in groups
     }
+
+
+def _keep_provenance(merged: dict[str, Any], values: list[dict[str, Any]]) -> None:
+    """Make `merged` name every user and session its sources name (`provenance`).
+
+    Unchanged when its own fields already name them all, so merges of memories that
+    record no provenance (or the same) stay as they were.
+    """
+    union = merged_provenance(values)
+    if union and union != provenance_of(merged).to_value():
+        merged[PROVENANCE_FIELD] = union
 
 
 def _most_restrictive_type(values: list[dict[str, Any]], shared: tuple[str, ...]) -> str:
@@ -282,6 +296,7 @@ def consolidate(
     source_ops: list[PutOp] = []
     keep: dict[tuple[tuple[str, ...], str], StoredItem] = {}  # TTLs the rewrites keep
     merged_groups: list[tuple[str, list[str]]] = []
+    reasons: dict[tuple[tuple[str, ...], str], str] = {}  # of each write, for its history
     for group in groups:
         values = [candidates.values[k] for k in group]
         content = merge([str(v.get("content") or "") for v in values])
@@ -313,13 +328,16 @@ def consolidate(
         if "memory_type" not in base and merged["memory_type"] == DEFAULT_MEMORY_TYPE:
             del merged["memory_type"]
         merged.pop("consolidated_into", None)
+        _keep_provenance(merged, values)
         merged_ops.append(PutOp(namespace, merged_key, merged))
         merged_groups.append((merged_key, group))
+        reasons[(namespace, merged_key)] = "merged from " + ", ".join(sources)
         expiry = candidates.kept_expiry(group)
         if expiry is not None:
             keep[(namespace, merged_key)] = expiry
         for k in sources:
             v = candidates.values[k]
+            reasons[(namespace, k)] = f"merged into {merged_key}"
             if originals == "delete":
                 source_ops.append(PutOp(namespace, k, None))
             else:
@@ -333,7 +351,8 @@ def consolidate(
         support = _merged_support(core.graph, namespace, merged_groups)
     # Every merged memory is stored before any source changes: a crash loses nothing.
     # Down-weighted sources keep their content, so they keep supporting their triples.
-    for ops in (merged_ops, source_ops):
-        for start in range(0, len(ops), 500):
-            core._run_batch(ops[start : start + 500], keep=keep, support=support)
+    with acting("consolidation"), reasons_for(reasons):
+        for ops in (merged_ops, source_ops):
+            for start in range(0, len(ops), 500):
+                core._run_batch(ops[start : start + 500], keep=keep, support=support)
     return records

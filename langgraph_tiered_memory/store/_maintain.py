@@ -17,6 +17,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from langgraph_tiered_memory.history import Actor, acting
 from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._protocols import StoreCore
 
@@ -46,6 +47,22 @@ def _in_thread(
     return twin
 
 
+def _acting(
+    method: Callable[Concatenate[StoreCore, _P], _R], actor: Actor, reason: str
+) -> Callable[Concatenate[StoreCore, _P], _R]:
+    """The pass with its writes attributed to `actor` in the memory history."""
+
+    def run(self: StoreCore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with acting(actor, reason):
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(run, method)
+    return run
+
+
+_promote = _acting(maintenance.promote, "system", "promoted from the short-term tier")
+
+
 class MaintenanceMethods:
     """Reinforcement, forgetting, consolidation and promotion (the sync store)."""
 
@@ -53,7 +70,7 @@ class MaintenanceMethods:
     garbage_collect = maintenance.garbage_collect
     forget = maintenance.forget
     consolidate = maintenance.consolidate
-    promote = maintenance.promote
+    promote = _promote
 
 
 class AsyncMaintenanceMethods:
@@ -63,4 +80,4 @@ class AsyncMaintenanceMethods:
     agarbage_collect = _in_thread(maintenance.garbage_collect)
     aforget = _in_thread(maintenance.forget)
     aconsolidate = _in_thread(maintenance.consolidate)
-    apromote = _in_thread(maintenance.promote)
+    apromote = _in_thread(_promote)

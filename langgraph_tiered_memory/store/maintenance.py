@@ -15,6 +15,7 @@ import asyncio
 import heapq
 import math
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from langgraph.store.base import PutOp
@@ -22,9 +23,11 @@ from langgraph.store.base import PutOp
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting import PINNED_FIELD, ForgettingPolicy, ForgettingRules
+from langgraph_tiered_memory.history import acting, current_actor
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.store._common import StoredItem, check_labels, validate_key
 from langgraph_tiered_memory.store._consolidate import consolidate
+from langgraph_tiered_memory.store._history import as_event, reasons_for
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ForgottenRow, GCReport
 from langgraph_tiered_memory.store.promotion import Promoted, _check_page_size, promote
@@ -82,7 +85,8 @@ def _expired(
 
     A hypothetical `now` never sweeps: TTLs run on the store's clock only.
     """
-    gone = core._long().expired(ns, now=core.clock(), delete=not dry_run, keys=keys)
+    with acting("forgetting", TTL_EXPIRED):  # an "expired" event of each swept item
+        gone = core._long().expired(ns, now=core.clock(), delete=not dry_run, keys=keys)
     return [_detail(ns, it.key, it.value, TTL_EXPIRED) for it in gone]
 
 
@@ -147,9 +151,12 @@ class _Judge:
         ]
 
 
-def _delete(core: StoreCore, ns: tuple[str, ...], keys: list[str]) -> None:
-    for start in range(0, len(keys), 1000):
-        core._run_batch([PutOp(ns, k, None) for k in keys[start : start + 1000]])
+def _delete(core: StoreCore, ns: tuple[str, ...], rows: list[ForgottenRow]) -> None:
+    """Forget the memories of report rows (each one's history gets its row's reason)."""
+    keys = [d["id"] for d in rows]
+    with acting("forgetting"), reasons_for({(ns, d["id"]): d["reason"] for d in rows}):
+        for start in range(0, len(keys), 1000):
+            core._run_batch([PutOp(ns, k, None) for k in keys[start : start + 1000]])
 
 
 def garbage_collect(
@@ -208,13 +215,13 @@ def garbage_collect(
             flagged = _reported(core, ns, judge.page(page))
             details.extend(flagged)
             if not dry_run:
-                _delete(core, ns, [d["id"] for d in flagged])
+                _delete(core, ns, flagged)
             if progress is not None:
                 progress(len(page))
         evicted = _reported(core, ns, judge.over_capacity())
         details.extend(evicted)
         if not dry_run:
-            _delete(core, ns, [d["id"] for d in evicted])
+            _delete(core, ns, evicted)
     return {
         "forgotten_count": len(details),
         "details": details,
@@ -266,7 +273,7 @@ def forget(
             reasons.extend(r for r in judge.page(page) if r[0] in asked)
         reasons.extend(r for r in judge.over_capacity() if r[0] in asked)
     out = _reported(core, namespace, reasons)
-    _delete(core, namespace, [d["id"] for d in out])
+    _delete(core, namespace, out)
     return out + _expired(core, namespace, dry_run=False, keys=wanted)
 
 
@@ -289,7 +296,7 @@ def update_importance(
     rewrite = _reinforced(core, tuple(namespace), key, delta)
     if rewrite is None:
         return None
-    with redis_call():
+    with redis_call(), _reinforcing(rewrite):
         core._run_batch(rewrite.ops, keep=rewrite.keep)
     return rewrite.importance
 
@@ -305,7 +312,7 @@ async def aupdate_importance(
     rewrite = await asyncio.to_thread(_reinforced, core, tuple(namespace), key, delta)
     if rewrite is None:
         return None
-    with redis_call():
+    with redis_call(), _reinforcing(rewrite):
         await core._arun_batch(rewrite.ops, keep=rewrite.keep)
     return rewrite.importance
 
@@ -315,6 +322,17 @@ class _Rewrite(NamedTuple):
     keep: dict[tuple[tuple[str, ...], str], StoredItem]
     """The stored item whose TTL and expiry the rewrite keeps."""
     importance: float
+    before: float
+    """The importance before the rewrite."""
+
+
+@contextmanager
+def _reinforcing(rewrite: _Rewrite) -> Iterator[None]:
+    """Record the rewrite as a "reinforced" event of the caller's actor."""
+    actor, reason = current_actor()
+    change = f"importance {rewrite.before:.2f} -> {rewrite.importance:.2f}"
+    with acting(actor, reason or change), as_event("reinforced"):
+        yield
 
 
 def _reinforced(core: StoreCore, ns: tuple[str, ...], key: str, delta: float) -> _Rewrite | None:
@@ -331,4 +349,4 @@ def _reinforced(core: StoreCore, ns: tuple[str, ...], key: str, delta: float) ->
     current = memory_fields(stored.value, key=key).importance
     importance = min(1.0, max(0.0, current + float(delta)))
     value = {**stored.value, "importance": importance}
-    return _Rewrite([PutOp(ns, key, value)], {(ns, key): stored}, importance)
+    return _Rewrite([PutOp(ns, key, value)], {(ns, key): stored}, importance, current)

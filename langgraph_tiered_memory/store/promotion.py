@@ -23,6 +23,7 @@ from langgraph.store.base import (
 )
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
+from langgraph_tiered_memory.provenance import stamp
 from langgraph_tiered_memory.ranking import user_scope
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import PromotionSkip
@@ -205,7 +206,7 @@ def promote(
         logger.warning(
             "Not promoting %s/%s: %s", tuple(row["namespace"]), row["key"], row["reason"]
         )
-    moves = _placed(core, plan)
+    moves = _placed(core, plan, label)
     promoted = Promoted(skipped=skipped)
     for start in range(0, len(moves), 500):
         chunk = moves[start : start + 500]
@@ -220,10 +221,22 @@ def _skip(ns: tuple[str, ...], key: str, reason: str) -> PromotionSkip:
     return {"namespace": list(ns), "key": key, "reason": reason}
 
 
+def _source_user(namespace: tuple[str, ...], user_label: str = "users") -> str | None:
+    """The user a short-term namespace belongs to, by `long_term_namespace`'s rule."""
+    short = namespace[:1] == ("short_term",)
+    rest = tuple(namespace[1:] if short else namespace)
+    user = user_scope(rest, user_label)
+    return user if user is not None or not (short and rest) else rest[0]
+
+
 def _placed(
-    core: StoreCore, plan: list[tuple[tuple[str, ...], Item, tuple[str, ...]]]
+    core: StoreCore, plan: list[tuple[tuple[str, ...], Item, tuple[str, ...]]], label: str
 ) -> list[tuple[tuple[tuple[str, ...], Item], PutOp | None, tuple[tuple[str, ...], str]]]:
-    """Where each copy goes, and its write (None when that content is stored already)."""
+    """Where each copy goes, and its write (None when that content is stored already).
+
+    A copy outside its user's own namespaces (a `target` of the caller's) records the
+    user in its `provenance`, so erasing the user finds it.
+    """
     derived = {
         id(item): f"promoted-{_digest(list(ns), item.key, _content_id(item.value))}"
         for ns, item, _ in plan
@@ -239,13 +252,14 @@ def _placed(
             stored.update({(dest, k): _content_id(it.value) for k, it in got.items()})
     out = []
     for ns, item, dest in plan:
-        content = _content_id(item.value)
+        value = stamp(item.value, dest, _source_user(ns, label), None)
+        content = _content_id(value)
         key = item.key
         if stored.get((dest, key), content) != content:
             key = derived[id(item)]  # the key holds another memory: never replace it
         op = None
         if (dest, key) not in stored:
-            op = PutOp(dest, key, dict(item.value))
+            op = PutOp(dest, key, value)
             stored[(dest, key)] = content
         out.append(((ns, item), op, (dest, key)))
     return out

@@ -15,7 +15,10 @@ from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking import RetrievalMode
 from langgraph_tiered_memory.redaction import RedactorSpec
 from langgraph_tiered_memory.store._config import GraphConfig
+from langgraph_tiered_memory.store._erase import ErasureMethods
+from langgraph_tiered_memory.store._export import ExportMethods
 from langgraph_tiered_memory.store._graph import GraphMethods
+from langgraph_tiered_memory.store._history import HistoryMethods, check_history
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
 from langgraph_tiered_memory.store._profile import ProfileMethods
 from langgraph_tiered_memory.store._retriever import RetrieverMethods
@@ -24,7 +27,15 @@ from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, Ti
 __all__ = ["TieredMemoryStore"]
 
 
-class _TieredStore(GraphMethods, ProfileMethods, RetrieverMethods, TieredStoreCore):
+class _TieredStore(
+    ErasureMethods,
+    ExportMethods,
+    GraphMethods,
+    ProfileMethods,
+    RetrieverMethods,
+    HistoryMethods,
+    TieredStoreCore,
+):
     """What both stores share: the keyword-only constructor and the batch entry points.
 
     The options are documented on `TieredMemoryStore`.
@@ -49,8 +60,10 @@ class _TieredStore(GraphMethods, ProfileMethods, RetrieverMethods, TieredStoreCo
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
         redactor: RedactorSpec = None,
         graph: bool | str | GraphConfig | GraphStore | None = None,
+        history: bool = True,
     ) -> None:
         super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
+        recording = check_history(history)
         self._configure(
             redis_client=redis_client,
             redis_url=redis_url,
@@ -69,6 +82,7 @@ class _TieredStore(GraphMethods, ProfileMethods, RetrieverMethods, TieredStoreCo
             redactor=redactor,
             graph=graph,
         )
+        self._configure_history(recording)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch of operations; results come back in op order.
@@ -151,6 +165,10 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             `extractor` (`"rules"`, a chat model or `init_chat_model` string). Or a
             `GraphStore` instance (the caller closes it). Query it with
             `graph_triples` and `graph_neighbors`; `rebuild_graph` re-extracts.
+        history: Record every change to a long-term memory (True, default): its
+            time, actor, reason and content hashes, in the long tier's SQLite file in
+            the memory's own transaction; read them with `memory_history`. False:
+            nothing is recorded and `memory_history` raises `ConfigurationError`.
 
     Example:
         ```python

@@ -159,3 +159,16 @@ class MemoryTier(Tier, Protocol):
         self, namespace: Namespace, *, now: float, delete: bool, keys: Sequence[str] | None = None
     ) -> list[StoredItem]:
         """Items of `namespace` (or of its `keys`) whose TTL ran out; swept with `delete`."""
+
+    def user_namespaces(self, rule: Callable[[Namespace], bool]) -> list[Namespace]:
+        """Every registered namespace `rule` owns, live or holding only expired items."""
+
+    def erase_namespaces(
+        self, namespaces: Sequence[Namespace], *, dry_run: bool = False
+    ) -> dict[str, list[tuple[str, ...]]]:
+        """Remove everything held for `namespaces`; receipt place -> ids (labels + key)."""
+
+    def erase_keys(
+        self, items: Mapping[Namespace, Sequence[str]], *, dry_run: bool = False
+    ) -> dict[str, list[tuple[str, ...]]]:
+        """Remove single items as thoroughly; receipt place -> ids (labels + key)."""

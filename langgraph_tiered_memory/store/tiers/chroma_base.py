@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,6 +22,7 @@ from langgraph_tiered_memory.store._common import (
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import decode_document
+from langgraph_tiered_memory.store._history import recovered_events
 from langgraph_tiered_memory.store.tiers.chroma_docs import ChromaDocs, DocSource, MirrorDocs
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     DEFAULT_GRADUATE_AT,
@@ -35,6 +37,7 @@ from langgraph_tiered_memory.store.tiers.chroma_vectors import (
     VectorSource,
 )
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow
+from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, RecoveredHistory
 
 __all__ = ["ChromaBase", "Entry"]
 
@@ -51,6 +54,9 @@ def _write_id(meta: dict[str, Any]) -> str:
 
 class ChromaBase:
     """State shared by the read and write paths of the Chroma tier."""
+
+    record_history = False
+    """Append memory history events in each commit (the store's `history` option)."""
 
     def __init__(
         self,
@@ -175,6 +181,7 @@ class ChromaBase:
             self._read_primaries,
             self._row_of_meta if self._describe is not None else None,
             write_id=_write_id,
+            history=self._recovered_history(mirror, entries),
         )
         mirror.replace_namespaces(self.prefix, [(encode_namespace(ns), t) for ns, t, _ in entries])
         if not mirror.is_filled(self.prefix):
@@ -253,14 +260,16 @@ class ChromaBase:
                         )
                     idx = DocMirror(self._memory_index_path or ":memory:")
                     idx.move_legacy_keyword_index(self.prefix)
+                    entries = list(self._layout.entries(()))
                     idx.recover(
                         self.prefix,
                         self._read_primaries,
                         self._row_of_meta,
                         docs=False,
                         write_id=_write_id,
+                        history=self._recovered_history(idx, entries),
                     )
-                    self._fill_memories(idx, list(self._layout.entries(())))
+                    self._fill_memories(idx, entries)
                     self._memindex = idx
         return self._memindex
 
@@ -290,6 +299,31 @@ class ChromaBase:
             return False
         remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
         return bool(self._memory_index_path) or not remote
+
+    def _recovered_history(self, idx: DocMirror, entries: list[Entry]) -> RecoveredHistory | None:
+        """How `idx.recover` plans the history events of repaired keys (None: history off)."""
+        if not self.record_history:
+            return None
+        names = {namespace_id(ns): ns for ns, _, _ in entries}
+
+        def events(
+            nsid: str, keys: list[str], current: dict[str, Any], before: dict[str, Any]
+        ) -> tuple[Namespace, list[HistoryRow]] | None:
+            ns = names.get(nsid) or idx.history.namespace_of(self.prefix, nsid)
+            if ns is None:
+                logger.warning(
+                    "memory history: %d interrupted writes of an unknown namespace (%s)"
+                    " repaired without events",
+                    len(keys),
+                    nsid,
+                )
+                return None
+            decoded = {k: decode_document(m["_d"]) for k, m in current.items()}
+            earlier = {k: decode_document(m["_d"]) for k, m in before.items()}
+            last = idx.history.last(self.prefix, nsid, keys)
+            return ns, recovered_events(ns, keys, decoded, earlier, last, now=time.time())
+
+        return events
 
     def _row_of_meta(self, meta: dict[str, Any]) -> MemoryRow | None:
         if self._describe is None:

@@ -259,6 +259,8 @@ class Collections:
         while True:
             page = reg.get(where=where, include=["metadatas"], limit=1000, offset=offset)
             for nsid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                if not meta or "ns" not in meta:
+                    continue  # a placeholder of an erasure's log flush (`long_erase`)
                 self._remember(nsid, meta)
                 b = meta.get("b")
                 yield (

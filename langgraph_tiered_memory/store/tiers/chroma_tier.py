@@ -23,18 +23,18 @@ interrupted update carry an older write id and are ignored. With an embedded Chr
 `DocMirror` keeps a SQLite copy of the primary records that answers `get`, and
 `VectorCopy` a float32 copy of the bucket records that answers exact searches.
 `chroma_base` opens the tier and chooses those sources; `chroma_reads` and
-`chroma_writes` hold the read and write paths.
+`chroma_writes` hold the read and write paths, `long_erase` erasure.
 """
 
 from __future__ import annotations
 
 from langgraph_tiered_memory.store.tiers.chroma_reads import Candidate, ChromaReads
-from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites
+from langgraph_tiered_memory.store.tiers.long_erase import LongErase
 
 __all__ = ["ChromaTier", "Candidate"]
 
 
-class ChromaTier(ChromaReads, ChromaWrites):
+class ChromaTier(ChromaReads, LongErase):
     """Stores namespaces routed to `"long"` in Chroma."""
 
     name = "long"

@@ -250,6 +250,7 @@ class VectorCopy(VectorSource):
         # Searches read hundreds of scattered rows (key vectors at 100k memories):
         # memory-mapped reads take ~40% off their cost.
         self._conn.execute("PRAGMA mmap_size=268435456")
+        self._conn.execute("PRAGMA secure_delete=ON")  # erased vectors leave no bytes
         self._conn.executescript(_SCHEMA)
         self._lock = threading.Lock()
 
@@ -528,3 +529,41 @@ class VectorCopy(VectorSource):
         """Clear the re-make mark of a namespace."""
         with self._lock:
             self._conn.execute("DELETE FROM keys_due WHERE prefix=? AND nsid=?", (prefix, nsid))
+
+    def erase(self, prefix: str, nsid: str) -> set[str]:
+        """Drop every record, key vector and mark of a namespace; the keys they held."""
+        args = (prefix, nsid)
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                keys = {
+                    str(k)
+                    for (k,) in self._conn.execute(
+                        "SELECT key FROM vec WHERE prefix=?1 AND nsid=?2 UNION"
+                        " SELECT key FROM keyvec WHERE prefix=?1 AND nsid=?2",
+                        args,
+                    )
+                }
+                for table in ("vec", "keyvec", "keys_due"):
+                    self._conn.execute(f"DELETE FROM {table} WHERE prefix=? AND nsid=?", args)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return keys
+
+    def namespace_keys(self, prefix: str, nsid: str) -> set[str]:
+        """Keys of a namespace's records and key vectors held here."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key FROM vec WHERE prefix=?1 AND nsid=?2 UNION"
+                " SELECT key FROM keyvec WHERE prefix=?1 AND nsid=?2",
+                (prefix, nsid),
+            ).fetchall()
+        return {str(k) for (k,) in rows}
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the file and truncate it."""
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -39,10 +39,12 @@ from langgraph_tiered_memory.store._common import (
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import Document, decode_document, encode_document
+from langgraph_tiered_memory.store._history import plan_events
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Record, Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow, PendingGraph
+from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow
 
 __all__ = ["ChromaWrites"]
 
@@ -81,6 +83,7 @@ class _Pending:
         self.key_puts: list[Record] = []  # key vectors kept in the vector copy
         self.tags: dict[str, Tags] = {}  # key -> text tags of its key vectors
         self.graph: list[MemoryTriples] | None = None  # triples of upserts that carry them
+        self.history: list[HistoryRow] = []  # memory history events (`record_history`)
 
 
 class ChromaWrites(ChromaBase):
@@ -187,6 +190,11 @@ class ChromaWrites(ChromaBase):
             if w.triples is not None
         ]
         self._begin(p, memindex, triples)
+        if self.record_history:
+            previous = {k: d.value for k, d in old_docs.items()}
+            p.history = plan_events(
+                ns, [(w.key, w.value or {}) for w in upserts], previous, p.deleted, now
+            )
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
         rows: list[Sequence[float]] = []  # each record's vector, without the extra dimension
@@ -321,7 +329,10 @@ class ChromaWrites(ChromaBase):
         """Copy one namespace's part of the batch into the SQLite copies."""
         mirror, memindex = self.mirror, self.memindex
         separate = memindex is not None and memindex is not mirror
-        graph = {} if p.graph is None or separate else {"graph": p.graph}
+        extra: dict[str, Any] = {} if p.graph is None or separate else {"graph": p.graph}
+        history = (p.ns, p.history) if p.history else None
+        if history is not None and not separate:
+            extra["history"] = history
         self._docs.commit(
             p.nsid,
             upserts=p.mirrored,
@@ -329,7 +340,7 @@ class ChromaWrites(ChromaBase):
             done=p.keys,
             memories=p.memories if mirror is memindex else None,
             forget=p.unindexed if mirror is memindex else (),
-            **graph,
+            **extra,
         )
         if memindex is not None and separate:
             memindex.commit(
@@ -341,6 +352,7 @@ class ChromaWrites(ChromaBase):
                 forget=p.unindexed,
                 docs=False,
                 graph=p.graph,
+                history=history,
             )
 
     def _maybe_graduate(self, ns: Namespace, view: NamespaceView) -> None:
@@ -499,9 +511,14 @@ class ChromaWrites(ChromaBase):
                 self.prefix, deletes=[(nsid, rid) for rid in doomed if rid[:2] == "x:"]
             )
             col.delete(ids=doomed)
-        self._docs.commit(nsid, deletes=gone, done=gone)
+        history = None
+        if self.record_history:
+            previous = {item.key: item.value for item, _ in records}
+            history = (ns, plan_events(ns, (), previous, gone, now, event="expired"))
+        here = {} if separate is not None or history is None else {"history": history}
+        self._docs.commit(nsid, deletes=gone, done=gone, **here)
         if separate is not None:
-            separate.commit(self.prefix, nsid, deletes=gone, done=gone, docs=False)
+            separate.commit(self.prefix, nsid, deletes=gone, done=gone, docs=False, history=history)
         return [item for item, _ in records]
 
     def sweep(self, *, now: float) -> int:

@@ -43,6 +43,11 @@ from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE, SqliteFile
 from langgraph_tiered_memory.store.tiers.sqlite_docs import DocCopy
 from langgraph_tiered_memory.store.tiers.sqlite_graph import GraphTables, PendingGraph
+from langgraph_tiered_memory.store.tiers.sqlite_history import (
+    HistoryRow,
+    HistoryTable,
+    RecoveredHistory,
+)
 from langgraph_tiered_memory.store.tiers.sqlite_intents import IntentLog
 from langgraph_tiered_memory.store.tiers.sqlite_keywords import (
     FTS_TOKENIZE,
@@ -108,6 +113,8 @@ class DocMirror:
         self._memories = MemoryTable(self._db)
         self._keywords = KeywordIndex(self._db, self._memories, naming=_table_name)
         self._graph = GraphTables(self._db)
+        self.history = HistoryTable(self._db)
+        """Memory history (`m_history`), appended to by `commit`."""
 
     def close(self) -> None:
         """Close the SQLite connection."""
@@ -151,6 +158,7 @@ class DocMirror:
         forget: Iterable[str] = (),
         docs: bool = True,
         graph: Sequence[MemoryTriples] | None = None,
+        history: tuple[Namespace, Sequence[HistoryRow]] | None = None,
     ) -> None:
         """Apply what Chroma now holds and clear the pending keys, in one transaction.
 
@@ -170,6 +178,8 @@ class DocMirror:
                 forgotten keys lose theirs either way (unless `graph` gives a
                 forgotten key some). Not None also clears the triples `begin`
                 recorded for `done`.
+            history: (namespace, events) of the batch's memories, appended to the
+                memory history in the same transaction.
         """
         deletes = list(deletes)
         forget = list(forget)
@@ -191,6 +201,8 @@ class DocMirror:
             self._intents.clear(prefix, nsid, done)
             if graph is not None:
                 self._graph.clear(prefix, nsid, done)
+            if history is not None:
+                self.history.append(prefix, nsid, *history)
 
     def recover(
         self,
@@ -200,6 +212,7 @@ class DocMirror:
         *,
         docs: bool = True,
         write_id: Callable[[dict[str, Any]], str] | None = None,
+        history: RecoveredHistory | None = None,
     ) -> int:
         """Replay interrupted writes of `prefix` by copying their records from Chroma.
 
@@ -215,6 +228,8 @@ class DocMirror:
             docs: Whether this file keeps the document copy.
             write_id: The write id of a primary record's document. Without it, a key
                 whose write recorded triples loses its triples (logged).
+            history: Plans the memory history events of the repaired keys from
+                (namespace id, keys, Chroma's records, the copy's records before).
 
         Returns:
             How many keys were repaired.
@@ -243,6 +258,11 @@ class DocMirror:
                     len(graph) - len(unknown),
                     len(unknown),
                 )
+            events = None
+            if history is not None:
+                with self._db.locked():
+                    before = self._docs.get(prefix, nsid, keys) if docs else {}
+                events = history(nsid, keys, current, before)
             self.commit(
                 prefix,
                 nsid,
@@ -253,6 +273,7 @@ class DocMirror:
                 forget=[k for k, row in rows.items() if row is None],
                 docs=docs,
                 graph=graph,
+                history=events,
             )
         return sum(map(len, pending.values()))
 
@@ -411,6 +432,47 @@ class DocMirror:
         with self._db.locked():
             return self._keywords.previous_text(prefix, nsid, key)
 
+    # ------------------------------------------------------------- erasure
+    def namespace_keys(self, prefix: str, nsid: str) -> set[str]:
+        """Keys the file holds anything of in a namespace (documents, memories, intents)."""
+        with self._db.locked() as conn:
+            rows = conn.execute(
+                "SELECT key FROM docs WHERE prefix=?1 AND nsid=?2 UNION SELECT key FROM mem"
+                " WHERE prefix=?1 AND nsid=?2 UNION SELECT key FROM pending WHERE prefix=?1"
+                " AND nsid=?2",
+                (prefix, nsid),
+            ).fetchall()
+        return {str(k) for (k,) in rows}
+
+    def erase_namespace(self, prefix: str, nsid: str, ns: str) -> None:
+        """Remove a namespace from every role but the graph, in one transaction, and scrub.
+
+        Documents, intents, memory statistics, keyword entries (and the namespace's own
+        keyword table) and the registry row of `ns` (encoded) go; see `scrub`.
+        """
+        with self._db.transaction():
+            self._docs.erase(prefix, nsid)
+            self._intents.erase(prefix, nsid)
+            _, touched = self._keywords.erase(prefix, nsid)
+            self._registry.unregister(prefix, ns)
+        self.scrub(touched)
+
+    def keyword_table(self, prefix: str, nsid: str) -> str | None:
+        """The namespace's own FTS5 keyword table, if it has one."""
+        with self._db.locked():
+            return self._keywords.own_table(prefix, nsid)
+
+    def scrub(self, tables: Iterable[str] = ()) -> None:
+        """Leave no trace of deleted rows: FTS5 'optimize' of `tables`, WAL truncated.
+
+        Deleted FTS5 rows stay in the index segments until they merge; 'optimize'
+        merges them. The connection deletes with `secure_delete` (freed space is
+        zeroed), and the checkpoint empties the WAL of the old page images.
+        """
+        with self._db.transaction():
+            self._keywords.optimize(tables)
+        self._db.checkpoint()
+
     # ------------------------------------------------------------- knowledge graph
     def graph_replace(self, prefix: str, changes: Sequence[MemoryTriples]) -> None:
         """Make each memory of `changes` support exactly its triples, in one transaction."""
@@ -427,6 +489,29 @@ class DocMirror:
         """Move the support of the memories `sources` to `target`, in one transaction."""
         with self._db.transaction():
             self._graph.repoint(prefix, namespace_id(namespace), sources, target)
+
+    def graph_erase(
+        self,
+        prefix: str,
+        owns: Callable[[Namespace], bool],
+        *,
+        user_id: str | None,
+        mentions: Sequence[str],
+        dry_run: bool,
+    ) -> Any:
+        """Erase a user's graph rows in one transaction (`sqlite_graph_erase`).
+
+        Then the WAL is checkpointed: its old page images held the rows.
+        """
+        from langgraph_tiered_memory.store.tiers.sqlite_graph_erase import erase_graph_rows
+
+        with self._db.locked() if dry_run else self._db.transaction() as c:
+            found = erase_graph_rows(
+                c, prefix, owns, user_id=user_id, mentions=mentions, dry_run=dry_run
+            )
+        if not dry_run and found.total:
+            self._db.checkpoint()
+        return found
 
     def graph_memory_triples(
         self, prefix: str, namespace: Namespace, keys: Sequence[str]

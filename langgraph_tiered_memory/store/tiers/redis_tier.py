@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
@@ -47,6 +47,7 @@ from langgraph_tiered_memory.store._common import (
 )
 from langgraph_tiered_memory.store._document import decode_document, encode_document
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
+from langgraph_tiered_memory.store.tiers.redis_erase import RedisErase
 from langgraph_tiered_memory.store.tiers.redis_liveness import Liveness
 
 __all__ = ["RedisTier"]
@@ -86,7 +87,7 @@ def _one_call(method: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-class RedisTier:
+class RedisTier(RedisErase):
     """Stores namespaces routed to `"short"` in Redis."""
 
     name = "short"
@@ -114,6 +115,10 @@ class RedisTier:
         """Check that Redis answers."""
         with redis_errors(self._where, self._timeout):
             self.client.ping()
+
+    def _erase_errors(self) -> AbstractContextManager[None]:
+        """`redis_errors` for the erase methods (`redis_erase.RedisErase`)."""
+        return redis_errors(self._where, self._timeout)
 
     def close(self) -> None:
         """Close the client if the tier created it."""

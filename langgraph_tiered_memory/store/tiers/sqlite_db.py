@@ -78,6 +78,9 @@ class SqliteFile:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         # The keyword index ranks small namespaces in a temp table: keep it off disk.
         self.conn.execute("PRAGMA temp_store=MEMORY")
+        # Deleted rows and freed pages are overwritten with zeros, so an erased user's
+        # text does not linger in the file's free space (`erase_user`).
+        self.conn.execute("PRAGMA secure_delete=ON")
         self.lock = threading.Lock()
         self._rollback_hooks: list[Callable[[], None]] = []
 
@@ -118,6 +121,11 @@ class SqliteFile:
                 for hook in self._rollback_hooks:
                     hook()
                 raise
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the file and truncate it (no old page images stay there)."""
+        with self.lock:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         """Close the connection."""

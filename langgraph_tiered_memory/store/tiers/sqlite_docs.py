@@ -68,3 +68,14 @@ class DocCopy:
             "UPDATE docs SET meta=json_set(meta, '$._e', ?) WHERE prefix=? AND nsid=? AND key=?",
             [(e, prefix, nsid, k) for k, e in expiries.items()],
         )
+
+    def erase(self, prefix: str, nsid: str) -> list[str]:
+        """Drop every row of a namespace; the keys they held."""
+        keys = [
+            str(k)
+            for (k,) in self._c.execute(
+                "SELECT key FROM docs WHERE prefix=? AND nsid=?", (prefix, nsid)
+            )
+        ]
+        self._c.execute("DELETE FROM docs WHERE prefix=? AND nsid=?", (prefix, nsid))
+        return keys

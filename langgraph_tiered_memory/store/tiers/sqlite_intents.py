@@ -50,3 +50,14 @@ class IntentLog:
         ).fetchall():
             by_ns.setdefault(nsid, []).append(key)
         return by_ns
+
+    def erase(self, prefix: str, nsid: str) -> list[str]:
+        """Forget every pending key of a namespace; those keys."""
+        keys = [
+            str(k)
+            for (k,) in self._c.execute(
+                "SELECT key FROM pending WHERE prefix=? AND nsid=?", (prefix, nsid)
+            )
+        ]
+        self._c.execute("DELETE FROM pending WHERE prefix=? AND nsid=?", (prefix, nsid))
+        return keys

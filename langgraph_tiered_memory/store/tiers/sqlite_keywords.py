@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import Stemmer
 
+from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, ident, marks
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryTable
 
@@ -45,7 +46,6 @@ __all__ = [
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.sqlite_keywords")
 
-FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 """FTS5 tokenizer of the keyword index: Unicode words, folded, Porter-stemmed."""
 
 FTS_WEIGHTS = (1.0, 0.5, 1.0)
@@ -222,6 +222,66 @@ class KeywordIndex:
             self._c.execute(
                 f"UPDATE {ident(home)} SET context=? WHERE rowid=?", (before or "", rid)
             )
+
+    # ------------------------------------------------------------------ erasure
+    def erase(self, prefix: str, nsid: str) -> tuple[list[str], list[str]]:
+        """Drop a namespace's entries, statistics rows and own table (inside a transaction).
+
+        Tables of the older layouts that still hold its entries (retired ones waiting
+        to be dropped) lose them too: a retired table is dropped, any other has the
+        rows deleted.
+
+        Returns:
+            (keys of the memories removed, names of tables whose rows were deleted and
+            that need an FTS5 'optimize' for the deleted terms to leave the index)
+        """
+        self._loaded = None
+        keys = [
+            str(k)
+            for (k,) in self._c.execute(
+                "SELECT key FROM mem WHERE prefix=? AND nsid=? ORDER BY rid", (prefix, nsid)
+            )
+        ]
+        self._c.execute(f"DELETE FROM kw_docs WHERE rid IN ({_OWNED})", (prefix, nsid))
+        own = self.own_table(prefix, nsid)
+        if own is not None:
+            self._c.execute(f"DROP TABLE IF EXISTS {ident(own)}")
+            self._c.execute("DELETE FROM kw_own WHERE prefix=? AND nsid=?", (prefix, nsid))
+            self._own.pop((prefix, nsid), None)
+        touched: list[str] = []
+        for name in dict.fromkeys((self._naming(prefix, nsid), legacy_fts_table(prefix, nsid))):
+            row = self._c.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND lower(name)=lower(?)",
+                (name,),
+            ).fetchone()
+            if row is None:
+                continue
+            found = str(row[0])
+            if self._c.execute("SELECT 1 FROM kw_retired WHERE name=?", (found,)).fetchone():
+                self._c.execute(f"DROP TABLE IF EXISTS {ident(found)}")
+                self._c.execute("DELETE FROM kw_retired WHERE name=?", (found,))
+            else:
+                self._c.execute(
+                    f"DELETE FROM {ident(found)} WHERE rowid IN ({_OWNED})", (prefix, nsid)
+                )
+                touched.append(found)
+        self._c.execute("DELETE FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid))
+        return keys, touched
+
+    def optimize(self, tables: Iterable[str]) -> None:
+        """Merge the index segments of FTS5 `tables`, so deleted terms leave them.
+
+        Also empties the in-memory scratch table a search of a shared namespace filled.
+        """
+        for name in dict.fromkeys(tables):
+            exists = self._c.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+            ).fetchone()
+            if exists:
+                self._c.execute(f"INSERT INTO {ident(name)} ({ident(name)}) VALUES ('optimize')")
+        if _SCRATCH in self._temp:
+            self._c.execute(f"INSERT INTO temp.{_SCRATCH} ({_SCRATCH}) VALUES ('delete-all')")
+        self._loaded = None
 
     # ------------------------------------------------------------------ migration
     def migrate(self, prefix: str) -> tuple[int, int]:

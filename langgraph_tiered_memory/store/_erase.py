@@ -1,0 +1,524 @@
+"""`erase_user`: remove everything a store (and a session saver) holds about one user.
+
+An erasure runs in two phases, so it can be re-run after a crash midway and still
+find what the crash left:
+
+1. **Find** (reads only). The user's namespaces on each tier (`user_rule`: their
+   `"users"` scope and the library's per-user layouts, registered namespaces whether
+   or not they still hold a live item), and in the *shared* namespaces (no user
+   scope, no per-user layout) the items whose value names the user (`names_user`: a
+   provenance field holding the user id, or the id of one of the user's sessions when
+   a checkpointer is given).
+2. **Remove**, leaf data before registries: the memory history becomes content-free
+   tombstones (found by the rule and by recorded provenance, so also for memories no
+   registry lists any more), graph triples go, then the shared items, then every
+   record of the user's namespaces (the tiers drop each namespace's registry entry
+   last), and finally the checkpointer's sessions (it holds the session ids a re-run
+   needs to find shared memories by session).
+
+A dry run does the first phase and asks every place what it *would* remove, so its
+receipt has the same counts and removes nothing. The receipt and the log lines carry
+counts and hashes only, never content or raw ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from langgraph_tiered_memory.config import TierName
+from langgraph_tiered_memory.erasure import (
+    DEFAULT_USER_TEMPLATES,
+    ErasureReceipt,
+    UserNamespaces,
+    check_user_id,
+)
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.erase import erase_user_graph
+from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.sqlite import SqliteGraph
+from langgraph_tiered_memory.graph.types import MemoryTriples
+from langgraph_tiered_memory.history import acting
+from langgraph_tiered_memory.provenance import names_user
+from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.store._common import Namespace, StoredItem
+from langgraph_tiered_memory.store._protocols import StoreCore
+
+__all__ = [
+    "STORE_USER_TEMPLATES",
+    "ErasePlan",
+    "ErasureMethods",
+    "asession_ids",
+    "compact_sqlite_files",
+    "erasable_tier",
+    "erase_store",
+    "find",
+    "remove",
+    "session_ids",
+    "tier_names",
+    "user_graphs",
+    "user_rule",
+]
+
+_log = logging.getLogger("langgraph_tiered_memory.store.erase")
+
+_ALL = 2**31 - 1
+"""A `limit` no namespace reaches: every item of a namespace."""
+
+KEPT_UNATTRIBUTED = (
+    "memories in shared namespaces whose value names neither the user nor one of the"
+    " user's sessions (no provenance links them to the user)"
+)
+KEPT_TOMBSTONES = (
+    "content-free history tombstones (event 'erased', time, hashes), so the erasure"
+    " itself stays on record"
+)
+KEPT_RETRIEVED = (
+    "copies of the user's shared memories that other users' agents retrieved into their"
+    " own sessions (the memory context checkpointed there): they are part of those"
+    " sessions' state, which the user never took part in"
+)
+KEPT_NO_SESSIONS = (
+    "sessions, checkpointer and running summaries: no session saver was given"
+    " (store.erase_user(..., checkpointer=saver), or tiered-memory erase --redis-url)"
+)
+
+
+class _ErasableTier(Protocol):
+    """The erase methods each tier provides (`tiers.long_erase`, `tiers.redis_erase`)."""
+
+    def user_namespaces(self, rule: Callable[[Namespace], bool]) -> list[Namespace]: ...
+
+    def erase_namespaces(
+        self, namespaces: Sequence[Namespace], *, dry_run: bool = False
+    ) -> dict[str, list[tuple[str, ...]]]: ...
+
+    def erase_keys(
+        self, items: Mapping[Namespace, Sequence[str]], *, dry_run: bool = False
+    ) -> dict[str, list[tuple[str, ...]]]: ...
+
+    def search(
+        self,
+        prefix: Namespace,
+        *,
+        query_vector: Sequence[float] | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        now: float,
+        namespace_filter: Callable[[Namespace], bool] | None = None,
+    ) -> list[tuple[StoredItem, float | None]]: ...
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+STORE_USER_TEMPLATES: tuple[tuple[str, ...], ...] = DEFAULT_USER_TEMPLATES
+"""The library's per-user layouts: `erasure.DEFAULT_USER_TEMPLATES`, the one rule
+(`("memories", id)`, `("profiles", id)`, and promotion's `("short_term", id, ...)`)."""
+
+
+def user_rule(
+    user_id: str, label: str, namespaces: Iterable[Sequence[str]] | None = None
+) -> UserNamespaces:
+    """The user's namespaces: the library's layouts plus caller-given templates."""
+    extra = tuple(tuple(t) for t in namespaces or ())
+    templates = STORE_USER_TEMPLATES + tuple(t for t in extra if t not in STORE_USER_TEMPLATES)
+    return UserNamespaces(check_user_id(user_id), label=label, templates=templates)
+
+
+def _is_shared(rule: UserNamespaces, namespace: Namespace) -> bool:
+    """Whether `namespace` belongs to no user (no user scope, no per-user template)."""
+    if user_scope(namespace, rule.label) is not None:
+        return False
+    for template in rule.templates:
+        n = len(template)
+        if len(namespace) >= n and all(
+            t == "{user_id}" or t == label for t, label in zip(template, namespace, strict=False)
+        ):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- find
+
+
+@dataclass
+class ErasePlan:
+    """What one erasure found (nothing is read after it is built)."""
+
+    user_id: str
+    rule: UserNamespaces
+    sessions: tuple[str, ...]
+    owned: dict[TierName, list[Namespace]] = field(default_factory=dict)
+    """Per tier, the user's namespaces."""
+    shared: dict[TierName, dict[Namespace, list[str]]] = field(default_factory=dict)
+    """Per tier, keys of shared-namespace items whose provenance names the user."""
+
+    @property
+    def shared_count(self) -> int:
+        """Shared-namespace items to remove, over every tier."""
+        return sum(len(keys) for by_ns in self.shared.values() for keys in by_ns.values())
+
+
+def erasable_tier(core: StoreCore, name: TierName) -> _ErasableTier:
+    """The tier `name` with its erase methods."""
+    return cast(_ErasableTier, core._tier(name))
+
+
+def tier_names(core: StoreCore) -> list[TierName]:
+    """The tiers the store routes to, in a fixed order."""
+    return sorted(core._router.used_tiers)
+
+
+def _shared_matches(
+    core: StoreCore, name: TierName, plan: ErasePlan, now: float
+) -> dict[Namespace, list[str]]:
+    """Keys of items in shared namespaces of a tier whose value names the user."""
+    tier = erasable_tier(core, name)
+    rule = plan.rule
+    found: dict[Namespace, list[str]] = {}
+    for ns in tier.user_namespaces(lambda n: _is_shared(rule, n)):
+        hits = tier.search(
+            ns,
+            query_vector=None,
+            filter=None,
+            limit=_ALL,
+            now=now,
+            namespace_filter=ns.__eq__,
+        )
+        items = [item for item, _ in hits]
+        if name == "long":  # expired but not yet swept: still stored
+            items += core._long().expired(ns, now=now, delete=False)
+        keys = {it.key for it in items if names_user(it.value, plan.user_id, plan.sessions)}
+        if keys:
+            found[ns] = sorted(keys)
+    return found
+
+
+def find(
+    core: StoreCore,
+    user_id: str,
+    *,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    sessions: Sequence[str] = (),
+) -> ErasePlan:
+    """Everything the store's tiers hold about `user_id` (reads only).
+
+    The memory history and the graph are found by the rule itself when they are
+    erased (they may know namespaces the registries no longer list).
+    """
+    rule = user_rule(user_id, core.scoring.user_label, namespaces)
+    plan = ErasePlan(user_id, rule, tuple(sorted(set(sessions))))
+    now = core.clock()
+    for name in tier_names(core):
+        plan.owned[name] = list(erasable_tier(core, name).user_namespaces(rule.owns))
+        plan.shared[name] = _shared_matches(core, name, plan, now)
+    return plan
+
+
+# ----------------------------------------------------------------------------- remove
+
+
+def _add_places(receipt: ErasureReceipt, places: Mapping[str, Iterable[Sequence[str]]]) -> None:
+    for place, ids in places.items():
+        receipt.add(place, ids)
+
+
+def _shared_place(place: str) -> str:
+    """`"long.items"` of a shared-namespace erase as `"long.shared_items"`."""
+    tier, _, what = place.partition(".")
+    return f"{tier}.shared_{what}" if what else f"shared.{tier}"
+
+
+def user_graphs(core: StoreCore) -> list[GraphStore]:
+    """Every graph that may hold the user's triples.
+
+    The store's own graph, and the embedded graph tables of the long tier's SQLite
+    file even when this store runs without a graph (a store opened earlier with
+    `graph=True` wrote them).
+    """
+    graphs: list[GraphStore] = []
+    if core.graph is not None:
+        graphs.append(core.graph)
+    if "long" in core._router.used_tiers and not isinstance(core.graph, SqliteGraph):
+        long_tier = cast(Any, core._long())
+        if long_tier.keeps_sqlite_file():
+            graphs.append(SqliteGraph.for_tier(long_tier))
+    return graphs
+
+
+def _tombstone(
+    core: StoreCore,
+    receipt: ErasureReceipt | None,
+    plan: ErasePlan,
+    *,
+    dry_run: bool,
+) -> None:
+    """Make the history of the user's memories content-free tombstones.
+
+    The memories of the user's namespaces (also those no registry lists any more),
+    the shared memories found, and every memory whose recorded provenance named the
+    user or one of the user's sessions, deleted ones included.
+    """
+    store = cast(Any, core)
+    if not getattr(store, "history_enabled", False):
+        return
+    places = store.tombstone_history(
+        plan.rule.owns,
+        keys=plan.shared.get("long", {}),
+        user_id=plan.user_id,
+        session_ids=plan.sessions,
+        dry_run=dry_run,
+    )
+    if receipt is not None:
+        _add_places(receipt, places)
+        receipt.keep(KEPT_TOMBSTONES)
+
+
+def _detach_shared(
+    graph: GraphStore,
+    shared: Mapping[Namespace, Sequence[str]],
+    receipt: ErasureReceipt,
+    *,
+    dry_run: bool,
+) -> None:
+    """Take the triples of the shared memories to erase off the graph.
+
+    A graph outside the tier's transaction (FalkorDB) learns of deletes from the
+    store's write path, which erasing a tier's keys does not take; triples their
+    memories alone supported go with them.
+    """
+    changes = []
+    links = []
+    for ns, keys in shared.items():
+        for key, triples in graph.memory_triples(ns, keys).items():
+            changes.append(MemoryTriples(ns, key, (), None))
+            links += [(*ns, key, *t) for t in triples]
+    receipt.add("graph.shared_supports", links)
+    if changes and not dry_run:
+        graph.replace(changes)
+
+
+def remove(core: StoreCore, plan: ErasePlan, *, dry_run: bool) -> ErasureReceipt:
+    """Remove (or, with `dry_run`, count) what `plan` found; leaf data first.
+
+    History and graph go first: they are found by the rule, so a crash after them
+    leaves records a re-run finds. The shared items go before the user's namespaces,
+    whose registry entries the tiers remove last.
+    """
+    receipt = ErasureReceipt.for_user(plan.user_id, dry_run=dry_run)
+    _tombstone(core, receipt, plan, dry_run=dry_run)
+    for graph in user_graphs(core):
+        # The graph's erase goes last on each graph: FalkorDB then clears its query
+        # logs, which hold the parameters of every query sent before, these included.
+        _detach_shared(graph, plan.shared.get("long", {}), receipt, dry_run=dry_run)
+        erase_user_graph(graph, plan.rule, dry_run=dry_run).record(receipt)
+    with acting("system", "erase_user"):
+        for name in tier_names(core):
+            if shared := plan.shared.get(name):
+                found = erasable_tier(core, name).erase_keys(shared, dry_run=dry_run)
+                for place, ids in found.items():
+                    receipt.add(_shared_place(place), ids)
+        if plan.shared_count and not dry_run:
+            # Deleting the shared items may have appended events: tombstones too, before
+            # anything else runs (a re-run no longer finds these items by value).
+            _tombstone(core, None, plan, dry_run=False)
+        for name in tier_names(core):
+            erased = erasable_tier(core, name).erase_namespaces(plan.owned[name], dry_run=dry_run)
+            _add_places(receipt, erased)
+    if not dry_run:
+        # Events the removals appended (not counted: they are of the same memories). A
+        # crash before this line is caught by the next run's first tombstone step.
+        _tombstone(core, None, plan, dry_run=False)
+        compact_sqlite_files(core)
+    receipt.keep(KEPT_UNATTRIBUTED)
+    if plan.shared_count:
+        receipt.keep(KEPT_RETRIEVED)
+    return receipt
+
+
+def compact_sqlite_files(core: StoreCore) -> None:
+    """Rebuild the long tier's SQLite files (`VACUUM`), then empty their WAL.
+
+    `secure_delete` zeroes freed pages and cells, but a page can keep the first bytes
+    of a deleted cell (its row's namespace id and key) when SQLite reuses part of the
+    freed space; `VACUUM` writes every page anew from the live rows only. The WAL is
+    then checkpointed and truncated, so the old pages leave the main file too.
+    """
+    if "long" not in core._router.used_tiers:
+        return
+    tier = cast(Any, core._long())
+    files = getattr(tier, "_sqlite_files", None)
+    for mirror in files() if callable(files) else []:
+        with mirror._db.locked() as conn:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    vectors = getattr(tier, "_vcopy", None)
+    if vectors is not None:
+        with vectors._lock:
+            vectors._conn.execute("VACUUM")
+            vectors._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _log.debug("compacted the long tier's SQLite files after an erasure")
+
+
+# ----------------------------------------------------------------------------- savers
+
+
+def session_ids(checkpointer: Any, user_id: str) -> list[str]:
+    """Ids of the sessions `user_id` owns in a sync session saver (none without one)."""
+    if checkpointer is None:
+        return []
+    if not hasattr(checkpointer, "user_sessions"):
+        raise ConfigurationError(
+            "erase_user needs a sync session saver (RedisSessionSaver or"
+            f" ShallowRedisSessionSaver) as checkpointer=, got {type(checkpointer).__name__};"
+            " with an async saver, call `await store.aerase_user(...)`."
+        )
+    return list(checkpointer.user_sessions(user_id))
+
+
+async def asession_ids(checkpointer: Any, user_id: str) -> list[str]:
+    """`session_ids` for an async or a sync session saver."""
+    if checkpointer is None:
+        return []
+    if hasattr(checkpointer, "auser_sessions"):
+        return list(await checkpointer.auser_sessions(user_id))
+    if hasattr(checkpointer, "user_sessions"):
+        return list(await asyncio.to_thread(checkpointer.user_sessions, user_id))
+    raise ConfigurationError(
+        "checkpointer= must be one of the session savers of"
+        f" langgraph_tiered_memory.checkpoint, got {type(checkpointer).__name__}."
+    )
+
+
+def _log_receipt(receipt: ErasureReceipt) -> None:
+    verb = "would remove" if receipt.dry_run else "removed"
+    _log.info(
+        "erase_user %s %s %d records of subject %s: %s",
+        "(dry run)" if receipt.dry_run else "",
+        verb,
+        receipt.total,
+        receipt.subject[:12],
+        ", ".join(f"{p}={n}" for p, n in sorted(receipt.counts.items())) or "nothing",
+    )
+
+
+def erase_store(
+    core: StoreCore,
+    user_id: str,
+    *,
+    dry_run: bool = False,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    sessions: Sequence[str] = (),
+) -> ErasureReceipt:
+    """The store's part of `erase_user` (no sessions): find, then remove.
+
+    `sessions` are the ids of the user's sessions, for finding shared memories by
+    session; the caller erases the sessions themselves afterwards.
+    """
+    plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
+    _log.info(
+        "erase_user%s of subject %s: %d namespaces, %d shared items, %d sessions found",
+        " (dry run)" if dry_run else "",
+        ErasureReceipt.for_user(user_id).subject[:12],
+        sum(len(v) for v in plan.owned.values()),
+        plan.shared_count,
+        len(plan.sessions),
+    )
+    return remove(core, plan, dry_run=dry_run)
+
+
+class ErasureMethods:
+    """`erase_user` and `aerase_user` (both stores)."""
+
+    def erase_user(
+        self,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        namespaces: Iterable[Sequence[str]] | None = None,
+        checkpointer: Any = None,
+    ) -> ErasureReceipt:
+        """Remove everything the store (and `checkpointer`) holds about `user_id`.
+
+        Removes the user's namespaces on every tier (items, vectors, the SQLite
+        document copy, keyword index and statistics, namespace registries), the
+        profile cache, the graph triples of those namespaces and of the user's scope,
+        memories of shared namespaces whose provenance names the user or one of the
+        user's sessions, and the content of the memory history (left as content-free
+        tombstones). With `checkpointer`, the user's sessions go too: checkpoints,
+        writes, registry entries and running summaries. Idempotent: a second run,
+        or a run after a crash midway, removes what is left.
+
+        Args:
+            user_id: The user to erase.
+            dry_run: Remove nothing; the receipt counts what would be removed.
+            namespaces: More namespace templates of the user's data, such as
+                `[("notes", "{user_id}")]`, besides the library's layouts
+                (`erasure.DEFAULT_USER_TEMPLATES`: `("memories", "{user_id}")`, `("profiles",
+                "{user_id}")`, `("short_term", "{user_id}")`) and every namespace
+                whose user scope (the label after `"users"`) is the user.
+            checkpointer: A sync session saver of `langgraph_tiered_memory.checkpoint`
+                whose `erase_user` runs too; its receipt is merged.
+
+        Returns:
+            The `ErasureReceipt`: counts per place and hashes of the removed ids.
+
+        Raises:
+            ValueError: `user_id` is empty or has surrounding spaces.
+            ConfigurationError: `checkpointer` is not a sync session saver.
+
+        Example:
+            ```python
+            from langgraph_tiered_memory import TieredMemoryStore
+
+            with TieredMemoryStore.from_conn_string(
+                chroma_path="./chroma-db", tiers={"default": "long"}
+            ) as store:
+                store.put(("users", "u9", "memories"), "m1", {"content": "likes tea"})
+                receipt = store.erase_user("u9")
+                assert store.get(("users", "u9", "memories"), "m1") is None
+                assert store.erase_user("u9").total == 0  # nothing left
+            ```
+        """
+        uid = check_user_id(user_id)
+        core = cast(StoreCore, self)
+        sessions = session_ids(checkpointer, uid)
+        receipt = erase_store(core, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions)
+        if checkpointer is None:
+            receipt.keep(KEPT_NO_SESSIONS)
+        else:
+            receipt.merge(checkpointer.erase_user(uid, dry_run=dry_run))
+        _log_receipt(receipt)
+        return receipt.finish()
+
+    async def aerase_user(
+        self,
+        user_id: str,
+        *,
+        dry_run: bool = False,
+        namespaces: Iterable[Sequence[str]] | None = None,
+        checkpointer: Any = None,
+    ) -> ErasureReceipt:
+        """Async `erase_user`: the store's I/O runs in a worker thread.
+
+        `checkpointer` may be an async session saver (its `aerase_user` is awaited)
+        or a sync one (run in a thread).
+        """
+        uid = check_user_id(user_id)
+        core = cast(StoreCore, self)
+        sessions = await asession_ids(checkpointer, uid)
+        receipt = await asyncio.to_thread(
+            erase_store, core, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions
+        )
+        if checkpointer is None:
+            receipt.keep(KEPT_NO_SESSIONS)
+        elif hasattr(checkpointer, "aerase_user"):
+            receipt.merge(await checkpointer.aerase_user(uid, dry_run=dry_run))
+        else:
+            receipt.merge(await asyncio.to_thread(checkpointer.erase_user, uid, dry_run=dry_run))
+        _log_receipt(receipt)
+        return receipt.finish()

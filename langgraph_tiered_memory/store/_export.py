@@ -1,0 +1,284 @@
+"""`export_user`: everything a store (and a session saver) holds about one user, as JSON.
+
+The answer to a data-access request. It reads the same places `erase_user` removes,
+found by the same planning code (`_erase.find`): the user's namespaces on every tier,
+the items of shared namespaces whose provenance names the user, the profile cache,
+the knowledge-graph triples, the memory history and, with `checkpointer=`, the user's
+sessions with their running summaries. Reading counts no access and refreshes no TTL.
+
+The result holds only JSON types (times as ISO 8601 strings in UTC), so
+`json.dumps(store.export_user("u1"))` works as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, cast
+
+from langgraph_tiered_memory.config import TierName
+from langgraph_tiered_memory.erasure import check_user_id
+from langgraph_tiered_memory.graph.types import TripleRecord
+from langgraph_tiered_memory.store._common import Namespace, StoredItem
+from langgraph_tiered_memory.store._erase import (
+    ErasePlan,
+    asession_ids,
+    erasable_tier,
+    find,
+    session_ids,
+    tier_names,
+    user_graphs,
+)
+from langgraph_tiered_memory.store._protocols import StoreCore
+
+__all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store"]
+
+EXPORT_FORMAT = "tiered-memory-user-export/1"
+"""The `format` field of an export: bumped when its shape changes."""
+
+_ALL = 2**31 - 1
+_PROFILE_LABEL = "profiles"
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat()
+
+
+def _items(core: StoreCore, name: TierName, ns: Namespace, now: float) -> list[StoredItem]:
+    """The live items of one namespace, in key order (no access counted)."""
+    hits = erasable_tier(core, name).search(
+        ns, query_vector=None, filter=None, limit=_ALL, now=now, namespace_filter=ns.__eq__
+    )
+    return sorted((item for item, _ in hits), key=lambda it: it.key)
+
+
+def _item_record(core: StoreCore, name: TierName, items: Sequence[StoredItem]) -> list[dict]:
+    """Items as JSON records; long-tier memories carry their statistics."""
+    stats: Mapping[str, Any] = {}
+    if name == "long" and items and core.memory_mode:
+        stats = core._long().memory_stats(items[0].namespace, [it.key for it in items])
+    out = []
+    for it in items:
+        record: dict[str, Any] = {
+            "tier": name,
+            "namespace": list(it.namespace),
+            "key": it.key,
+            "value": it.value,
+            "created_at": _iso(it.created_at),
+            "updated_at": _iso(it.updated_at),
+            "expires_at": _iso(it.expires_at),
+        }
+        st = stats.get(it.key)
+        if name == "long":
+            record["statistics"] = (
+                None
+                if st is None
+                else {
+                    "memory_type": st.memory_type,
+                    "importance": st.importance,
+                    "access_count": st.access_count,
+                    "last_accessed": _iso(st.last_accessed),
+                    "occurred_at": _iso(st.occurred_at),
+                }
+            )
+        out.append(record)
+    return out
+
+
+def _triple(rec: TripleRecord) -> dict[str, Any]:
+    return {
+        "subject": rec.subject,
+        "relation": rec.relation,
+        "object": rec.object,
+        "namespace": list(rec.namespace),
+        "user_id": rec.user_id,
+        "memory_keys": list(rec.memory_keys),
+    }
+
+
+def _top_prefixes(namespaces: Iterable[Namespace]) -> list[Namespace]:
+    """The namespaces none of the others is a prefix of (each graph query covers a subtree)."""
+    out: list[Namespace] = []
+    for ns in sorted(set(namespaces), key=lambda n: (len(n), n)):
+        if not any(ns[: len(p)] == p for p in out):
+            out.append(ns)
+    return sorted(out)
+
+
+def _triples(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
+    """Triples of the user's namespaces and of the user's shared memories."""
+    owned = [ns for names in plan.owned.values() for ns in names]
+    shared = plan.shared.get("long", {})
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for graph in user_graphs(core):
+        for prefix in _top_prefixes(owned):
+            for rec in graph.triples(prefix, limit=_ALL):
+                seen.setdefault((rec.namespace, rec.triple), _triple(rec))
+        for ns, keys in shared.items():
+            for rec in graph.triples(ns, limit=_ALL):
+                if rec.namespace == ns and set(rec.memory_keys) & set(keys):
+                    seen.setdefault((rec.namespace, rec.triple), _triple(rec))
+    return [seen[k] for k in sorted(seen, key=repr)]
+
+
+def _history(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
+    """The events of the user's memories, and of those whose provenance named the user."""
+    store = cast(Any, core)
+    if not getattr(store, "history_enabled", False):
+        return []
+    found = store.history_export(
+        plan.rule.owns,
+        keys=plan.shared.get("long", {}),
+        user_id=plan.user_id,
+        session_ids=plan.sessions,
+    )
+    return sorted(found, key=lambda h: (h["namespace"], h["key"]))
+
+
+def export_store(
+    core: StoreCore,
+    user_id: str,
+    *,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    sessions: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The store's part of `export_user` (everything but `sessions`)."""
+    plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
+    now = core.clock()
+    memories: list[dict[str, Any]] = []
+    short_items: list[dict[str, Any]] = []
+    profile: list[dict[str, Any]] = []
+    shared: list[dict[str, Any]] = []
+    for name in tier_names(core):
+        for ns in plan.owned.get(name, []):
+            records = _item_record(core, name, _items(core, name, ns, now))
+            if ns[:1] == (_PROFILE_LABEL,):
+                profile.extend(records)
+            elif name == "long":
+                memories.extend(records)
+            else:
+                short_items.extend(records)
+        for ns, keys in sorted(plan.shared.get(name, {}).items()):
+            wanted = set(keys)
+            items = [it for it in _items(core, name, ns, now) if it.key in wanted]
+            shared.extend(_item_record(core, name, items))
+    return {
+        "format": EXPORT_FORMAT,
+        "user_id": user_id,
+        "exported_at": _iso(now),
+        "namespaces": {name: [list(ns) for ns in plan.owned[name]] for name in plan.owned},
+        "memories": memories,
+        "shared_memories": shared,
+        "short_items": short_items,
+        "profile": profile,
+        "triples": _triples(core, plan),
+        "history": _history(core, plan),
+    }
+
+
+def _session_record(meta: Any, summary: str | None) -> dict[str, Any]:
+    return {
+        "session_id": meta.session_id,
+        "status": meta.status,
+        "created_at": meta.created_at.isoformat() if meta.created_at else None,
+        "last_active": meta.last_active.isoformat(),
+        "message_count": meta.message_count,
+        "participants": list(meta.participants),
+        "summary": summary,
+    }
+
+
+def export_sessions(checkpointer: Any, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The sessions `ids` of a sync saver, with their running summaries."""
+    out = []
+    for sid in ids:
+        meta = checkpointer.get_session(sid)
+        if meta is not None:
+            out.append(_session_record(meta, checkpointer.get_summary(sid)))
+    return out
+
+
+async def _asessions(checkpointer: Any, ids: Sequence[str]) -> list[dict[str, Any]]:
+    if not hasattr(checkpointer, "aget_session") or not hasattr(checkpointer, "aget_summary"):
+        return await asyncio.to_thread(export_sessions, checkpointer, ids)
+    out = []
+    for sid in ids:
+        meta = await checkpointer.aget_session(sid)
+        if meta is not None:
+            out.append(_session_record(meta, await checkpointer.aget_summary(sid)))
+    return out
+
+
+class ExportMethods:
+    """`export_user` and `aexport_user` (both stores)."""
+
+    def export_user(
+        self,
+        user_id: str,
+        *,
+        namespaces: Iterable[Sequence[str]] | None = None,
+        checkpointer: Any = None,
+    ) -> dict[str, Any]:
+        """Everything held about `user_id`, as JSON-ready data (a data-access request).
+
+        Keys of the result: `format`, `user_id`, `exported_at`, `namespaces` (the
+        user's, per tier), `memories` (long-term items of the user's namespaces, each
+        with its value, times and `statistics`), `shared_memories` (items of shared
+        namespaces whose provenance names the user), `short_items`, `profile` (the
+        cached profile records), `triples` (knowledge-graph triples), `history` (the
+        events of each memory, deleted ones included) and `sessions` (with
+        `checkpointer`: each session the user owns, with its running summary; else
+        None). Reading counts no access.
+
+        Args:
+            user_id: The user.
+            namespaces: More namespace templates of the user's data (as for
+                `erase_user`).
+            checkpointer: A session saver of `langgraph_tiered_memory.checkpoint`.
+
+        Example:
+            ```python
+            import json
+            from langgraph_tiered_memory import TieredMemoryStore
+
+            with TieredMemoryStore.from_conn_string(
+                chroma_path="./chroma-db", tiers={"default": "long"}
+            ) as store:
+                store.put(("users", "u8"), "m1", {"content": "likes tea"})
+                data = store.export_user("u8")
+                assert [m["value"]["content"] for m in data["memories"]] == ["likes tea"]
+                assert json.loads(json.dumps(data))["user_id"] == "u8"
+            ```
+        """
+        uid = check_user_id(user_id)
+        sessions = session_ids(checkpointer, uid)
+        data = export_store(cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions)
+        data["sessions"] = None if checkpointer is None else export_sessions(checkpointer, sessions)
+        return data
+
+    async def aexport_user(
+        self,
+        user_id: str,
+        *,
+        namespaces: Iterable[Sequence[str]] | None = None,
+        checkpointer: Any = None,
+    ) -> dict[str, Any]:
+        """Async `export_user`: the store's I/O runs in a worker thread.
+
+        `checkpointer` may be an async session saver or a sync one.
+        """
+        uid = check_user_id(user_id)
+        sessions = await asession_ids(checkpointer, uid)
+        data = await asyncio.to_thread(
+            functools.partial(
+                export_store, cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions
+            )
+        )
+        data["sessions"] = (
+            None if checkpointer is None else await _asessions(checkpointer, sessions)
+        )
+        return data

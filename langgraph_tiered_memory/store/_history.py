@@ -1,0 +1,532 @@
+"""The store's memory history: planning the events of a write, and reading them back.
+
+Every change to a long-term item appends a `MemoryEvent` to the `m_history` table of
+the long tier's SQLite file (`sqlite_history`), in the transaction of the item's own
+commit. The long tier plans the events of each namespace's part of a batch with
+`plan_events`, from what it already holds at that point: the new values and the
+documents they replace, so the previous content hash costs no extra read.
+
+What kind of event a change is:
+
+- an upsert is an ``"add"`` when nothing was stored under the key, else an
+  ``"update"``; a delete is a ``"deleted"``;
+- the actor's context refines that: deletes by ``"forgetting"`` are ``"forgotten"``,
+  writes and deletes by ``"consolidation"`` are ``"merged"``;
+- a pass that knows better says so with `as_event` (reinforcement: ``"reinforced"``),
+  and TTL sweeps plan ``"expired"`` events themselves.
+
+The reason is the `acting` reason, or a per-key reason given with `reasons_for`
+(forgetting gives each memory its own). An item's content is its ``content`` string,
+or its whole value as JSON when it has none. Each event also keeps hashes of the users
+and sessions its value's provenance names, so an erasure finds a shared memory's
+history even after the memory is gone.
+
+A write interrupted between Chroma and the SQLite commit leaves no event; the next
+open repairs it from Chroma and records it with `recovered_events` (actor
+``"system"``, reason `RECOVERED`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Literal, Protocol, cast
+
+from langgraph.store.base import NOT_PROVIDED, NotProvided, PutOp
+
+from langgraph_tiered_memory.erasure import id_hash, subject_hash
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.history import (
+    EventKind,
+    MemoryEvent,
+    acting,
+    content_hash,
+    current_actor,
+)
+from langgraph_tiered_memory.provenance import provenance_of
+from langgraph_tiered_memory.store._common import (
+    Namespace,
+    check_labels,
+    namespace_id,
+    validate_key,
+)
+from langgraph_tiered_memory.store.tiers.sqlite_history import (
+    HistoryRow,
+    HistoryTable,
+    Selection,
+    StoredEvent,
+)
+
+__all__ = [
+    "HISTORY_PLACE",
+    "RECOVERED",
+    "HistoryMethods",
+    "NamespaceSelector",
+    "as_event",
+    "check_history",
+    "history_content",
+    "plan_events",
+    "reasons_for",
+    "recovered_events",
+]
+
+_log = logging.getLogger("langgraph_tiered_memory.store._history")
+
+HISTORY_PLACE = "history.events"
+"""The erasure receipt's place for history events made tombstones."""
+
+_EVENT: ContextVar[EventKind | None] = ContextVar("langgraph_tiered_memory_event", default=None)
+_REASONS: ContextVar[Mapping[tuple[Namespace, str], str] | None] = ContextVar(
+    "langgraph_tiered_memory_reasons", default=None
+)
+
+NamespaceSelector = Iterable[Sequence[str]] | Callable[[Namespace], bool]
+"""Namespaces, or a predicate choosing among every namespace with history."""
+
+
+@contextmanager
+def as_event(event: EventKind) -> Iterator[None]:
+    """Record the long-term writes made inside the block as `event` events."""
+    token = _EVENT.set(event)
+    try:
+        yield
+    finally:
+        _EVENT.reset(token)
+
+
+@contextmanager
+def reasons_for(reasons: Mapping[tuple[Namespace, str], str]) -> Iterator[None]:
+    """Give the writes of the block's (namespace, key) pairs their own reasons."""
+    token = _REASONS.set(reasons)
+    try:
+        yield
+    finally:
+        _REASONS.reset(token)
+
+
+def check_history(history: object) -> bool:
+    """The `history` store option, checked."""
+    if not isinstance(history, bool):
+        raise ConfigurationError(
+            f"history must be True (record every change to a long-term memory) or False,"
+            f" got {history!r}."
+        )
+    return history
+
+
+def history_content(value: Mapping[str, Any]) -> str:
+    """The content an event keeps of a value: its `content` string, else its JSON."""
+    content = value.get("content")
+    if isinstance(content, str):
+        return content
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def plan_events(
+    namespace: Namespace,
+    upserts: Iterable[tuple[str, Mapping[str, Any]]],
+    previous: Mapping[str, Mapping[str, Any]],
+    deletes: Iterable[str],
+    now: float,
+    *,
+    event: EventKind | None = None,
+) -> list[HistoryRow]:
+    """The events of one namespace's part of a batch (pure; reads the actor's context).
+
+    Args:
+        namespace: The namespace written.
+        upserts: (key, new value) of the items written.
+        previous: Stored values the batch replaces or removes, by key.
+        deletes: Keys removed; those with no stored value leave no event.
+        now: The store clock's time of the write.
+        event: The kind of every event (a TTL sweep: ``"expired"``); None: planned from
+            the context (see the module notes).
+    """
+    actor, reason = current_actor()
+    forced = event or _EVENT.get()
+    reasons = _REASONS.get() or {}
+    if event == "expired" and (actor, reason) == ("user", None):
+        actor, reason = "system", "ttl expired"
+    rows: list[HistoryRow] = []
+    for key, value in upserts:
+        before = previous.get(key)
+        kind = forced or _kind(actor, removed=False, new=before is None)
+        text = history_content(value)
+        rows.append(
+            HistoryRow(
+                key,
+                now,
+                kind,
+                actor,
+                reasons.get((namespace, key), reason),
+                None if before is None else content_hash(history_content(before)),
+                content_hash(text),
+                text,
+                _subjects(value),
+            )
+        )
+    for key in deletes:
+        before = previous.get(key)
+        if before is None:
+            continue
+        rows.append(
+            HistoryRow(
+                key,
+                now,
+                forced or _kind(actor, removed=True, new=False),
+                actor,
+                reasons.get((namespace, key), reason),
+                content_hash(history_content(before)),
+                None,
+                None,
+                _subjects(before),
+            )
+        )
+    return rows
+
+
+RECOVERED = "recovered after an interrupted write"
+"""The reason of the events of writes repaired when the store is opened again."""
+
+_REMOVALS = frozenset({"deleted", "forgotten", "expired", "erased"})
+
+
+class Written(Protocol):
+    """What `recovered_events` reads of a stored document."""
+
+    @property
+    def value(self) -> dict[str, Any]: ...
+
+    @property
+    def updated_at(self) -> float: ...
+
+    @property
+    def write_id(self) -> str: ...
+
+
+def recovered_events(
+    namespace: Namespace,
+    keys: Sequence[str],
+    current: Mapping[str, Written],
+    before: Mapping[str, Written],
+    last: Mapping[str, tuple[str, str | None]],
+    *,
+    now: float,
+) -> list[HistoryRow]:
+    """The events of writes interrupted before their commit, repaired from Chroma.
+
+    The actor and reason of the interrupted write are lost: the events are the
+    ``"system"``'s, with reason `RECOVERED`. An upsert takes the time of its document
+    (the store clock's time of the write); a delete takes `now`.
+
+    Args:
+        namespace: The namespace repaired.
+        keys: Its keys whose writes were interrupted.
+        current: The documents Chroma holds for them.
+        before: The documents the file's copy held (empty without a copy): a key whose
+            document is still the same write did not change.
+        last: The (event, content hash) of each key's last recorded event.
+        now: The time of deletes.
+    """
+    rows: list[HistoryRow] = []
+    for key in keys:
+        doc, prev = current.get(key), before.get(key)
+        event, last_hash = last.get(key, ("deleted", None))
+        stored = event not in _REMOVALS
+        prev_hash = content_hash(history_content(prev.value)) if prev is not None else None
+        if prev is None and stored:
+            prev_hash = last_hash
+        if doc is None:
+            if prev_hash is not None:
+                subjects = None if prev is None else _subjects(prev.value)
+                rows.append(
+                    HistoryRow(
+                        key, now, "deleted", "system", RECOVERED, prev_hash, None, None, subjects
+                    )
+                )
+            continue
+        if prev is not None and prev.write_id == doc.write_id:
+            continue  # Chroma never took the write
+        text = history_content(doc.value)
+        new_hash = content_hash(text)
+        if prev is None and stored and last_hash == new_hash:
+            continue  # no copy to tell, and nothing new to record
+        kind: EventKind = "add" if prev_hash is None else "update"
+        rows.append(
+            HistoryRow(
+                key,
+                float(doc.updated_at),
+                kind,
+                "system",
+                RECOVERED,
+                prev_hash,
+                new_hash,
+                text,
+                _subjects(doc.value),
+            )
+        )
+    return rows
+
+
+def _kind(actor: str, *, removed: bool, new: bool) -> EventKind:
+    if actor == "consolidation":
+        return "merged"
+    if removed:
+        return "forgotten" if actor == "forgetting" else "deleted"
+    return "add" if new else "update"
+
+
+def _tombstone_key(namespace: Namespace, key: str) -> str:
+    return id_hash(*namespace, key)
+
+
+def _session_subject(session_id: str) -> str:
+    return id_hash("session", session_id)
+
+
+def _subjects(value: Mapping[str, Any]) -> str | None:
+    """Hashes of the users and sessions the value's provenance names (None: none)."""
+    found = provenance_of(value)
+    hashes = [subject_hash(u) for u in sorted(found.user_ids)]
+    hashes += [_session_subject(s) for s in sorted(found.session_ids)]
+    return " ".join(hashes) or None
+
+
+def _core(store: object) -> Any:
+    """The store the mixin is part of (`TieredStoreCore` attributes, untyped here)."""
+    return store
+
+
+def _memory_event(e: StoredEvent) -> MemoryEvent:
+    return MemoryEvent(
+        seq=e.seq,
+        at=e.at,
+        event=cast(EventKind, e.event),
+        actor=cast(Any, e.actor),
+        reason=e.reason,
+        previous_hash=e.previous_hash,
+        content_hash=e.content_hash,
+        content=e.content,
+    )
+
+
+class HistoryMethods:
+    """`memory_history` and what erasure and export use of the history (both stores).
+
+    Mixed into the stores before `TieredStoreCore`, whose attributes it uses.
+    """
+
+    history_enabled: bool = False
+    """Whether the store records memory history (the `history` option)."""
+
+    def _configure_history(self, history: bool) -> None:
+        """Turn recording on in the long tier (after the tiers are built)."""
+        self.history_enabled = history
+        tier = _core(self)._tiers.get("long")
+        if tier is None:
+            return
+        inner = getattr(tier, "_synced_tier", tier)  # a `GraphSyncedTier` wraps it
+        inner.record_history = history
+        if history and not inner.keeps_sqlite_file():
+            _log.info(
+                "memory history is on but this long tier keeps no SQLite file (a Chroma"
+                " server without memory_index_path): no history is recorded"
+            )
+
+    def _history_table(self) -> HistoryTable:
+        """The history table of the long tier's SQLite file.
+
+        Raises:
+            ConfigurationError: history is off, or the long tier keeps no SQLite file.
+        """
+        if not self.history_enabled:
+            raise ConfigurationError(
+                "This store was created with history=False: no memory history is recorded."
+                " Create it with history=True (the default) to record one."
+            )
+        table = self._history_file()
+        if table is None:
+            raise ConfigurationError(
+                "Memory history lives in the long tier's SQLite file; this store has none"
+                " (a Chroma server without memory_index_path). Pass"
+                " memory_index_path='/path/memory-index.sqlite3'."
+            )
+        return table
+
+    def _history_file(self) -> HistoryTable | None:
+        tier = _core(self)._tiers.get("long")
+        if tier is None:
+            return None
+        found = tier.graph_file
+        return None if found is None else cast(HistoryTable, found.history)
+
+    # ------------------------------------------------------------------ reads
+    def memory_history(self, namespace: tuple[str, ...], key: str) -> list[MemoryEvent]:
+        """The events of a long-term memory, oldest first.
+
+        Every change appends one: ``add``, ``update``, ``merged``, ``reinforced``,
+        ``forgotten``, ``deleted``, ``expired``, with the store clock's time, the actor
+        (``user`` for direct writes; ``tool``, ``extraction``, ``forgetting``,
+        ``consolidation``, ``system`` for the library's own), the reason and the
+        hashes of the content before and after. A memory deleted since still has its
+        history; one erased with `erase_user` has content-free ``erased`` tombstones.
+
+        Args:
+            namespace: The memory's namespace (routed to the long-term tier).
+            key: The memory's key.
+
+        Raises:
+            ConfigurationError: the store records no history (`history=False`, or a
+                Chroma server without `memory_index_path`), or `namespace` is routed
+                to the short-term tier.
+        """
+        ns = tuple(namespace)
+        check_labels(ns)
+        validate_key(key)
+        if _core(self).tier_for(ns) != "long":
+            raise ConfigurationError(
+                f"Namespace {ns} is routed to the short-term tier; memory history is kept"
+                " for long-term memories only."
+            )
+        table = self._history_table()
+        return [
+            _memory_event(e)
+            for e in table.events(
+                _core(self).key_prefix, namespace_id(ns), key, _tombstone_key(ns, key)
+            )
+        ]
+
+    async def amemory_history(self, namespace: tuple[str, ...], key: str) -> list[MemoryEvent]:
+        """Async `memory_history` (the read runs in a worker thread)."""
+        return await asyncio.to_thread(self.memory_history, namespace, key)
+
+    def history_namespaces(self) -> list[Namespace]:
+        """Every namespace with history, including those whose memories are all gone."""
+        table = self._history_file() if self.history_enabled else None
+        return [] if table is None else table.namespaces(_core(self).key_prefix)
+
+    def _selection(
+        self,
+        table: HistoryTable,
+        namespaces: NamespaceSelector,
+        keys: Mapping[Sequence[str], Iterable[str]] | None,
+        user_id: str | None,
+        session_ids: Iterable[str],
+    ) -> Selection:
+        if callable(namespaces):
+            chosen = [ns for ns in table.namespaces(_core(self).key_prefix) if namespaces(ns)]
+        else:
+            chosen = list(dict.fromkeys(tuple(ns) for ns in namespaces))
+        pairs = [(namespace_id(tuple(ns)), k) for ns, ks in (keys or {}).items() for k in ks]
+        subjects = [_session_subject(s) for s in session_ids]
+        if user_id is not None:
+            subjects.append(subject_hash(user_id))
+        return Selection([namespace_id(ns) for ns in chosen], pairs, subjects)
+
+    def history_export(
+        self,
+        namespaces: NamespaceSelector,
+        *,
+        keys: Mapping[Sequence[str], Iterable[str]] | None = None,
+        user_id: str | None = None,
+        session_ids: Iterable[str] = (),
+    ) -> list[dict[str, Any]]:
+        """The history of the selected memories, as JSON-ready data.
+
+        Memories deleted since are included: their events still hold content until an
+        erasure makes them tombstones. Empty when the store records no history. The
+        arguments select as for `tombstone_history`.
+
+        Returns:
+            ``[{"namespace": [...], "key": ..., "events": [MemoryEvent.to_dict(), ...]}]``.
+        """
+        table = self._history_file() if self.history_enabled else None
+        if table is None:
+            return []
+        chosen = self._selection(table, namespaces, keys, user_id, session_ids)
+        out: dict[tuple[Namespace, str], list[dict[str, Any]]] = {}
+        for e in table.select(_core(self).key_prefix, chosen):
+            assert e.namespace is not None  # tombstones are never selected
+            out.setdefault((e.namespace, e.key), []).append(_memory_event(e).to_dict())
+        return [{"namespace": list(ns), "key": k, "events": ev} for (ns, k), ev in out.items()]
+
+    # ------------------------------------------------------------------ erasure
+    def tombstone_history(
+        self,
+        namespaces: NamespaceSelector,
+        *,
+        keys: Mapping[Sequence[str], Iterable[str]] | None = None,
+        user_id: str | None = None,
+        session_ids: Iterable[str] = (),
+        dry_run: bool = False,
+    ) -> dict[str, list[tuple[str, ...]]]:
+        """Make the history of the selected memories content-free tombstones.
+
+        Each event keeps its position and time; its kind becomes ``"erased"``; its
+        namespace labels, actor, reason, content, hashes and provenance go, and its key
+        becomes `erasure.id_hash(*namespace, key)`, which `memory_history(namespace,
+        key)` still finds. One transaction; a rerun finds nothing left to do.
+
+        Args:
+            namespaces: Namespaces, or a predicate over every namespace with history
+                (pass `UserNamespaces(user_id).owns`: it also reaches namespaces whose
+                memories are all gone, which no registry lists any more); `()` for none.
+            keys: Single memories besides, `{namespace: [key, ...]}` (shared-namespace
+                memories whose provenance names the user).
+            user_id: Also every memory with an event whose value's provenance named
+                this user (`provenance.provenance_of`), even one deleted since.
+            session_ids: Likewise for memories whose provenance named these sessions.
+            dry_run: Report what would change; change nothing.
+
+        Returns:
+            ``{"history.events": [(*namespace, key), ...]}``, one entry per event (for
+            `ErasureReceipt.add`); empty when nothing was selected or the store records
+            no history.
+        """
+        table = self._history_file() if self.history_enabled else None
+        if table is None:
+            return {}
+        chosen = self._selection(table, namespaces, keys, user_id, session_ids)
+        done = table.tombstone(_core(self).key_prefix, chosen, _tombstone_key, dry_run=dry_run)
+        return {HISTORY_PLACE: [(*ns, key) for ns, key in done]} if done else {}
+
+    # ------------------------------------------------------------------ async attribution
+    # The async store gathers `aput`/`adelete` calls into batches run by a background
+    # task, outside the caller's context: a write made inside `acting(...)` would lose
+    # its actor, and the task would keep the actor of whoever started it. Attributed
+    # writes therefore run as their own batch in the caller's context, and the task is
+    # started in the default context.
+    def _ensure_task(self) -> None:
+        start = cast(Callable[[], None], getattr(super(), "_ensure_task"))  # noqa: B009
+        with acting("user"):
+            start()
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """Store or update an item (see `BaseStore.aput`)."""
+        parent = cast(Any, super())
+        if current_actor() == ("user", None) and _EVENT.get() is None:
+            await parent.aput(namespace, key, value, index, ttl=ttl)
+            return
+        if ttl is NOT_PROVIDED:
+            ttl = (getattr(self, "ttl_config", None) or {}).get("default_ttl")
+        op = PutOp(tuple(namespace), key, dict(value), index, ttl=cast(Any, ttl))
+        await _core(self).abatch([op])
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete an item (see `BaseStore.adelete`)."""
+        if current_actor() == ("user", None) and _EVENT.get() is None:
+            await cast(Any, super()).adelete(namespace, key)
+            return
+        await _core(self).abatch([PutOp(tuple(namespace), key, None)])

@@ -1,0 +1,184 @@
+"""`store.export_user`: everything held about a user, as JSON, and nothing of anyone else."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.graph import START, MessagesState, StateGraph
+
+from langgraph_tiered_memory import (
+    AsyncRedisSessionSaver,
+    AsyncTieredMemoryStore,
+    RedisSessionSaver,
+    TieredMemoryStore,
+)
+from tests.conftest import DIMS, drop_redis_keys
+from tests.fakes import Clock, HashingEmbeddings
+
+SHARED = ("shared", "facts")
+
+
+def _options(redis_url: str, key_prefix: str, tmp_path: Path, clock: Clock) -> dict[str, Any]:
+    return {
+        "redis_url": redis_url,
+        "chroma_path": str(tmp_path / "chroma"),
+        "key_prefix": key_prefix,
+        "clock": clock,
+        "index": {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+        "graph": True,
+    }
+
+
+@pytest.fixture
+def users() -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8]
+    return f"ana-{tag}", f"bob-{tag}"
+
+
+@pytest.fixture
+def xstore(
+    redis_url: str, key_prefix: str, tmp_path: Path, clock: Clock
+) -> Iterator[TieredMemoryStore]:
+    store = TieredMemoryStore(**_options(redis_url, key_prefix, tmp_path, clock))
+    store.setup()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def saver(redis_url: str, key_prefix: str) -> Iterator[RedisSessionSaver]:
+    prefix = f"{key_prefix}s"
+    with RedisSessionSaver.from_conn_string(redis_url, session_prefix=prefix) as s:
+        yield s
+    drop_redis_keys(redis_url, prefix)
+
+
+def _fill(store: TieredMemoryStore, user: str, other: str) -> None:
+    store.put(("users", user, "memories"), "home", {"content": "I live in Porto"})
+    store.put(("users", user, "memories"), "tea", {"content": "I like green tea"})
+    store.put(("short_term", "users", user), "turn", {"content": "draft"}, ttl=60)
+    store.put(("users", other, "memories"), "home", {"content": "I live in Oslo"})
+    store.put(SHARED, "from-user", {"content": "trivia", "provenance": {"user_ids": [user]}})
+    store.put(SHARED, "plain", {"content": "water boils at 100 C"})
+    store.get_user_profile(user)
+
+
+def test_export_holds_every_kind_of_data_as_json(
+    xstore: TieredMemoryStore, saver: RedisSessionSaver, users: tuple[str, str]
+) -> None:
+    user, other = users
+    _fill(xstore, user, other)
+    ns = ("users", user, "memories")
+    xstore.search(ns, query="tea")  # one access each for the hits
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", lambda state: {"messages": [("ai", "noted")]})
+    builder.add_edge(START, "reply")
+    graph = builder.compile(checkpointer=saver)
+    graph.invoke(
+        {"messages": [("user", "hi")]},
+        {"configurable": {"thread_id": f"t-{user}", "user_id": user}},
+    )
+    saver.flush_sessions()
+    saver.set_summary(f"t-{user}", "the user said hi")
+
+    data = xstore.export_user(user, checkpointer=saver)
+
+    text = json.dumps(data, allow_nan=False)  # JSON as is
+    assert other not in text and "Oslo" not in text
+    assert data["user_id"] == user
+    memories = {(tuple(m["namespace"]), m["key"]): m for m in data["memories"]}
+    assert set(memories) == {(ns, "home"), (ns, "tea")}
+    tea = memories[(ns, "tea")]
+    assert tea["value"]["content"] == "I like green tea"
+    assert tea["statistics"]["access_count"] >= 1
+    assert tea["statistics"]["memory_type"]
+    assert [i["key"] for i in data["short_items"]] == ["turn"]
+    assert [m["key"] for m in data["shared_memories"]] == ["from-user"]
+    assert data["profile"] and all(p["namespace"][0] == "profiles" for p in data["profile"])
+    assert any(t["object"] == "porto" for t in data["triples"])
+    assert [s["session_id"] for s in data["sessions"]] == [f"t-{user}"]
+    assert data["sessions"][0]["summary"] == "the user said hi"
+    history = {(tuple(h["namespace"]), h["key"]): h["events"] for h in data["history"]}
+    assert history[(ns, "tea")][0]["event"] == "add"
+    assert history[(ns, "tea")][0]["content"] == "I like green tea"
+    assert history[(SHARED, "from-user")][0]["content"] == "trivia"  # by provenance
+    assert (SHARED, "plain") not in history
+
+
+def test_export_counts_no_access(xstore: TieredMemoryStore, users: tuple[str, str]) -> None:
+    user, other = users
+    _fill(xstore, user, other)
+    ns = ("users", user, "memories")
+    xstore.export_user(user)
+    second = xstore.export_user(user)
+    assert all(m["statistics"]["access_count"] == 0 for m in second["memories"])
+    entry = xstore.get_memory(ns, "home")
+    assert entry is not None and entry.access_count == 0
+
+
+def test_export_after_erase_is_empty(xstore: TieredMemoryStore, users: tuple[str, str]) -> None:
+    user, other = users
+    _fill(xstore, user, other)
+    xstore.erase_user(user)
+    data = xstore.export_user(user)
+    for name in ("memories", "shared_memories", "short_items", "profile", "triples"):
+        assert data[name] == [], name
+    assert data["sessions"] is None  # no checkpointer given
+    assert all(e["event"] == "erased" for h in data["history"] for e in h["events"])
+    assert "Porto" not in json.dumps(data)
+
+
+def test_async_export_matches_the_sync_one(
+    redis_url: str, key_prefix: str, tmp_path: Path, clock: Clock, users: tuple[str, str]
+) -> None:
+    user, other = users
+
+    async def main() -> dict[str, Any]:
+        async with AsyncTieredMemoryStore.from_conn_string(
+            **_options(redis_url, key_prefix, tmp_path, clock)
+        ) as store:
+            await store.aput(("users", user), "m", {"content": "I live in Porto"})
+            await store.aput(("users", other), "m", {"content": "I live in Oslo"})
+            return await store.aexport_user(user)
+
+    data = asyncio.run(main())
+    assert [m["key"] for m in data["memories"]] == ["m"]
+    assert data["memories"][0]["value"]["content"] == "I live in Porto"
+
+
+def test_async_export_reads_sessions_of_an_async_saver(
+    redis_url: str, key_prefix: str, tmp_path: Path, clock: Clock, users: tuple[str, str]
+) -> None:
+    user, _ = users
+    prefix = f"{key_prefix}s"
+
+    async def main() -> dict[str, Any]:
+        async with (
+            AsyncTieredMemoryStore.from_conn_string(
+                **_options(redis_url, key_prefix, tmp_path, clock)
+            ) as store,
+            AsyncRedisSessionSaver.from_conn_string(redis_url, session_prefix=prefix) as saver,
+        ):
+            builder = StateGraph(MessagesState)
+            builder.add_node("reply", lambda state: {"messages": [("ai", "ok")]})
+            builder.add_edge(START, "reply")
+            config = {"configurable": {"thread_id": f"t-{user}", "user_id": user}}
+            await builder.compile(checkpointer=saver).ainvoke(
+                {"messages": [("user", "hi")]}, config
+            )
+            await saver.aflush_sessions()
+            await saver.aset_summary(f"t-{user}", "said hi")
+            return await store.aexport_user(user, checkpointer=saver)
+
+    try:
+        data = asyncio.run(main())
+    finally:
+        drop_redis_keys(redis_url, prefix)
+    assert [(s["session_id"], s["summary"]) for s in data["sessions"]] == [(f"t-{user}", "said hi")]
+    assert data["sessions"][0]["message_count"] >= 1

@@ -1,0 +1,70 @@
+"""Provenance through the tiered store's own writers: promotion and consolidation.
+
+A promoted copy outside its user's namespaces names the user; a merged memory names
+every user and session its sources named, so erasing any of them finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.provenance import PROVENANCE_FIELD, names_user
+from tests.conftest import DIMS
+from tests.fakes import Clock, HashingEmbeddings
+
+pytestmark = pytest.mark.integration
+
+TEAM = ("memories", "team")
+INDEX = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+
+
+@pytest.fixture
+def pstore(make_store: Callable[..., TieredMemoryStore], clock: Clock) -> TieredMemoryStore:
+    """A memory-mode store with the default routing: `("short_term", ...)` on Redis."""
+    return make_store(scoring=None, clock=clock, index=INDEX)
+
+
+def test_a_copy_promoted_to_a_shared_namespace_names_its_user(pstore: TieredMemoryStore) -> None:
+    pstore.put(("short_term", "u1", "s7"), "a", {"content": "Ana likes jazz.", "importance": 0.9})
+    pstore.put(("short_term", "u2"), "b", {"importance": 0.9, "note": "no content field"})
+    scoped = ("short_term", "users", "u3")  # the user after the "users" label
+    pstore.put(scoped, "c", {"content": "Bo likes tea.", "importance": 0.9})
+    moved = pstore.promote(("short_term",), target=lambda ns: TEAM)
+    assert sorted(moved) == [(TEAM, "a"), (TEAM, "b"), (TEAM, "c")]
+    values = {key: pstore.get(TEAM, key).value for key in "abc"}  # type: ignore[union-attr]
+    assert values["a"][PROVENANCE_FIELD] == {"user_ids": ["u1"]}
+    assert values["b"][PROVENANCE_FIELD] == {"user_ids": ["u2"]}
+    assert values["c"][PROVENANCE_FIELD] == {"user_ids": ["u3"]}
+    assert names_user(values["b"], "u2") and not names_user(values["b"], "u1")
+    # Reruns find the copies already stored (a value without content included).
+    assert sorted(pstore.promote(("short_term",), target=lambda ns: TEAM)) == sorted(moved)
+    assert sorted(i.key for i in pstore.search(TEAM, limit=20)) == ["a", "b", "c"]
+    # The default target is the user's own namespace: the copy is the item as it was.
+    pstore.put(("short_term", "u4"), "d", {"content": "Cy swims.", "importance": 0.9})
+    [(dest, key)] = pstore.promote(("short_term", "u4"))
+    assert dest == ("users", "u4", "memories")
+    assert pstore.get(dest, key).value == {"content": "Cy swims.", "importance": 0.9}  # type: ignore[union-attr]
+
+
+def test_a_merged_shared_memory_names_every_sources_user(mstore: TieredMemoryStore) -> None:
+    fact = "The office opens at nine."
+    mstore.put(TEAM, "a", {"content": fact, PROVENANCE_FIELD: {"user_ids": ["u1"]}})
+    mstore.put(TEAM, "b", {"content": fact, PROVENANCE_FIELD: {"session_ids": ["t2"]}})
+    mstore.put(TEAM, "c", {"content": fact, "user_id": "u3"})  # a caller's own field
+    (record,) = mstore.consolidate(TEAM)
+    merged = mstore.get(TEAM, record["key"])
+    assert merged is not None
+    assert merged.value[PROVENANCE_FIELD] == {"user_ids": ["u1", "u3"], "session_ids": ["t2"]}
+    assert names_user(merged.value, "u3")
+    assert names_user(merged.value, "u9", session_ids=["t2"])
+    # Sources that record no more than the merged memory's own fields: nothing added.
+    ns = ("users", "u1")
+    for key in "ab":
+        mstore.put(ns, key, {"content": "Ana is allergic to peanuts.", "thread_id": "t1"})
+    (mine,) = mstore.consolidate(ns)
+    plain = mstore.get(ns, mine["key"])
+    assert plain is not None and PROVENANCE_FIELD not in plain.value
+    assert plain.value["thread_id"] == "t1"
