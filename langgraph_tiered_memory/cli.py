@@ -23,6 +23,9 @@ Commands:
 - `tiered-memory search NAMESPACE QUERY`: memories with their score breakdown
 - `tiered-memory inspect`: sessions, namespaces and memories with their statistics
 - `tiered-memory ingest FILE`: load memories from JSONL or LoCoMo data
+- `tiered-memory erase --user ID`: erase a user everywhere (`--dry-run` to count first)
+- `tiered-memory export --user ID`: everything held about a user, as JSON
+- `tiered-memory scrub-chroma --path DIR`: finish erasures in a stopped Chroma server's files
 
 Commands that open a store refuse a Chroma directory that does not exist (a mistyped
 path would otherwise read as a new, empty store); those that write take `--create`.
@@ -51,10 +54,13 @@ from langgraph_tiered_memory.cli_bench_store import (
 from langgraph_tiered_memory.cli_bench_store import bench_retrieval, bench_store
 from langgraph_tiered_memory.cli_bench_triples import bench_triples
 from langgraph_tiered_memory.cli_demo import demo
+from langgraph_tiered_memory.cli_erase import erase
+from langgraph_tiered_memory.cli_export import export
 from langgraph_tiered_memory.cli_gc import gc
 from langgraph_tiered_memory.cli_graph import graph
 from langgraph_tiered_memory.cli_ingest import ingest
 from langgraph_tiered_memory.cli_inspect import inspect
+from langgraph_tiered_memory.cli_scrub import scrub_chroma
 from langgraph_tiered_memory.cli_search import search
 
 __all__ = ["app", "bench_app", "main"]
@@ -88,6 +94,9 @@ app.command("graph")(graph)
 app.command()(search)
 app.command()(inspect)
 app.command()(ingest)
+app.command()(erase)
+app.command()(export)
+app.command("scrub-chroma")(scrub_chroma)
 app.command()(demo)
 
 

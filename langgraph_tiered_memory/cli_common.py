@@ -172,10 +172,10 @@ def _stored_dims(store: Any) -> int | None:
     """
     from langgraph_tiered_memory.errors import ConfigurationError
 
-    first = store.list_namespaces(limit=1)
-    if not first:
-        return None
-    try:
+    try:  # listing checks the sizes of the namespaces it reads too
+        first = store.list_namespaces(limit=1)
+        if not first:
+            return None
         store.search(tuple(first[0]), limit=1, filter={"$count_access": False})
     except ConfigurationError as e:
         found = _STORED_DIMS.search(str(e))
