@@ -16,6 +16,7 @@ from langgraph_tiered_memory.config import (
     ScoringConfig,
     TierPolicy,
 )
+from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces
 from langgraph_tiered_memory.errors import (
     BackendUnavailableError,
     ConfigurationError,
@@ -49,6 +50,7 @@ from langgraph_tiered_memory.graph import (
     TripleExtractor,
     TripleRecord,
 )
+from langgraph_tiered_memory.history import MemoryEvent, acting
 from langgraph_tiered_memory.interop import ImportCounts, import_langchain_chroma
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.profile import UserProfile, aget_user_profile, get_user_profile
@@ -89,6 +91,7 @@ from langgraph_tiered_memory.tools import (
 )
 
 __all__ = [
+    "acting",
     "aextract_memories",
     "aget_user_profile",
     "asummarize_messages",
@@ -108,6 +111,7 @@ __all__ = [
     "DEFAULT_FORGETTING_POLICY",
     "DEFAULT_MEMORY_PROMPT",
     "DEFAULT_TIER_POLICY",
+    "ErasureReceipt",
     "extract_memories",
     "ExtractedMemories",
     "ExtractedMemory",
@@ -131,6 +135,7 @@ __all__ = [
     "MemoryAgentState",
     "MemoryDecision",
     "MemoryEntry",
+    "MemoryEvent",
     "MemoryHit",
     "MemoryRetriever",
     "MemoryToolError",
@@ -162,5 +167,6 @@ __all__ = [
     "TripleExtractionError",
     "TripleExtractor",
     "TripleRecord",
+    "UserNamespaces",
     "UserProfile",
 ]

@@ -4,6 +4,10 @@ import langgraph_tiered_memory
 def test_public_names_are_pinned() -> None:
     assert sorted(langgraph_tiered_memory.__all__) == sorted(
         [
+            "ErasureReceipt",
+            "UserNamespaces",
+            "MemoryEvent",
+            "acting",
             "GraphStore",
             "ModelExtractor",
             "Neighbor",
