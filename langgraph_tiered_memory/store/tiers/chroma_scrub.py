@@ -127,7 +127,9 @@ def scrub_hnsw_files(directory: str | Path) -> int:
             if not path.exists():
                 continue
             size = path.stat().st_size
-            if not layout_ok or size not in (count * width, capacity * width):
+            # Only the first `count` entries are ever read back; whatever follows them
+            # (the whole capacity, or a size from before a resize) is scrubbed.
+            if not layout_ok or size < count * width:
                 logger.warning("HNSW file %s has an unknown layout: not scrubbed", path)
                 continue
             done = _zero_tail(path, count * width) if size > count * width else 0

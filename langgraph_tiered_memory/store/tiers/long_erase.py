@@ -173,6 +173,8 @@ class LongErase(ChromaWrites):
         topics: dict[str, list[str]] = {}
         with self._lock:
             self._open()
+            if not dry_run:
+                self._erasing()
             for ns in dict.fromkeys(tuple(n) for n in namespaces):
                 found = self._find(ns)
                 items.extend((*ns, k) for k in sorted(found.keys))
@@ -181,7 +183,9 @@ class LongErase(ChromaWrites):
                 if dry_run or found.empty:
                     continue
                 self._remove(found, topics)
-            if topics:
+            if not dry_run:
+                # Also when nothing was left: a run that crashed midway may have let
+                # Chroma persist its indexes (with heap bytes) after its last scrub.
                 self._scrub_chroma(topics)
         return {ITEMS: items, NAMESPACES: names}
 
@@ -245,6 +249,26 @@ class LongErase(ChromaWrites):
                 scrubbed,
             )
 
+    def _persist_directory(self) -> str | None:
+        """The directory of an embedded (persistent) Chroma, or None for a server."""
+        settings = self.client.get_settings()
+        directory = getattr(settings, "persist_directory", None)
+        if getattr(settings, "is_persistent", False) and directory:
+            return str(directory)
+        return None
+
+    def _erasing(self) -> None:
+        """An erase begins: even if it stops midway, closing the tier scrubs the files."""
+        self._erased_in = self._persist_directory()
+
+    def _scrub_files(self) -> None:
+        """Scrub an embedded Chroma's HNSW files (nothing was removed from its log)."""
+        directory = self._persist_directory()
+        if directory is not None:
+            drop_orphan_segments(directory)
+            scrub_hnsw_files(directory)
+            self._erased_in = directory
+
     def close(self) -> None:
         """Close the tier; after an erase, scrub the HNSW files once Chroma let them go."""
         directory, self._erased_in = self._erased_in, None
@@ -284,6 +308,8 @@ class LongErase(ChromaWrites):
                 self._remove_keys(found, set(hit), topics)
             if topics:
                 self._scrub_chroma(topics)
+            elif not dry_run:
+                self._scrub_files()
         return {ITEMS: out}
 
     def _remove_keys(self, found: _Found, keys: set[str], topics: dict[str, list[str]]) -> None:
