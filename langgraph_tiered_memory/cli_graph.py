@@ -44,17 +44,6 @@ def _graph_option(falkordb_url: str | None, graph_name: str | None) -> Any:
     return config
 
 
-def _record(rec: Any) -> dict[str, Any]:
-    return {
-        "subject": rec.subject,
-        "relation": rec.relation,
-        "object": rec.object,
-        "namespace": list(rec.namespace),
-        "user_id": rec.user_id,
-        "memory_keys": list(rec.memory_keys),
-    }
-
-
 def _open_store(
     *,
     chroma_path: str | None,
@@ -188,7 +177,7 @@ def graph(
         seen: dict[tuple[Any, ...], dict[str, Any]] = {}
         for rec in records:
             seen.setdefault(
-                (tuple(rec.namespace), rec.subject, rec.relation, rec.object), _record(rec)
+                (tuple(rec.namespace), rec.subject, rec.relation, rec.object), rec.to_dict()
             )
         data: dict[str, Any] = {
             "namespace": list(prefix),
@@ -198,7 +187,7 @@ def graph(
         if neighbors is not None:
             data["hops"] = depth
             data["neighbors"] = [
-                {"entity": n.entity, "hops": n.hops, "path": [_record(r) for r in n.path]}
+                {"entity": n.entity, "hops": n.hops, "path": [r.to_dict() for r in n.path]}
                 for n in neighbors
             ]
         typer.echo(json.dumps(data, ensure_ascii=False))

@@ -42,6 +42,7 @@ from langgraph_tiered_memory.errors import (
     InvalidItemError,
 )
 from langgraph_tiered_memory.graph import _falkordb_erase
+from langgraph_tiered_memory.graph._answers import check_limit, keep_shortest, record_order
 from langgraph_tiered_memory.graph.erase import GraphErasure
 from langgraph_tiered_memory.graph.types import (
     GraphHit,
@@ -166,10 +167,6 @@ def namespace_key(namespace: Namespace) -> str:
 def _record(row: Sequence[Any]) -> TripleRecord:
     ns, user, s, r, o, keys = row
     return TripleRecord(s, r, o, tuple(ns), user, tuple(sorted(set(keys))))
-
-
-def _record_order(rec: TripleRecord) -> tuple[Namespace, str, str, str]:
-    return (rec.namespace, rec.subject, rec.relation, rec.object)
 
 
 def _check_text(value: Any, where: str) -> None:
@@ -398,7 +395,7 @@ class FalkorDBGraph:
         limit: int = 100,
     ) -> list[TripleRecord]:
         """Triples under `prefix` matching the given parts, by namespace, s, r, o."""
-        _check_limit(limit)
+        check_limit(limit)
         low = namespace_key(prefix)
         params: dict[str, Any] = {"limit": limit}
         where = []
@@ -422,7 +419,7 @@ class FalkorDBGraph:
             f"WITH f ORDER BY f.ns, f.s, f.r, f.o LIMIT $limit RETURN {_fact('f')}"
         )
         records = [_record(row) for row in self._run(cypher, params, read_only=True)]
-        records.sort(key=_record_order)
+        records.sort(key=record_order)
         return records
 
     def neighbors(
@@ -437,7 +434,7 @@ class FalkorDBGraph:
         """Entities within `hops` of `entity` (either direction), nearest first."""
         if hops not in (1, 2) or isinstance(hops, bool):
             raise ValueError(f"hops must be 1 or 2, got {hops!r}.")
-        _check_limit(limit)
+        check_limit(limit)
         params: dict[str, Any] = {
             "prefix": namespace_key(prefix),
             "entity": normalize_entity(entity),
@@ -464,9 +461,9 @@ class FalkorDBGraph:
         for row in self._run(cypher, params, read_only=True):
             scope, near = row[0], row[1]
             first = _record(row[2:8])
-            _keep_shortest(best, scope, Neighbor(near, 1, (first,)))
+            keep_shortest(best, scope, Neighbor(near, 1, (first,)))
             if hops == 2 and row[8] is not None:
-                _keep_shortest(best, scope, Neighbor(row[8], 2, (first, _record(row[9:15]))))
+                keep_shortest(best, scope, Neighbor(row[8], 2, (first, _record(row[9:15]))))
         ordered = sorted(best.items(), key=lambda item: (item[1].hops, item[1].entity, item[0][0]))
         return [neighbor for _, neighbor in ordered[:limit]]
 
@@ -488,7 +485,7 @@ class FalkorDBGraph:
         """
         if hops not in (0, 1) or isinstance(hops, bool):
             raise ValueError(f"hops must be 0 or 1, got {hops!r}.")
-        _check_limit(limit)
+        check_limit(limit)
         names = [n for n in dict.fromkeys(normalize_entity(e) for e in entities) if n]
         if not names or limit == 0:
             return []
@@ -516,13 +513,13 @@ class FalkorDBGraph:
                 steps.append((1, _record(row[7:13])))
             for hop, rec in steps:
                 for key in rec.memory_keys:
-                    slot = (name, _record_order(rec), key)
+                    slot = (name, record_order(rec), key)
                     held = fewest.get(slot)
                     if held is None or hop < held.hops:
                         fewest[slot] = GraphHit(rec.namespace, key, hop, name, rec)
         hits = sorted(
             fewest.values(),
-            key=lambda h: (h.hops, rank[h.entity], h.namespace, h.key, _record_order(h.triple)[1:]),
+            key=lambda h: (h.hops, rank[h.entity], h.namespace, h.key, record_order(h.triple)[1:]),
         )
         if namespace_filter is not None:
             accepted: dict[Namespace, bool] = {}
@@ -580,22 +577,6 @@ class FalkorDBGraph:
 def _normalized(triple: Triple) -> Triple:
     s, r, o = triple
     return Triple(normalize_entity(s), normalize_relation(r), normalize_entity(o))
-
-
-def _check_limit(limit: int) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-        raise ValueError(f"limit must be an integer >= 0, got {limit!r}.")
-
-
-def _path_order(neighbor: Neighbor) -> tuple[tuple[Namespace, str, str, str], ...]:
-    return tuple(_record_order(rec) for rec in neighbor.path)
-
-
-def _keep_shortest(best: dict[tuple[str, str], Neighbor], scope: str, found: Neighbor) -> None:
-    slot = (scope, found.entity)
-    held = best.get(slot)
-    if held is None or (found.hops, _path_order(found)) < (held.hops, _path_order(held)):
-        best[slot] = found
 
 
 def _import_client() -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = [
     "GraphHit",
@@ -104,6 +104,17 @@ class TripleRecord(NamedTuple):
     def triple(self) -> Triple:
         """The bare triple."""
         return Triple(self.subject, self.relation, self.object)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data (export, the CLI's JSON)."""
+        return {
+            "subject": self.subject,
+            "relation": self.relation,
+            "object": self.object,
+            "namespace": list(self.namespace),
+            "user_id": self.user_id,
+            "memory_keys": list(self.memory_keys),
+        }
 
 
 class Neighbor(NamedTuple):

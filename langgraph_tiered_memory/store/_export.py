@@ -20,7 +20,6 @@ from typing import Any, cast
 
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.erasure import check_user_id
-from langgraph_tiered_memory.graph.types import TripleRecord
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._erase import (
     ErasePlan,
@@ -89,17 +88,6 @@ def _item_record(core: StoreCore, name: TierName, items: Sequence[StoredItem]) -
     return out
 
 
-def _triple(rec: TripleRecord) -> dict[str, Any]:
-    return {
-        "subject": rec.subject,
-        "relation": rec.relation,
-        "object": rec.object,
-        "namespace": list(rec.namespace),
-        "user_id": rec.user_id,
-        "memory_keys": list(rec.memory_keys),
-    }
-
-
 def _top_prefixes(namespaces: Iterable[Namespace]) -> list[Namespace]:
     """The namespaces none of the others is a prefix of (each graph query covers a subtree)."""
     out: list[Namespace] = []
@@ -117,11 +105,11 @@ def _triples(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
     for graph in user_graphs(core):
         for prefix in _top_prefixes(owned):
             for rec in graph.triples(prefix, limit=_ALL):
-                seen.setdefault((rec.namespace, rec.triple), _triple(rec))
+                seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
         for ns, keys in shared.items():
             for rec in graph.triples(ns, limit=_ALL):
                 if rec.namespace == ns and set(rec.memory_keys) & set(keys):
-                    seen.setdefault((rec.namespace, rec.triple), _triple(rec))
+                    seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
     return [seen[k] for k in sorted(seen, key=repr)]
 
 
