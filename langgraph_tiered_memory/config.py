@@ -157,6 +157,11 @@ class ScoringConfig(TypedDict, total=False):
     """Bonus of the caller's own memories in contextual retrieval. Defaults to 0.05."""
     half_life_days: float
     """Half-life of recency, in days. Defaults to 30."""
+    time_weight: float
+    """Bonus of a memory that answers the query's time question: a query that asks when
+    ("When did ...", "How long ...") favours memories that state a time, a query that
+    names a month or year favours memories of that period (`ranking_time`). 0
+    switches it off. Defaults to 0.1."""
     min_score: float | None
     """Drop results scoring below this. Defaults to None (keep all)."""
     user_label: str

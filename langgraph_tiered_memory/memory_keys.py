@@ -20,11 +20,12 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["time_words", "sentence_chunks", "context_text"]
+__all__ = ["MONTHS", "time_words", "sentence_chunks", "context_text"]
 
-_MONTHS = (
+MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
+"""Month names as time keys spell them."""
 _WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 
 # Relative time expressions and their offset in days from the event time.
@@ -46,7 +47,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def _day_words(dt: datetime) -> str:
-    return f"{_WEEKDAYS[dt.weekday()]} {dt.day} {_MONTHS[dt.month - 1]} {dt.year}"
+    return f"{_WEEKDAYS[dt.weekday()]} {dt.day} {MONTHS[dt.month - 1]} {dt.year}"
 
 
 def time_words(text: str, occurred_at: float | None) -> str:
@@ -65,7 +66,7 @@ def time_words(text: str, occurred_at: float | None) -> str:
     for pattern, days in _RELATIVE:
         if pattern.search(text):
             d = when + timedelta(days=days)
-            out.append(f"{_MONTHS[d.month - 1]} {d.year}" if abs(days) >= 28 else _day_words(d))
+            out.append(f"{MONTHS[d.month - 1]} {d.year}" if abs(days) >= 28 else _day_words(d))
     return " ".join(out)
 
 

@@ -11,6 +11,7 @@ old memory's score cannot underflow to 0 and tie with every other old memory)::
           + recency_weight    * 0.5 ** (age / half_life)   # age of the event
           + access_weight     * log1p(access_count)
           + user_weight       * [memory is in the caller's own user namespace]
+          + time_weight       * [memory answers the query's time question]
 
 `age` runs from the memory's `occurred_at` (its creation when it has none); with
 `recency_from="last_access"` it runs from the last search or get that returned it
@@ -18,6 +19,8 @@ instead. Event time is the default because access-based recency feeds back on
 itself: every search refreshes what it returns, and on LoCoMo that cost 2-3 points
 of recall@5. Relevance stays dominant: with the default weights (importance 0.1,
 recency 0.02, access 0.005) the other factors move a memory by a few ranks at most.
+A query that asks when, or names a month or year, adds `time_weight` (0.1) to the
+memories that state a time or happened in that period (`ranking_time`).
 
 Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
 
@@ -102,6 +105,7 @@ class Scoring:
     access_weight: float = 0.005
     user_weight: float = 0.05
     half_life_days: float = 30.0
+    time_weight: float = 0.1
     recency_from: Literal["occurred_at", "last_access"] = "occurred_at"
     min_score: float | None = None
     user_label: str = "users"
@@ -157,6 +161,7 @@ class Scoring:
             "access_weight",
             "user_weight",
             "half_life_days",
+            "time_weight",
             "neighbor_weight",
             "neighbor_gap_minutes",
             "graph_weight",
@@ -299,6 +304,8 @@ class ScoreBreakdown:
     keyword_rank: int | None = None
     graph_rank: int | None = None
     """Rank in the graph list, when the knowledge-graph channel returned the memory."""
+    time: float = 0.0
+    """1 when the memory answers the query's time question (`ranking_time`), else 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +332,8 @@ class MemoryCandidate:
     event_at: float | None = None
     """When the memory happened (`occurred_at`, else its creation), epoch seconds; the
     neighbour smoothing joins only neighbours within `neighbor_gap_minutes` of it."""
+    time_match: bool = False
+    """It answers the query's time question (`ranking_time.time_match`)."""
 
 
 def recency(last_touched: float, now: float, half_life_days: float) -> float:
@@ -478,12 +487,14 @@ def rank_memories(
         rec = recency(c.last_touched, now, scoring.half_life_days)
         acc = math.log1p(max(0, c.access_count))
         own = 1.0 if c.own else 0.0
+        when = 1.0 if c.time_match else 0.0
         score = (
             scoring.relevance_weight * rel
             + scoring.importance_weight * c.importance
             + scoring.recency_weight * rec
             + scoring.access_weight * acc
             + scoring.user_weight * own
+            + scoring.time_weight * when
         )
         if min_score is not None and score < min_score:
             continue
@@ -502,6 +513,7 @@ def rank_memories(
                     semantic_rank=sr,
                     keyword_rank=kr,
                     graph_rank=graph_ranks[i] if graph_ranks is not None else None,
+                    time=when,
                 ),
             )
         )

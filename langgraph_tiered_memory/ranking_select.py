@@ -24,6 +24,7 @@ from langgraph_tiered_memory.ranking import (
     index_terms,
 )
 from langgraph_tiered_memory.ranking_modes import ModeSpec, mode_spec
+from langgraph_tiered_memory.ranking_time import TimeQuestion, time_match
 
 __all__ = [
     "CHANNELS",
@@ -360,25 +361,50 @@ def memory_candidates(
     *,
     recency_from: str,
     owns: Callable[[Sequence[str]], bool] | None = None,
+    question: TimeQuestion | None = None,
+    text_of: Callable[[Mapping[str, Any]], str] | None = None,
 ) -> list[MemoryCandidate]:
-    """What ranking is told of each candidate; `owns` marks the caller's own namespaces."""
-    return [
-        MemoryCandidate(
-            semantic=c.semantic,
-            keyword=c.keyword,
-            importance=c.stats.importance if c.stats is not None else 0.5,
-            last_touched=recency_origin(c.stats, c.item.created_at, recency_from),
-            access_count=c.stats.access_count if c.stats is not None else 0,
-            own=owns is not None and owns(c.item.namespace),
-            own_semantic=c.own,
-            context_semantic=c.context,
-            namespace=c.item.namespace,
-            seq=c.stats.seq if c.stats is not None else None,
-            graph=c.graph,
-            event_at=recency_origin(c.stats, c.item.created_at, "occurred_at"),
-        )
-        for c in kept
-    ]
+    """What ranking is told of each candidate.
+
+    Args:
+        kept: The visible candidates.
+        recency_from: `ScoringConfig.recency_from`.
+        owns: Marks the caller's own namespaces (contextual retrieval).
+        question: What the query asks about time (`ranking_time.time_question`).
+        text_of: A stored value's indexed text; with `question`, marks the memories
+            that answer the query's time question.
+    """
+
+    def answers(c: ChannelCandidate, event_at: float) -> bool:
+        if question is None or text_of is None:
+            return False
+        return time_match(question, text_of(c.item.value), event_at)
+
+    return [_candidate(c, recency_from, owns, answers) for c in kept]
+
+
+def _candidate(
+    c: ChannelCandidate,
+    recency_from: str,
+    owns: Callable[[Sequence[str]], bool] | None,
+    answers: Callable[[ChannelCandidate, float], bool],
+) -> MemoryCandidate:
+    event_at = recency_origin(c.stats, c.item.created_at, "occurred_at")
+    return MemoryCandidate(
+        semantic=c.semantic,
+        keyword=c.keyword,
+        importance=c.stats.importance if c.stats is not None else 0.5,
+        last_touched=recency_origin(c.stats, c.item.created_at, recency_from),
+        access_count=c.stats.access_count if c.stats is not None else 0,
+        own=owns is not None and owns(c.item.namespace),
+        own_semantic=c.own,
+        context_semantic=c.context,
+        namespace=c.item.namespace,
+        seq=c.stats.seq if c.stats is not None else None,
+        graph=c.graph,
+        event_at=event_at,
+        time_match=answers(c, event_at),
+    )
 
 
 def top_n(

@@ -48,6 +48,9 @@ class StoreCore(Protocol):
 
     def _tier(self, name: TierName) -> Tier: ...
 
+    def _memory_text(self, value: Mapping[str, Any]) -> str:
+        """The indexed text of a stored value (its index fields, joined)."""
+
     def _long(self) -> MemoryTier: ...
 
     def _plan(self, ops: Iterable[Op]) -> Plan: ...

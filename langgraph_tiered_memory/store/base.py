@@ -232,10 +232,14 @@ class TieredStoreCore:
         """Whether long-term items are memories ranked by `"memory"` scoring."""
         return self.scoring.mode == "memory"
 
+    def _memory_text(self, value: Mapping[str, Any]) -> str:
+        """The indexed text of a stored value (its index fields, joined)."""
+        return keyword_text(self._plan_config, value, None)
+
     def _describe(self, value: dict[str, Any]) -> tuple[str, str, Any]:
         """Keyword text, time key and memory fields of a stored value (to rebuild the index)."""
         fields = memory_fields(value)
-        text = keyword_text(self._plan_config, value, None)
+        text = self._memory_text(value)
         time_text = time_words(text, fields.occurred_at) if self.scoring.time_keys else ""
         return text, time_text, fields
 

@@ -42,6 +42,7 @@ from langgraph_tiered_memory.ranking_select import (
     user_scope_for,
     visible,
 )
+from langgraph_tiered_memory.ranking_time import time_question
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
@@ -199,7 +200,15 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
         pool *= 4
     # A user-scoped mode also boosts the caller's own memories (user_weight).
     owns = scope.owns if mode.user_scoped and scope is not None else None
-    cands = memory_candidates(kept, recency_from=cfg.recency_from, owns=owns)
+    # A query that asks when, or names a period, favours the memories that answer it.
+    question = time_question(query) if cfg.time_weight > 0 else None
+    cands = memory_candidates(
+        kept,
+        recency_from=cfg.recency_from,
+        owns=owns,
+        question=question,
+        text_of=core._memory_text,
+    )
     ranked = rank_memories(
         cands,
         scoring=cfg,

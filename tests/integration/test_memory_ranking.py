@@ -201,6 +201,7 @@ def test_breakdown_adds_up_to_the_score(mstore: TieredMemoryStore) -> None:
         + cfg.recency_weight * b.recency
         + cfg.access_weight * b.access
         + cfg.user_weight * b.user
+        + cfg.time_weight * b.time
     )
     assert hit.score == pytest.approx(total) == pytest.approx(b.score)
     assert b.importance == 0.7 and 0 < b.relevance <= 1
