@@ -28,28 +28,35 @@ from langgraph_tiered_memory.memory_keys import MONTHS, time_words
 
 __all__ = ["TimeQuestion", "states_time", "time_match", "time_question"]
 
-_UNIT = (
-    r"(?:day|night|week|weekend|fortnight|month|year|decade|summer|winter|spring|fall|autumn"
-    r"|morning|afternoon|evening|semester|term|season)s?"
+_WORD = re.compile(r"[A-Za-z]+|\d+")
+_UNITS = frozenset(
+    f"{u}{plural}"
+    for u in (
+        "day night week weekend fortnight month year decade summer winter spring fall"
+        " autumn morning afternoon evening semester term season"
+    ).split()
+    for plural in ("", "s")
 )
-_COUNT = (
-    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-    r"|a few|a couple(?: of)?|several|many|some)"
+_WEEKDAYS = frozenset(
+    f"{d}{plural}"
+    for d in "monday tuesday wednesday thursday friday saturday sunday".split()
+    for plural in ("", "s")
 )
-# "May" is a month only when capitalised ("may" is a verb); the other names in any case.
-_MONTH = "(?:" + "|".join(m.lower() for m in MONTHS if m != "May") + "|(?-i:May))"
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?"
-_STATES_TIME = re.compile(
-    r"\b(?:"
-    r"yesterday|today|tonight|tomorrow|recently|lately|the other day"
-    rf"|(?:last|this|next|past|coming|previous) {_UNIT}"
-    rf"|(?:last|this|next|on) {_WEEKDAY}"
-    rf"|{_COUNT} {_UNIT} (?:ago|back|later|before|earlier|from now)"
-    rf"|(?:for|in|over|after) (?:the (?:last|past) )?{_COUNT} {_UNIT}"
-    rf"|ago|since|{_MONTH}|{_WEEKDAY}|(?:1[89]|20)\d\d"
-    r")\b",
-    re.IGNORECASE,
+# Words that state a time alone ("May" only capitalised: "may" is a verb).
+_ALONE = (
+    frozenset("yesterday today tonight tomorrow recently lately ago since".split())
+    | frozenset(m.lower() for m in MONTHS if m != "May")
+    | _WEEKDAYS
 )
+# Words before a unit that make it a time: "last summer", "two weeks", "a few days".
+_BEFORE_UNIT = frozenset(
+    (
+        "last this next past coming previous every one two three four five six"
+        " seven eight nine ten eleven twelve few couple several many"
+    ).split()
+)
+# "a week" is a time after these ("for a week", "in a month"), not in "twice a year".
+_BEFORE_A = frozenset("for in over after within about almost nearly".split())
 _ASKS_WHEN = re.compile(
     r"^\W*(?:\w+,\s*)?(?:"
     r"when\b|since when\b|until when\b|how long\b|how soon\b"
@@ -59,8 +66,7 @@ _ASKS_WHEN = re.compile(
     r")",
     re.IGNORECASE,
 )
-_PERIOD_MONTH = re.compile(rf"\b({_MONTH})\b", re.IGNORECASE)
-_PERIOD_YEAR = re.compile(r"\b((?:1[89]|20)\d\d)\b")
+_MONTH_NAMES = {m.lower(): m for m in MONTHS if m != "May"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +89,20 @@ class TimeQuestion:
         return bool(self.months or self.years)
 
 
+def _is_year(word: str) -> bool:
+    return len(word) == 4 and word.isdigit() and 1800 <= int(word) <= 2099
+
+
 def time_question(query: str) -> TimeQuestion | None:
     """What `query` asks about time, or None when it says nothing of time."""
     asks = bool(_ASKS_WHEN.search(query))
-    months = frozenset(m.capitalize() for m in _PERIOD_MONTH.findall(query))
-    years = frozenset(_PERIOD_YEAR.findall(query))
+    words = _WORD.findall(query)
+    months = frozenset(
+        "May" if w == "May" else _MONTH_NAMES[w.lower()]
+        for w in words
+        if w == "May" or w.lower() in _MONTH_NAMES
+    )
+    years = frozenset(w for w in words if _is_year(w))
     if not (asks or months or years):
         return None
     return TimeQuestion(asks_when=asks, months=months, years=years)
@@ -95,7 +110,25 @@ def time_question(query: str) -> TimeQuestion | None:
 
 def states_time(text: str) -> bool:
     """Whether `text` states a time: a date, month, weekday, year or relative time."""
-    return bool(_STATES_TIME.search(text))
+    words = _WORD.findall(text)
+    lower = [w.lower() for w in words]
+    for i, w in enumerate(lower):
+        if w in _ALONE or words[i] == "May":
+            return True
+        if w.isdigit():
+            if _is_year(w):
+                return True
+            continue
+        if w in _UNITS and i > 0:
+            before = lower[i - 1]
+            if before in _BEFORE_UNIT or before.isdigit():
+                return True
+            earlier = lower[i - 2] if i > 1 else ""
+            if (before, earlier) in (("of", "couple"), ("other", "the")):
+                return True
+            if before in ("a", "an") and earlier in _BEFORE_A:
+                return True
+    return False
 
 
 def time_match(question: TimeQuestion | None, text: str, event_at: float | None) -> bool:
@@ -112,9 +145,12 @@ def time_match(question: TimeQuestion | None, text: str, event_at: float | None)
     """
     if question is None:
         return False
-    if question.asks_when and states_time(text):
+    stated = states_time(text)
+    if question.asks_when and stated:
         return True
     if not question.names_period or event_at is None:
         return False
-    words = set(time_words(text, event_at).split())
+    # Relative dates only come from texts that state a time: the others' time key is
+    # their event date alone.
+    words = set(time_words(text if stated else "", event_at).split())
     return question.months <= words and question.years <= words

@@ -74,6 +74,11 @@ def test_a_question_names_months_and_years() -> None:
         "We met in May.",
         "Since 2016 I've been running.",
         "The concert is on Saturday.",
+        "Seven years now, and I still paint.",
+        "We'll post more in the next few months.",
+        "I stayed there for a week.",
+        "I saw her the other day.",
+        "We've been friends for a couple of years.",
     ],
 )
 def test_texts_that_state_a_time(text: str) -> None:
@@ -82,7 +87,15 @@ def test_texts_that_state_a_time(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["I may go to the park.", "This book reminds me to pursue my dreams.", "I love painting."],
+    [
+        "I may go to the park.",
+        "This book reminds me to pursue my dreams.",
+        "I love painting.",
+        "We go once or twice a year.",  # a frequency, not a time
+        "Any other summer traditions?",
+        "Have a great day!",
+        "Call me at 5551234.",
+    ],
 )
 def test_texts_that_state_no_time(text: str) -> None:
     assert not states_time(text)
