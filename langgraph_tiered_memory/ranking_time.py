@@ -7,7 +7,9 @@ Two things a query can say about time, and the memories that answer each:
   a relative expression ("yesterday", "last weekend", "two weeks ago", "for three
   years"). Most memories state none (on conversations, about one in six turns does),
   so this singles out the few that can say when.
-- **It names a period** ("... camping in July", "... in 2022", "... in May 2023").
+- **It names a period**, by name ("... camping in July", "... in 2022", "... in May
+  2023") or relative to when it is asked ("What did I eat yesterday?", "... last week",
+  "... two months ago": resolved against the store's clock, `relative_windows`).
   Its answer is a memory that happened in that period: the period's month and year
   words appear in the memory's time key (`memory_keys.time_words`: the event date in
   words and the relative dates of its text resolved against it, so "last year"
@@ -25,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from langgraph_tiered_memory.memory_keys import MONTHS, time_words
+from langgraph_tiered_memory.ranking_windows import relative_windows
 
 __all__ = ["TimeQuestion", "states_time", "time_match", "time_question"]
 
@@ -77,11 +80,14 @@ class TimeQuestion:
         asks_when: The query asks when something happened or how long it lasted.
         months: Month names the query names ("July"), capitalised as in time keys.
         years: Years the query names ("2022").
+        windows: Periods the query names relative to the time it is asked ("yesterday",
+            "last week", "two months ago"), as [start, end) epoch seconds (UTC days).
     """
 
     asks_when: bool = False
     months: frozenset[str] = frozenset()
     years: frozenset[str] = frozenset()
+    windows: tuple[tuple[float, float], ...] = ()
 
     @property
     def names_period(self) -> bool:
@@ -93,8 +99,14 @@ def _is_year(word: str) -> bool:
     return len(word) == 4 and word.isdigit() and 1800 <= int(word) <= 2099
 
 
-def time_question(query: str) -> TimeQuestion | None:
-    """What `query` asks about time, or None when it says nothing of time."""
+def time_question(query: str, now: float | None = None) -> TimeQuestion | None:
+    """What `query` asks about time, or None when it says nothing of time.
+
+    Args:
+        query: The search query.
+        now: When it is asked (epoch seconds); relative periods ("yesterday", "last
+            month", "three weeks ago") resolve against it. None resolves none.
+    """
     asks = bool(_ASKS_WHEN.search(query))
     words = _WORD.findall(query)
     months = frozenset(
@@ -103,9 +115,10 @@ def time_question(query: str) -> TimeQuestion | None:
         if w == "May" or w.lower() in _MONTH_NAMES
     )
     years = frozenset(w for w in words if _is_year(w))
-    if not (asks or months or years):
+    windows = relative_windows([w.lower() for w in words], now) if now is not None else ()
+    if not (asks or months or years or windows):
         return None
-    return TimeQuestion(asks_when=asks, months=months, years=years)
+    return TimeQuestion(asks_when=asks, months=months, years=years, windows=windows)
 
 
 def states_time(text: str) -> bool:
@@ -140,13 +153,16 @@ def time_match(question: TimeQuestion | None, text: str, event_at: float | None)
         event_at: When the memory happened (epoch seconds), or None when unknown.
 
     Returns:
-        True when the query asks when and the text states a time, or when the query
-        names a period and the memory's time key holds every month and year it names.
+        True when the query asks when and the text states a time, when the memory
+        happened in a period the query names relative to its time, or when the query
+        names a month or year and the memory's time key holds every one it names.
     """
     if question is None:
         return False
     stated = states_time(text)
     if question.asks_when and stated:
+        return True
+    if event_at is not None and any(lo <= event_at < hi for lo, hi in question.windows):
         return True
     if not question.names_period or event_at is None:
         return False

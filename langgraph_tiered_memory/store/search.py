@@ -201,7 +201,7 @@ def _memory_ranked(core: StoreCore, req: SearchRequest, query: str) -> list[Rank
     # A user-scoped mode also boosts the caller's own memories (user_weight).
     owns = scope.owns if mode.user_scoped and scope is not None else None
     # A query that asks when, or names a period, favours the memories that answer it.
-    question = time_question(query) if cfg.time_weight > 0 else None
+    question = time_question(query, req.now) if cfg.time_weight > 0 else None
     cands = memory_candidates(
         kept,
         recency_from=cfg.recency_from,

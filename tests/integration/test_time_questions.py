@@ -77,3 +77,20 @@ def test_the_bonus_reorders_memories_of_close_relevance(
     off, on = ranked(0.0), ranked(0.5)
     assert off[0] == "undated" and on[0] == "dated"
     assert off[-1] == on[-1] == "other"  # the unrelated memory stays last
+
+
+def test_relative_periods_resolve_against_the_store_clock(
+    mstore: TieredMemoryStore, clock: Clock
+) -> None:
+    clock.now = datetime(2024, 5, 15, 9, tzinfo=timezone.utc).timestamp()
+    ns = ("memories", "ana")
+    mstore.put(ns, "pasta", {"content": "Ana ate pasta.", "occurred_at": _iso(2024, 5, 14)})
+    mstore.put(ns, "soup", {"content": "Ana ate soup.", "occurred_at": _iso(2024, 5, 2)})
+    hits = mstore.search_memories(ns, "What did Ana eat yesterday?", limit=5)
+    assert {h.entry.id: h.breakdown.time for h in hits} == {"pasta": 1.0, "soup": 0.0}
+    hits = mstore.search_memories(ns, "What did Ana eat two weeks ago?", limit=5)
+    assert {h.entry.id: h.breakdown.time for h in hits} == {"pasta": 0.0, "soup": 1.0}
+    # A day later "yesterday" is another day.
+    clock.now += 86_400
+    hits = mstore.search_memories(ns, "What did Ana eat yesterday?", limit=5)
+    assert {h.entry.id: h.breakdown.time for h in hits} == {"pasta": 0.0, "soup": 0.0}
