@@ -140,6 +140,7 @@ def recall_table(turn: Turn, number: int, sessions: Mapping[str, str]) -> Table:
     table.add_column("importance", justify="right")
     table.add_column("recency", justify="right")
     table.add_column("log1p(access)", justify="right")
+    table.add_column("time", justify="right")
     table.add_column("score", justify="right", style="bold")
     table.add_column("in context", justify="center")
     for rank, row in enumerate(turn.recalled, 1):
@@ -152,6 +153,7 @@ def recall_table(turn: Turn, number: int, sessions: Mapping[str, str]) -> Table:
             f"{b.importance:.2f}",
             f"{b.recency:.3f}",
             f"{b.access:.3f}",
+            f"{b.time:g}",
             f"{b.score:.3f}",
             "[green]yes[/green]" if row.in_context else "no",
         )
@@ -161,12 +163,14 @@ def recall_table(turn: Turn, number: int, sessions: Mapping[str, str]) -> Table:
 def score_explanation(scoring: Scoring) -> Panel:
     """What each factor of a memory's score means, with the store's weights."""
     s = scoring
-    top = s.relevance_weight + s.importance_weight + s.recency_weight + s.user_weight
+    top = (
+        s.relevance_weight + s.importance_weight + s.recency_weight + s.user_weight + s.time_weight
+    )
     lines: list[RenderableType] = [
         Text.from_markup(
             f"score = {s.relevance_weight:g} × relevance + {s.importance_weight:g} × importance"
             f" + {s.recency_weight:g} × recency + {s.access_weight:g} × log1p(access)"
-            f" + {s.user_weight:g} × own-user"
+            f" + {s.user_weight:g} × own-user + {s.time_weight:g} × time"
         ),
         Text(""),
         Text.from_markup(
@@ -191,11 +195,15 @@ def score_explanation(scoring: Scoring) -> Panel:
             "[bold]own-user[/bold]: 1 when the memory is in the caller's own user namespace"
             " (contextual retrieval only)."
         ),
+        Text.from_markup(
+            "[bold]time[/bold]: 1 when the message asks when (or names a month, a year,"
+            " 'yesterday', 'last week') and the memory states a time (or happened then)."
+        ),
         Text(""),
         Text.from_markup(
             f"[bold]Why scores can exceed 1.0:[/bold] the score is a weighted [italic]sum[/italic],"
-            f" not a probability. Relevance alone reaches 1.0; importance, recency, access"
-            f" and own-user are added on top (up to {top:g} + {s.access_weight:g} ×"
+            f" not a probability. Relevance alone reaches 1.0; importance, recency, access,"
+            f" own-user and time are added on top (up to {top:g} + {s.access_weight:g} ×"
             " log1p(access)). Only the order matters: relevance dominates, the other factors"
             " move a memory a few ranks at most."
         ),

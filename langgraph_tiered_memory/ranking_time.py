@@ -9,7 +9,8 @@ Two things a query can say about time, and the memories that answer each:
   so this singles out the few that can say when.
 - **It names a period**, by name ("... camping in July", "... in 2022", "... in May
   2023") or relative to when it is asked ("What did I eat yesterday?", "... last week",
-  "... two months ago": resolved against the store's clock, `relative_windows`).
+  "... two months ago": past periods only, resolved against the store's clock,
+  `relative_windows`).
   Its answer is a memory that happened in that period: the period's month and year
   words appear in the memory's time key (`memory_keys.time_words`: the event date in
   words and the relative dates of its text resolved against it, so "last year"

@@ -1,18 +1,20 @@
-"""Periods a query names relative to when it is asked ("yesterday", "last month").
+"""Past periods a query names relative to when it is asked ("yesterday", "last month").
 
 `relative_windows` turns the words of a query into [start, end) windows of epoch
 seconds, in whole UTC days:
 
-- "today", "tonight", "this morning/afternoon/evening": today; "yesterday", "last
-  night": the day before.
-- "this/last/next week" (weeks start on Monday), "... weekend" (Saturday and Sunday),
-  "... month", "... year": the calendar period.
+- "yesterday", "last night": the day before today.
+- "last week" (weeks start on Monday), "last weekend" (Saturday and Sunday), "last
+  month", "last year": the calendar period before the current one.
 - "last Friday": the latest Friday before today.
 - "<n> days/weeks/months/years ago": that day, week, month or year, give or take one
   unit (people round: "two weeks ago" may be ten days).
 - "in the last/past <n> days/weeks/months/years": from then until now.
 
-Counts are digits or words ("a", "one" ... "twelve", "a couple", "a few").
+Counts are digits or words ("a", "one" ... "twelve", "a couple", "a few"). Only the
+past counts: "today", "tonight", "this week" and "next month" usually ask about now or
+later ("What should I cook tonight?"), and the memories written today are not the
+answer to that.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ _STEP = {
     "month": relativedelta(months=1),
     "year": relativedelta(years=1),
 }
-_OFFSET = {"this": 0, "last": -1, "next": 1}
 
 
 def _unit(word: str) -> str | None:
@@ -65,7 +66,7 @@ def _count(word: str) -> int | None:
 
 
 def _calendar(unit: str, today: datetime, offset: int) -> tuple[datetime, datetime]:
-    """The calendar `unit` (week, weekend, month, year) `offset` periods from today's."""
+    """The calendar `unit` (day, week, weekend, month, year) `offset` periods from today's."""
     if unit == "day":
         start = today
     elif unit in ("week", "weekend"):
@@ -96,14 +97,10 @@ def relative_windows(words: Sequence[str], now: float) -> tuple[tuple[float, flo
     n = len(words)
     for i, w in enumerate(words):
         nxt = words[i + 1] if i + 1 < n else ""
-        if w in ("today", "tonight") or (
-            w == "this" and nxt in ("morning", "afternoon", "evening")
-        ):
-            out.append(_calendar("day", today, 0))
-        elif w == "yesterday" or (w == "last" and nxt == "night"):
+        if w == "yesterday" or (w == "last" and nxt == "night"):
             out.append(_calendar("day", today, -1))
-        elif w in _OFFSET and nxt in ("week", "weekend", "month", "year"):
-            out.append(_calendar(nxt, today, _OFFSET[w]))
+        elif w == "last" and nxt in ("week", "weekend", "month", "year"):
+            out.append(_calendar(nxt, today, -1))
         elif w == "last" and nxt in _WEEKDAYS:
             back = (today.weekday() - _WEEKDAYS.index(nxt) - 1) % 7 + 1
             day = today - timedelta(days=back)

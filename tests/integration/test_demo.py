@@ -100,15 +100,18 @@ def test_session_2_recalls_memories_of_session_1_with_their_scores(demo_output: 
     turn_1 = _section(session_2, "Recalled for turn 1", "Recalled for turn 2")
     recalled = re.findall(
         r"│\s*\d\s*│\s*(.+?)\s*│\s*(turn of session 1|extracted fact)\s*│"
-        r"\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*yes\s*│",
+        r"\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([\d.]+)\s*│\s*([01])\s*│\s*([\d.]+)\s*│"
+        r"\s*yes\s*│",
         turn_1,
     )
     contents = " ".join(r[0] for r in recalled)
     assert "vegetarian" in contents and "peanuts" in contents, turn_1
-    for _, _, relevance, importance, recency, access, score in recalled:
+    for _, _, relevance, importance, recency, access, time, score in recalled:
         expected = (
-            float(relevance) + 0.1 * float(importance) + 0.02 * float(recency)
-        ) + 0.005 * float(access)
+            (float(relevance) + 0.1 * float(importance) + 0.02 * float(recency))
+            + 0.005 * float(access)
+            + 0.1 * float(time)
+        )
         assert abs(float(score) - expected) < 0.002  # the breakdown adds up to the score
     # The (scripted) reply used what was recalled.
     assert "vegetarian, has no peanuts" in turn_1
