@@ -29,12 +29,13 @@ from langgraph_tiered_memory.cli_common import (
 __all__ = ["search"]
 
 _CAPTION = (
-    "score = weighted sum of rel, imp, rec, acc and user, so it can exceed 1."
+    "score = weighted sum of rel, imp, rec, acc, user and time, so it can exceed 1."
     " rel: relevance, the fused retrieval score (0..1); sem/kw/graph: rank of the memory"
     " in the semantic, keyword and knowledge-graph lists (-: not in that list; graph is"
     " shown when the graph found a hit);"
     " imp: importance, rec: recency (0..1); acc: access, log1p(access count);"
-    " user (with --user): 1 in that user's own namespace."
+    " user (with --user): 1 in that user's own namespace;"
+    " time (shown when the query asks when or names a period): 1 for a memory that answers it."
 )
 
 
@@ -43,7 +44,11 @@ def _rank(value: int | None) -> str:
 
 
 def _columns(hits: list[Any], *, with_user: bool) -> list[tuple[str, Callable[[Any], str]]]:
-    """The figure columns: graph only when a hit came from the graph, user with --user."""
+    """The figure columns: graph, user and time only when they say something.
+
+    Graph when a hit came from the graph, user with --user, time when a hit answers
+    the query's time question.
+    """
     columns: list[tuple[str, Callable[[Any], str]]] = [
         ("score", lambda h: f"{h.score:.2f}"),
         ("rel", lambda h: f"{h.breakdown.relevance:.2f}"),
@@ -59,6 +64,8 @@ def _columns(hits: list[Any], *, with_user: bool) -> list[tuple[str, Callable[[A
     ]
     if with_user:
         columns.append(("user", lambda h: f"{h.breakdown.user:.0f}"))
+    if any(h.breakdown.time for h in hits):
+        columns.append(("time", lambda h: f"{h.breakdown.time:.0f}"))
     return columns
 
 

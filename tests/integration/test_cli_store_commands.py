@@ -113,6 +113,26 @@ def test_search_shows_hits_with_their_score_breakdown(chroma_dir: str) -> None:
     assert top["score"] == pytest.approx(top["breakdown"]["score"])
 
 
+def test_search_shows_the_time_factor_when_the_query_asks_when(chroma_dir: str) -> None:
+    with TieredMemoryStore(chroma_path=chroma_dir, tiers={"default": "long"}) as store:
+        store.put(("users", "u1"), "m4", {"content": "Anna moved to Porto in 2019."})
+    # m4 states a time; the other memories about Anna and Porto do not.
+    query = "when did Anna move to Porto"
+    wide = {"COLUMNS": "200"}
+    result = _run("search", "users/u1", query, "--chroma-path", chroma_dir, env=wide)
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if " rel " in line).split()
+    assert header[-2:] == ["time", "content"]
+    assert "time (shown when the query asks when" in _flat(result.stdout)
+    data = json.loads(
+        _run("search", "users/u1", query, "--chroma-path", chroma_dir, "--json").stdout
+    )
+    times = {h["key"]: h["breakdown"]["time"] for h in data["hits"]}
+    assert times["m4"] == 1.0 and times["m1"] == 0.0
+    plain = _run("search", "users/u1", "porto", "--chroma-path", chroma_dir, env=wide)
+    assert " time " not in next(line for line in plain.stdout.splitlines() if " rel " in line)
+
+
 def test_search_with_an_embedder_and_a_user_ranks_contextually(tmp_path: Path) -> None:
     path = str(tmp_path / "chroma")
     index: Any = {"dims": 384, "embed": "local", "fields": ["content"]}
