@@ -144,17 +144,23 @@ def namespaces_of(store: TieredMemoryStore, p: Person) -> list[tuple[str, ...]]:
 def scan_everything(
     env: Env, needles: Needles, *, files: bool = True, apis: bool = True
 ) -> list[Trace]:
-    """Redis and the Chroma API (`apis`), every SQLite file, the raw bytes of every file."""
+    """Every SQLite file, the raw bytes of every file, then Redis and the Chroma API (`apis`).
+
+    Files come first: reading an embedded Chroma through its API may load an HNSW index
+    and persist it again, and Chroma fills the unused capacity of what it writes with
+    bytes of the reading process's heap, which here holds the needles themselves. Those
+    bytes would come from this scan, not from what erase left.
+    """
     found: list[Trace] = []
-    if apis:
-        for url in env.redis_urls:
-            found += scan_redis(url, needles)
-        found += scan_chroma(env.chroma, needles)
     for root in env.roots:
         for path in sqlite_files(root):
             found += scan_sqlite(path, needles)
         if files:
             found += scan_files(root, needles, skip=("server.log",))
+    if apis:
+        for url in env.redis_urls:
+            found += scan_redis(url, needles)
+        found += scan_chroma(env.chroma, needles)
     return found
 
 

@@ -10,7 +10,9 @@ Chroma 1.5.9):
 - `chroma.sqlite3` keeps deleted rows in its free pages until `VACUUM`;
 - a deleted collection's HNSW directory stays on disk (`drop_orphan_segments`);
 - HNSW files keep deleted records' vectors, and may hold uninitialised heap memory of the
-  process in their unused capacity (`scrub_hnsw_files`).
+  process in their unused capacity, and, for an index that does not normalise its
+  vectors (any space but cosine, such as the registry's l2), in every entry of
+  `length.bin` (`scrub_hnsw_files`).
 
 The functions work on an embedded Chroma's directory while its client is open (the
 tier's erase calls them) and on a stopped server's directory (`scrub_chroma_dir`).
@@ -18,6 +20,7 @@ tier's erase calls them) and on a stopped server's directory (`scrub_chroma_dir`
 
 from __future__ import annotations
 
+import json
 import logging
 import mmap
 import os
@@ -43,6 +46,7 @@ __all__ = [
     "scrub_chroma_dir",
     "scrub_chroma_file",
     "scrub_hnsw_files",
+    "segment_spaces",
 ]
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.chroma_scrub")
@@ -107,7 +111,11 @@ def scrub_hnsw_files(directory: str | Path) -> int:
       of any user, erased ones included. Those bytes are set to zero;
     - deleted elements: a deleted record keeps its slot, vector included, until the
       index is rebuilt. Its vector is set to zero (distance 1 to every query, so it
-      still only serves as a waypoint of the graph, as before).
+      still only serves as a waypoint of the graph, as before);
+    - `length.bin` of an index that does not normalise (a space other than cosine, read
+      from `chroma.sqlite3`): Chroma keeps each vector's norm there only when it
+      normalises, and otherwise writes the buffer uninitialised, heap bytes in every
+      entry. Nothing reads it back, so the whole file is zeroed.
 
     Files of another layout are left alone (logged). Also for the data directory of a
     *stopped* Chroma server (`scrub_chroma_dir`): a client cannot reach a server's files.
@@ -116,6 +124,7 @@ def scrub_hnsw_files(directory: str | Path) -> int:
         How many files were changed.
     """
     changed = 0
+    spaces = segment_spaces(directory)
     for header in sorted(Path(directory).glob("*/header.bin")):
         raw = header.read_bytes()
         if len(raw) < 52:
@@ -132,11 +141,55 @@ def scrub_hnsw_files(directory: str | Path) -> int:
             if not layout_ok or size < count * width:
                 logger.warning("HNSW file %s has an unknown layout: not scrubbed", path)
                 continue
-            done = _zero_tail(path, count * width) if size > count * width else 0
+            space = spaces.get(header.parent.name)
+            used = 0 if name == "length.bin" and space not in (None, "cosine") else count * width
+            done = _zero_tail(path, used) if size > used else 0
             if name == "data_level0.bin" and count:
                 done |= _zero_deleted(path, count, slot, level0, data_at, label_at)
             changed += done
     return changed
+
+
+def segment_spaces(directory: str | Path) -> dict[str, str]:
+    """The vector space of each HNSW segment of an embedded Chroma, by segment id.
+
+    Read from `chroma.sqlite3` (read-only): the collection's schema, else its legacy
+    `hnsw:space` metadata, else Chroma's default, l2. Empty when the file is missing or
+    has another layout (then no segment counts as unnormalised).
+    """
+    path = Path(directory) / CHROMA_FILE
+    if not path.exists():
+        return {}
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        logger.warning("cannot read %s for the HNSW spaces: %s", path, e)
+        return {}
+    try:
+        rows = conn.execute(
+            "SELECT s.id, c.schema_str, (SELECT str_value FROM collection_metadata m"
+            " WHERE m.collection_id = c.id AND m.key = 'hnsw:space')"
+            " FROM segments s JOIN collections c ON s.collection = c.id"
+            " WHERE s.scope = 'VECTOR'"
+        ).fetchall()
+    except sqlite3.Error as e:
+        logger.warning("%s has an unknown layout (%s): HNSW spaces not read", path, e)
+        return {}
+    finally:
+        conn.close()
+    return {str(seg): _space(schema, legacy) for seg, schema, legacy in rows}
+
+
+def _space(schema: str | None, legacy: str | None) -> str:
+    """A collection's vector space from its schema JSON, else its legacy metadata."""
+    try:
+        keys = json.loads(schema or "{}").get("keys", {})
+        space = keys["#embedding"]["float_list"]["vector_index"]["config"]["space"]
+        if isinstance(space, str):
+            return space
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return legacy or "l2"
 
 
 def _zero_deleted(
