@@ -11,15 +11,15 @@ Two things a query can say about time, and the memories that answer each:
   2023") or relative to when it is asked ("What did I eat yesterday?", "... last week",
   "... two months ago": past periods only, resolved against the store's clock,
   `relative_windows`).
-  Its answer is a memory that happened in that period: the period's month and year
+  Its answer is a memory that happened in that period: for a named month or year, the
   words appear in the memory's time key (`memory_keys.time_words`: the event date in
   words and the relative dates of its text resolved against it, so "last year"
-  written in 2023 counts for 2022).
+  written in 2023 counts for 2022); for a relative period, its event time falls in it.
 
 `time_match` is what ranking uses: a memory that answers the query's time question
 gets `time_weight` (`ScoringConfig`, default 0.1) added to its score, the same for
-every such memory, so among memories of close relevance the one that can answer
-"when" comes first, and an irrelevant memory is never lifted over a relevant one.
+every such memory, so among memories of close relevance (within `time_weight` of each
+other) the one that can answer "when" comes first; relevance still decides the rest.
 """
 
 from __future__ import annotations
