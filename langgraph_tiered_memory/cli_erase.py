@@ -36,6 +36,7 @@ __all__ = [
     "TemplateOption",
     "UserOption",
     "UserStores",
+    "checked_user",
     "erase",
     "open_user_stores",
     "reported_errors",
@@ -197,6 +198,16 @@ def reported_errors(redis_url: str | None) -> Iterator[None]:
         fail(f"Redis at {mask_url(redis_url or '')} did not answer: {e}")
 
 
+def checked_user(user: str) -> str:
+    """The `--user` value checked as a user id (a bad one is a usage error)."""
+    from langgraph_tiered_memory.erasure import check_user_id
+
+    try:
+        return check_user_id(user)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--user") from e
+
+
 def erase(
     user: UserOption,
     dry_run: Annotated[
@@ -217,13 +228,10 @@ def erase(
     key_prefix: KeyPrefixOption = "tm",
 ) -> None:
     """Erase everything held about a user; prints a receipt without content or raw ids."""
-    from langgraph_tiered_memory.erasure import ErasureReceipt, check_user_id
+    from langgraph_tiered_memory.erasure import ErasureReceipt
     from langgraph_tiered_memory.store._erase import KEPT_NO_SESSIONS, erase_store
 
-    try:
-        uid = check_user_id(user)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--user") from e
+    uid = checked_user(user)
     extra = templates(template)
     receipt = ErasureReceipt.for_user(uid, dry_run=dry_run)
     with (

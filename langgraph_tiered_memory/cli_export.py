@@ -26,6 +26,7 @@ from langgraph_tiered_memory.cli_erase import (
     SessionPrefixOption,
     TemplateOption,
     UserOption,
+    checked_user,
     open_user_stores,
     reported_errors,
     templates,
@@ -73,13 +74,9 @@ def export(
     key_prefix: KeyPrefixOption = "tm",
 ) -> None:
     """Export everything held about a user as JSON: memories, sessions, triples, history."""
-    from langgraph_tiered_memory.erasure import check_user_id
     from langgraph_tiered_memory.store._export import export_sessions, export_store
 
-    try:
-        uid = check_user_id(user)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--user") from e
+    uid = checked_user(user)
     extra = templates(template)
     with (
         reported_errors(redis_url),

@@ -374,37 +374,32 @@ def memory_candidates(
         text_of: A stored value's indexed text; with `question`, marks the memories
             that answer the query's time question.
     """
-
-    def answers(c: ChannelCandidate, event_at: float) -> bool:
-        if question is None or text_of is None:
-            return False
-        return time_match(question, text_of(c.item.value), event_at)
-
-    return [_candidate(c, recency_from, owns, answers) for c in kept]
-
-
-def _candidate(
-    c: ChannelCandidate,
-    recency_from: str,
-    owns: Callable[[Sequence[str]], bool] | None,
-    answers: Callable[[ChannelCandidate, float], bool],
-) -> MemoryCandidate:
-    event_at = recency_origin(c.stats, c.item.created_at, "occurred_at")
-    return MemoryCandidate(
-        semantic=c.semantic,
-        keyword=c.keyword,
-        importance=c.stats.importance if c.stats is not None else 0.5,
-        last_touched=recency_origin(c.stats, c.item.created_at, recency_from),
-        access_count=c.stats.access_count if c.stats is not None else 0,
-        own=owns is not None and owns(c.item.namespace),
-        own_semantic=c.own,
-        context_semantic=c.context,
-        namespace=c.item.namespace,
-        seq=c.stats.seq if c.stats is not None else None,
-        graph=c.graph,
-        event_at=event_at,
-        time_match=answers(c, event_at),
-    )
+    out = []
+    for c in kept:
+        event_at = recency_origin(c.stats, c.item.created_at, "occurred_at")
+        answers = (
+            question is not None
+            and text_of is not None
+            and time_match(question, text_of(c.item.value), event_at)
+        )
+        out.append(
+            MemoryCandidate(
+                semantic=c.semantic,
+                keyword=c.keyword,
+                importance=c.stats.importance if c.stats is not None else 0.5,
+                last_touched=recency_origin(c.stats, c.item.created_at, recency_from),
+                access_count=c.stats.access_count if c.stats is not None else 0,
+                own=owns is not None and owns(c.item.namespace),
+                own_semantic=c.own,
+                context_semantic=c.context,
+                namespace=c.item.namespace,
+                seq=c.stats.seq if c.stats is not None else None,
+                graph=c.graph,
+                event_at=event_at,
+                time_match=answers,
+            )
+        )
+    return out
 
 
 def top_n(

@@ -160,10 +160,12 @@ def time_match(question: TimeQuestion | None, text: str, event_at: float | None)
     """
     if question is None:
         return False
+    if event_at is not None and any(lo <= event_at < hi for lo, hi in question.windows):
+        return True
+    if not (question.asks_when or question.names_period):
+        return False  # a relative period only: the word scan cannot change the answer
     stated = states_time(text)
     if question.asks_when and stated:
-        return True
-    if event_at is not None and any(lo <= event_at < hi for lo, hi in question.windows):
         return True
     if not question.names_period or event_at is None:
         return False

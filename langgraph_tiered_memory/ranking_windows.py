@@ -65,8 +65,8 @@ def _count(word: str) -> int | None:
     return _COUNTS.get(word)
 
 
-def _calendar(unit: str, today: datetime, offset: int) -> tuple[datetime, datetime]:
-    """The calendar `unit` (day, week, weekend, month, year) `offset` periods from today's."""
+def _previous(unit: str, today: datetime) -> tuple[datetime, datetime]:
+    """The calendar `unit` (day, week, weekend, month, year) before the current one."""
     if unit == "day":
         start = today
     elif unit in ("week", "weekend"):
@@ -76,7 +76,7 @@ def _calendar(unit: str, today: datetime, offset: int) -> tuple[datetime, dateti
     else:
         start = today.replace(month=1, day=1)
     step = _STEP["week" if unit == "weekend" else unit]
-    start += step * offset
+    start -= step
     if unit == "weekend":
         return start + timedelta(days=5), start + timedelta(days=7)
     return start, start + step
@@ -98,9 +98,9 @@ def relative_windows(words: Sequence[str], now: float) -> tuple[tuple[float, flo
     for i, w in enumerate(words):
         nxt = words[i + 1] if i + 1 < n else ""
         if w == "yesterday" or (w == "last" and nxt == "night"):
-            out.append(_calendar("day", today, -1))
+            out.append(_previous("day", today))
         elif w == "last" and nxt in ("week", "weekend", "month", "year"):
-            out.append(_calendar(nxt, today, -1))
+            out.append(_previous(nxt, today))
         elif w == "last" and nxt in _WEEKDAYS:
             back = (today.weekday() - _WEEKDAYS.index(nxt) - 1) % 7 + 1
             day = today - timedelta(days=back)
