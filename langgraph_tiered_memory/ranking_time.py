@@ -63,7 +63,8 @@ _BEFORE_UNIT = frozenset(
 _BEFORE_A = frozenset("for in over after within about almost nearly".split())
 _ASKS_WHEN = re.compile(
     r"^\W*(?:\w+,\s*)?(?:"
-    r"when\b|since when\b|until when\b|how long\b|how soon\b"
+    r"(?:(?:a?round|about|roughly|approximately|since|until|by|from) )?when\b"
+    r"|how long\b|how soon\b"
     r"|how many (?:days|weeks|months|years)\b"
     r"|(?:in |on |during )?(?:what|which) (?:year|month|date|day|week|weekend|season|time)\b"
     r"|what is the date\b"

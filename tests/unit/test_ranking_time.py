@@ -34,6 +34,9 @@ def _at(y: int, m: int, d: int) -> float:
         "What year did Gina open her store?",
         "In which month did they meet?",
         "Since when has he been running?",
+        "Around when did Joanna finish her script?",
+        "Roughly when did they move?",
+        "By when will the car be ready?",
     ],
 )
 def test_questions_that_ask_when(query: str) -> None:
@@ -49,6 +52,7 @@ def test_questions_that_ask_when(query: str) -> None:
         "Where did the team go for the whenua trip?",
         "Who gave the speech?",
         "how is the weather",
+        "What did she say about when to water the plants?",  # "when" not asked first
     ],
 )
 def test_questions_that_say_nothing_of_time(query: str) -> None:
