@@ -27,6 +27,7 @@ from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
 from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
 from langgraph_tiered_memory.memory import DEFAULT_IMPORTANCE, DEFAULT_MEMORY_TYPE, MEMORY_TYPES
+from langgraph_tiered_memory.ownership import namespace_owner
 
 __all__ = [
     "DEFAULT_MAX_PER_TYPE",
@@ -302,12 +303,19 @@ class _Memory(NamedTuple):
 
 
 def own_items(plan: ProfilePlan, items: Sequence[SearchItem]) -> list[SearchItem]:
-    """The items under the plan's namespace (never a cached profile)."""
+    """The items under the plan's namespace that are the user's or no user's.
+
+    Never a cached profile, and never another user's namespace below the plan's
+    (`("memories", "users", "bob")` under `("memories", "users")` for a user id
+    `"users"`: `ownership.namespace_owner`).
+    """
     n = len(plan.namespace)
     return [
         it
         for it in items
-        if tuple(it.namespace[:n]) == plan.namespace and it.namespace[0] != PROFILE_CACHE_LABEL
+        if tuple(it.namespace[:n]) == plan.namespace
+        and it.namespace[0] != PROFILE_CACHE_LABEL
+        and namespace_owner(it.namespace) in (None, plan.user_id)
     ]
 
 

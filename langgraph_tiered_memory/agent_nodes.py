@@ -12,7 +12,7 @@ it. The pure rules (importance, "used" memories, prompt rendering) live in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ from langgraph_tiered_memory._agent_rules import (
 )
 from langgraph_tiered_memory._deferred import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.ownership import namespace_owner
 from langgraph_tiered_memory.provenance import stamp
 
 __all__ = [
@@ -144,6 +145,24 @@ class MemoryNodes:
             and callable(getattr(store, name, None))
             and getattr(store, "tier_for", lambda ns: None)(namespace) == "long"
         )
+
+    def _visible(
+        self, found: Sequence[RetrievedMemory | None], store: Any, config: Mapping[str, Any]
+    ) -> list[RetrievedMemory]:
+        """The memories of the run's user and of no user, never another user's.
+
+        All of them when the run names no user.
+
+        The searched prefix is the user's (`("memories", "{user_id}")`), yet it can hold
+        another user's namespace below it (`("memories", "users", "bob")` for a user id
+        `"users"`); `ownership.namespace_owner` says whose each memory is.
+        """
+        user = self._user(config)
+        kept = [m for m in found if m is not None]
+        if user is None:
+            return kept
+        label = getattr(getattr(store, "scoring", None), "user_label", "users")
+        return [m for m in kept if namespace_owner(m["namespace"], label) in (None, user)]
 
     @staticmethod
     def _from_hit(hit: Any) -> RetrievedMemory | None:
@@ -312,7 +331,7 @@ class MemoryNodes:
                 found = [self._from_item(i) for i in items]
         facts = self.known_facts_for(store, namespace, query)
         profile = self.load_profile(store, config, read_only=True)
-        return self._result(state, [m for m in found if m is not None], profile, facts)
+        return self._result(state, self._visible(found, store, config), profile, facts)
 
     async def aretrieve(
         self, state: Mapping[str, Any], config: Mapping[str, Any]
@@ -331,7 +350,7 @@ class MemoryNodes:
                 found = [self._from_item(i) for i in items]
         facts = await self.aknown_facts_for(store, namespace, query)
         profile = await self.aload_profile(store, config, read_only=True)
-        return self._result(state, [m for m in found if m is not None], profile, facts)
+        return self._result(state, self._visible(found, store, config), profile, facts)
 
     # ---------------------------------------------------------------- storage
     def storage_job(

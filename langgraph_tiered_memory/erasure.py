@@ -5,16 +5,14 @@ one user and return an `ErasureReceipt`: how many records went from each place, 
 hash of each removed id, never content or the raw id, so a receipt can be filed as
 proof of erasure without becoming personal data itself.
 
-Which namespaces are a user's (`UserNamespaces.owns`):
-
-- every namespace whose user scope is the user: the label after the scoring's
-  `user_label` (`"users"` by default), anywhere in the namespace, as in search
-  isolation (`ranking.user_scope`);
-- every namespace under one of the templates filled with the user's id: by default
-  the library's own layouts, `("memories", "{user_id}")` (the memory agent, tools and
-  profile), `("profiles", "{user_id}")` (the profile cache) and
-  `("short_term", "{user_id}")` (short-term items, which promotion moves to that user's
-  long-term namespace). Pass more templates for layouts of your own.
+Which namespaces are a user's (`UserNamespaces.owns`) is `ownership.namespace_owner`,
+the rule `$user` searches use too: the label after the scoring's `user_label`
+(`"users"` by default) anywhere in the namespace; else a namespace under one of the
+templates, by default the library's own layouts `("memories", "{user_id}")` (the memory
+agent, tools and profile), `("profiles", "{user_id}")` (the profile cache) and
+`("short_term", "{user_id}")` (short-term items, which promotion moves to that user's
+long-term namespace). Pass more templates for layouts of your own. The user label wins:
+`("memories", "users", "bob")` is bob's, not the data of a user named `"users"`.
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.ownership import DEFAULT_USER_TEMPLATES, namespace_owner
 
 __all__ = [
     "DEFAULT_USER_TEMPLATES",
@@ -35,18 +33,6 @@ __all__ = [
     "id_hash",
     "subject_hash",
 ]
-
-DEFAULT_USER_TEMPLATES: tuple[tuple[str, ...], ...] = (
-    ("memories", "{user_id}"),
-    ("profiles", "{user_id}"),
-    ("short_term", "{user_id}"),
-)
-"""Namespace prefixes that belong to a user besides its `"users"` scope.
-
-`("short_term", "{user_id}")` is promotion's layout: `promotion.long_term_namespace`
-reads the label after `"short_term"` as the user (`("short_term", "u1", "s1")` is
-promoted to `("users", "u1", "memories", "s1")`).
-"""
 
 
 def id_hash(*parts: str) -> str:
@@ -92,10 +78,7 @@ class UserNamespaces:
 
     def owns(self, namespace: Sequence[str]) -> bool:
         """Whether `namespace` holds this user's data."""
-        ns = tuple(namespace)
-        if user_scope(ns, self.label) == self.user_id:
-            return True
-        return any(ns[: len(p)] == p for p in self.prefixes)
+        return namespace_owner(tuple(namespace), self.label, self.templates) == self.user_id
 
 
 @dataclass(slots=True)

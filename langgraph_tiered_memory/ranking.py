@@ -56,6 +56,7 @@ from typing import Any, Literal, cast
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
+from langgraph_tiered_memory.ownership import DEFAULT_USER_TEMPLATES, namespace_owner, user_scope
 from langgraph_tiered_memory.ranking_modes import RETRIEVAL_MODES, RetrievalMode, mode_spec
 from langgraph_tiered_memory.ranking_terms import fold, index_terms, keyword_terms
 
@@ -521,14 +522,6 @@ def rank_memories(
     return out
 
 
-def user_scope(namespace: Sequence[str], label: str) -> str | None:
-    """The user id of a namespace: the label after the first `label` ("users"), if any."""
-    for i, part in enumerate(namespace[:-1]):
-        if part == label:
-            return namespace[i + 1]
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class UserScope:
     """What a search on behalf of one user (`filter={"$user": ...}`) may return.
@@ -536,24 +529,30 @@ class UserScope:
     The one visibility rule of the store, applied as a filter before any ranking, on
     every tier and path: an item is visible to `user` if and only if
 
-    - its namespace's user scope (`user_scope`) is exactly `user` (ids are compared
-      whole: `"u1"` never sees `"u10"`), or
-    - its namespace has no user scope and its memory type is one of `shared_types`
+    - its namespace belongs to `user` (`ownership.namespace_owner`: the label after
+      `label`, else a per-user template such as `("memories", "{user_id}")`; ids are
+      compared whole: `"u1"` never sees `"u10"`), or
+    - its namespace belongs to no user and its memory type is one of `shared_types`
       (facts and skills by default).
     """
 
     user: str
     label: str = "users"
     shared_types: tuple[str, ...] = ("fact", "skill")
+    templates: tuple[tuple[str, ...], ...] = DEFAULT_USER_TEMPLATES
+
+    def owner(self, namespace: Sequence[str]) -> str | None:
+        """The user `namespace` belongs to, or None when shared."""
+        return namespace_owner(namespace, self.label, self.templates)
 
     def may_hold(self, namespace: Sequence[str]) -> bool:
         """Whether `namespace` can hold visible items (own or unscoped)."""
-        scope = user_scope(namespace, self.label)
-        return scope is None or scope == self.user
+        owner = self.owner(namespace)
+        return owner is None or owner == self.user
 
     def owns(self, namespace: Sequence[str]) -> bool:
         """Whether `namespace` is in the user's own scope."""
-        return user_scope(namespace, self.label) == self.user
+        return self.owner(namespace) == self.user
 
     def allows(
         self,
@@ -569,9 +568,9 @@ class UserScope:
                 is None (default `"experience"`).
             memory_type: The memory type recorded in the memory index, when known.
         """
-        scope = user_scope(namespace, self.label)
-        if scope is not None:
-            return scope == self.user
+        owner = self.owner(namespace)
+        if owner is not None:
+            return owner == self.user
         if memory_type is None:
             memory_type = (value or {}).get("memory_type", DEFAULT_MEMORY_TYPE)
         return isinstance(memory_type, str) and memory_type in self.shared_types

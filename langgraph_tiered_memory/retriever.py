@@ -40,7 +40,8 @@ from pydantic import ConfigDict, PrivateAttr
 
 from langgraph_tiered_memory._tool_namespaces import NamespaceTemplate
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.ranking import RetrievalMode, user_scope
+from langgraph_tiered_memory.ownership import namespace_owner
+from langgraph_tiered_memory.ranking import RetrievalMode
 
 __all__ = ["MemoryRetriever", "memory_document"]
 
@@ -161,8 +162,7 @@ class MemoryRetriever(BaseRetriever):
                 f"Namespace {namespace} is routed to the short-term tier; memories live on"
                 " the long-term tier. Retrieve from a long-term namespace."
             )
-        label = self.store.scoring.user_label
-        owner = user_scope(namespace, label)
+        owner = namespace_owner(namespace, self.store.scoring.user_label)
         if user is not None and owner is not None and owner != user:
             raise ConfigurationError(
                 f"Namespace {namespace} belongs to user {owner!r}, not to {user!r}:"
@@ -175,25 +175,26 @@ class MemoryRetriever(BaseRetriever):
     def _scope(self, namespace: tuple[str, ...], user: str | None) -> str | None:
         """The `$user` of the search, or None.
 
-        A namespace that is the user's only through a `{user_id}` label outside the
-        store's user label would hide its own non-shared memories under `$user`;
-        there the results are filtered by `_visible` instead.
+        A namespace that is the user's only through a `{user_id}` label of a layout the
+        store does not know as a user's (`ownership.namespace_owner`) would hide its own
+        non-shared memories under `$user`; there the results are filtered by `_visible`
+        instead.
         """
         if user is None:
             return None
         owned_by_template = "user_id" in self._template.placeholders
-        if owned_by_template and user_scope(namespace, self.store.scoring.user_label) is None:
+        if owned_by_template and namespace_owner(namespace, self.store.scoring.user_label) is None:
             return None
         return user
 
     def _visible(self, hits: Sequence[Any], user: str | None) -> list[Any]:
-        """Drop hits nested under another user's label (the store's `$user` rule)."""
+        """Drop hits in another user's namespaces (the store's `$user` rule)."""
         if user is None:
             return list(hits)
         label = self.store.scoring.user_label
         kept = []
         for hit in hits:
-            owner = user_scope(hit.entry.namespace, label)
+            owner = namespace_owner(hit.entry.namespace, label)
             if owner is None or owner == user:
                 kept.append(hit)
         return kept

@@ -42,8 +42,8 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples
 from langgraph_tiered_memory.history import acting
+from langgraph_tiered_memory.ownership import namespace_owner
 from langgraph_tiered_memory.provenance import names_user
-from langgraph_tiered_memory.ranking import user_scope
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 
@@ -131,15 +131,7 @@ def user_rule(
 
 def _is_shared(rule: UserNamespaces, namespace: Namespace) -> bool:
     """Whether `namespace` belongs to no user (no user scope, no per-user template)."""
-    if user_scope(namespace, rule.label) is not None:
-        return False
-    for template in rule.templates:
-        n = len(template)
-        if len(namespace) >= n and all(
-            t == "{user_id}" or t == label for t, label in zip(template, namespace, strict=False)
-        ):
-            return False
-    return True
+    return namespace_owner(namespace, rule.label, rule.templates) is None
 
 
 # ----------------------------------------------------------------------------- find

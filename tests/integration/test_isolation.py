@@ -1,7 +1,9 @@
 """Tenant isolation: a search on behalf of one user (`$user`) never returns another's items.
 
-The rule: an item is visible to user U iff its namespace's user scope is exactly U, or
-its namespace has no user scope and the item is a shared memory type (fact, skill). It
+The rule: an item is visible to user U iff its namespace belongs to U (the label after
+`"users"`, else the library's per-user layouts `("memories", U)`, `("profiles", U)`,
+`("short_term", U)`), or it belongs to no user and the item is a shared memory type
+(fact, skill). It
 holds on every tier (long and short), with and without a query or an index, for every
 retrieval mode, in `search` and `search_memories`, before limit and offset are applied.
 """
@@ -20,7 +22,7 @@ from langgraph.store.base import IndexConfig
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.ranking import RetrievalMode, user_scope
+from langgraph_tiered_memory.ranking import RetrievalMode
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import HashingEmbeddings
 
@@ -32,11 +34,21 @@ def _ctx(user: str, **extra: Any) -> dict[str, Any]:
     return {"$retrieval": "contextual", "$user": user, **extra}
 
 
+def _owner(namespace: tuple[str, ...]) -> str | None:
+    """Whose a namespace is, written out independently of the store's code."""
+    for i in range(len(namespace) - 1):
+        if namespace[i] == "users":
+            return namespace[i + 1]
+    if len(namespace) >= 2 and namespace[0] in ("memories", "profiles", "short_term"):
+        return namespace[1]
+    return None
+
+
 def _visible(user: str, namespace: tuple[str, ...], value: dict[str, Any]) -> bool:
     """The isolation rule, written out independently of the store's code."""
-    scope = user_scope(namespace, "users")
-    if scope is not None:
-        return scope == user
+    owner = _owner(namespace)
+    if owner is not None:
+        return owner == user
     return value.get("memory_type", "experience") in SHARED
 
 
@@ -180,7 +192,7 @@ def test_a_keyword_query_without_words_finds_nothing(
 # ----------------------------------------------------------------------------- property
 
 # Ids that are string prefixes of each other, on purpose.
-USERS = ["u", "u1", "u10", "u2", "U1"]
+USERS = ["u", "u1", "u10", "u2", "U1", "users"]
 TYPES = ["experience", "preference", "fact", "skill"]
 NAMESPACES = [
     *[("users", u) for u in USERS],
@@ -189,6 +201,14 @@ NAMESPACES = [
     ("users",),
     ("shared",),
     ("shared", "users"),
+    # The library's per-user layouts (tools, agent, profile, promotion), and a user
+    # whose id is the user label: `("memories", "users", "u1")` is u1's, not "users"'.
+    ("memories", "u1"),
+    ("memories", "u10"),
+    ("memories", "users"),
+    ("memories", "users", "u1"),
+    ("profiles", "u2"),
+    ("memories",),
 ]
 QUERIES = [None, "", "???", "green", "tea diary", "u1"]
 ROUTINGS = [
@@ -218,7 +238,9 @@ items = st.lists(
             st.sampled_from(USERS),
             st.sampled_from(QUERIES),
             st.sampled_from(["contextual", "hybrid", "keyword", "semantic"]),
-            st.sampled_from([(), ("users",), ("users", "u1"), ("shared",)]),
+            st.sampled_from(
+                [(), ("users",), ("users", "u1"), ("shared",), ("memories",), ("memories", "users")]
+            ),
             st.integers(min_value=1, max_value=5),
         ),
         min_size=1,
