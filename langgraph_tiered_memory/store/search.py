@@ -371,6 +371,12 @@ def search_memories(
             "search_memories needs scoring={'mode': 'memory'} (the default); this store"
             " was created with scoring mode 'similarity'."
         )
+    if "long" not in core._router.used_tiers:
+        raise ConfigurationError(
+            "search_memories ranks long-term memories, and this store has no long-term"
+            " tier: route the memory namespaces to it, e.g. tiers={'default': 'long'}, or"
+            " use search()."
+        )
     if not isinstance(query, str) or not query.strip():
         raise ValueError("search_memories needs a non-empty query string.")
     if limit < 0 or offset < 0:
