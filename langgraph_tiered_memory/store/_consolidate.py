@@ -22,6 +22,7 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.history import acting
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
+from langgraph_tiered_memory.ownership import namespace_owner
 from langgraph_tiered_memory.provenance import PROVENANCE_FIELD, merged_provenance, provenance_of
 from langgraph_tiered_memory.store._common import StoredItem, check_search_text
 from langgraph_tiered_memory.store._history import reasons_for
@@ -97,6 +98,36 @@ def _keep_provenance(merged: dict[str, Any], values: list[dict[str, Any]]) -> No
     union = merged_provenance(values)
     if union and union != provenance_of(merged).to_value():
         merged[PROVENANCE_FIELD] = union
+
+
+def _origin(value: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """Whose a memory is by its provenance: its users, else its sessions."""
+    found = provenance_of(value)
+    return (found.user_ids, frozenset() if found.user_ids else found.session_ids)
+
+
+def _split_by_origin(
+    groups: list[list[str]], values: dict[str, dict[str, Any]], is_shared: dict[str, bool]
+) -> list[list[str]]:
+    """The private groups of a shared namespace split so that no merge mixes origins.
+
+    A shared namespace holds private memories (experiences, preferences) of several
+    users, told apart by their provenance and visible to none of the others; a merge of
+    two users' private memories would put one user's words in the other's export and
+    erase them with the other. Memories with the same origin (provenance users, else
+    sessions, else none) still merge, and so do shared types (facts, skills), which
+    every user can read anyway.
+    """
+    out: list[list[str]] = []
+    for group in groups:
+        if is_shared[group[0]]:  # groups never mix shared and private types
+            out.append(group)
+            continue
+        parts: dict[tuple[frozenset[str], frozenset[str]], list[str]] = {}
+        for key in group:
+            parts.setdefault(_origin(values.get(key, {})), []).append(key)
+        out.extend(part for part in parts.values() if len(part) >= 2)
+    return out
 
 
 def _most_restrictive_type(values: list[dict[str, Any]], shared: tuple[str, ...]) -> str:
@@ -290,6 +321,8 @@ def consolidate(
     groups = grouped()
     while candidates.read([k for group in groups for k in group]):
         groups = grouped()  # regroup without the memories that cannot be sources
+    if namespace_owner(namespace, core.scoring.user_label) is None:
+        groups = _split_by_origin(groups, candidates.values, is_shared)
     merge = merger(model if groups else None)  # no model is loaded for nothing to merge
     records: list[ConsolidationRecord] = []
     merged_ops: list[PutOp] = []

@@ -68,3 +68,28 @@ def test_a_merged_shared_memory_names_every_sources_user(mstore: TieredMemorySto
     plain = mstore.get(ns, mine["key"])
     assert plain is not None and PROVENANCE_FIELD not in plain.value
     assert plain.value["thread_id"] == "t1"
+
+
+def test_private_memories_of_two_users_in_a_shared_namespace_are_never_merged(
+    mstore: TieredMemoryStore,
+) -> None:
+    team = ("team",)  # no user: a shared namespace
+    tool_value = {"memory_type": "preference"}
+    mstore.put(team, "a1", {**tool_value, "content": "I like green tea", "user_id": "alice"})
+    mstore.put(team, "a2", {**tool_value, "content": "I like green tea", "user_id": "alice"})
+    address = "I like green tea; my home address is 5 Main St"
+    mstore.put(team, "b1", {**tool_value, "content": address, "user_id": "bob"})
+    for query in [None, "green tea"]:
+        records = mstore.consolidate(team, query=query, min_similarity=0.0, threshold=0.0)
+        for record in records:  # alice's two memories may merge; bob's never joins them
+            assert "b1" not in record["sources"] and "Main St" not in record["content"]
+    exported = [m["value"]["content"] for m in mstore.export_user("alice")["shared_memories"]]
+    assert exported and not any("Main St" in text for text in exported)
+    mstore.erase_user("alice")
+    assert mstore.get(team, "b1") is not None
+    # Shared types still merge across users: every user can read them anyway.
+    fact = {"memory_type": "fact", "content": "The office opens at nine."}
+    mstore.put(team, "f1", {**fact, "user_id": "carol"})
+    mstore.put(team, "f2", {**fact, "user_id": "dan"})
+    (merged,) = mstore.consolidate(team, threshold=0.99)
+    assert sorted(merged["sources"]) == ["f1", "f2"]
