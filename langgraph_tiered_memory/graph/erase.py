@@ -10,6 +10,7 @@ or one write query (FalkorDB):
   object *mentions* one of `mentions` (by default the user id): the entity is the
   mention, or holds it as whole words (``"u-42"`` is mentioned by ``"user u-42"``,
   never by ``"u-420"``). Entity names are data about the user wherever they are.
+  The extractor's anonymous first person (``"user"``) is never a mention.
   The memory that supported such a triple is not touched (it is not the user's by
   namespace); it is reported in `GraphErasure.mentioned`, so the caller can erase it
   by its own rule (provenance) or record that it was kept. A kept memory gives its
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from langgraph_tiered_memory.graph._rules import DEFAULT_SPEAKER
 from langgraph_tiered_memory.graph.types import Namespace, normalize_entity
 
 if TYPE_CHECKING:
@@ -100,8 +102,15 @@ def user_scope_of(user_id: str | None) -> str | None:
 
 
 def mention_names(mentions: Iterable[str]) -> list[str]:
-    """The mentions as entity names (normalised, distinct, empty ones dropped)."""
-    return [m for m in dict.fromkeys(normalize_entity(x) for x in mentions) if m]
+    """The mentions as entity names (normalised, distinct; empty ones dropped).
+
+    The extractor's stand-in for a speaker it does not know (`DEFAULT_SPEAKER`,
+    ``"user"``) is dropped too: it is every anonymous first person, in every user's
+    namespace, so a user whose id is ``"user"`` must not erase them all.
+    """
+    placeholder = normalize_entity(DEFAULT_SPEAKER)
+    names = dict.fromkeys(normalize_entity(x) for x in mentions)
+    return [m for m in names if m and m != placeholder]
 
 
 def _pattern(names: Sequence[str]) -> re.Pattern[str]:

@@ -163,3 +163,28 @@ def test_falkordb_nodes_of_the_user_are_gone(
     assert len(after) == 2 * 7
     assert not any("plover" in row or "'tea'" in row for row in after)
     assert erase_user_graph(falkor_graph, UserNamespaces(UID)).total == 0
+
+
+# ------------------------------------------------------------------ both
+@pytest.fixture(params=["sqlite", "falkordb"])
+def any_graph(request: pytest.FixtureRequest) -> GraphStore:
+    name = "sqlite_graph" if request.param == "sqlite" else "falkor_graph"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+def test_a_user_named_like_the_anonymous_speaker_erases_no_one_elses_triples(
+    any_graph: GraphStore,
+) -> None:
+    # "I" without a known speaker is the entity "user", in every user's namespace.
+    alice, bob = ("users", "alice", "mem"), ("users", "bob", "mem")
+    any_graph.replace(
+        [
+            MemoryTriples(alice, "a1", (T("user", "works at", "Google"),), "alice"),
+            MemoryTriples(bob, "b1", (T("user", "lives in", "Berlin"),), "bob"),
+            MemoryTriples(("users", "user"), "u1", (T("user", "likes", "tea"),), "user"),
+        ]
+    )
+    done = erase_user_graph(any_graph, UserNamespaces("user"))
+    assert [t[:2] for t in done.triples] == [("users", "user")]
+    kept = sorted((r.namespace, r.triple.subject) for r in any_graph.triples(("users",)))
+    assert kept == [(alice, "user"), (bob, "user")]
