@@ -20,11 +20,20 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, NamedTuple
 
 from langgraph_tiered_memory.store._common import Namespace, StoredItem, loads
 
-__all__ = ["Document", "decode_document", "encode_document"]
+__all__ = [
+    "VERSION_PATTERN",
+    "Document",
+    "decode_document",
+    "document_version",
+    "encode_document",
+    "item_version",
+    "same_version",
+]
 
 
 class Document(NamedTuple):
@@ -105,3 +114,31 @@ def decode_document(raw: str | bytes) -> Document:
         write_id=str(doc.get("w", "")),
         key_vectors=int(doc.get("k", 0)),
     )
+
+
+_HEAD = re.compile(r'^\{"c":[^,]*,"u":([^,]*),"t":([^,]*),')
+"""The head `encode_document` writes: update time and TTL, each as its own text."""
+VERSION_PATTERN = '^{"c":[^,]*,"u":([^,]*),"t":([^,]*),'
+"""`_HEAD` as a Lua pattern (no escapes needed: Lua's magic characters are absent)."""
+
+
+def item_version(item: StoredItem) -> tuple[str, str]:
+    """What `encode_document` wrote for the item's version: (update time, TTL) texts."""
+    return _number(item.updated_at), "null" if item.ttl is None else _number(item.ttl)
+
+
+def document_version(raw: str | bytes) -> tuple[str, str] | None:
+    """(update time, TTL) as written in a document's head; None for an older format."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    found = _HEAD.match(text[:256])
+    return None if found is None else (found.group(1), found.group(2))
+
+
+def same_version(raw: str | bytes, item: StoredItem) -> bool:
+    """Whether the document `raw` is still the version `item` was read from.
+
+    A write since the read (another value, another TTL or none) changes the head;
+    documents of an older format carry no comparable head and count as the same.
+    """
+    found = document_version(raw)
+    return found is None or found == item_version(item)

@@ -155,3 +155,32 @@ def test_background_sweeper_removes_expired_items(
     assert col.count() == 0
     store.close()
     assert store._sweeper is not None and not store._sweeper.is_alive()
+
+
+def test_a_refresh_of_a_stale_read_leaves_a_newer_write_alone(
+    cstore: TieredMemoryStore, clock: Clock
+) -> None:
+    # A read refreshes the TTL of the version it read; when a write lands between the
+    # read and its refresh, the refresh must not give the newer version an expiry.
+    ns = ("race",)
+    cstore.put(ns, "a", {"v": "session"}, ttl=TTL_MIN)
+    cstore.put(ns, "b", {"v": "session"}, ttl=TTL_MIN)
+    tier = cstore._tier(cstore.tier_for(ns))
+    stale = tier.get(ns, ["a", "b"], now=clock.now)  # what the read saw
+    cstore.put(ns, "a", {"v": "permanent"})  # the write in between: no TTL
+    clock.now += 1
+    cstore.put(ns, "b", {"v": "longer"}, ttl=100 * TTL_MIN)
+    tier.refresh(list(stale.values()), now=clock.now)
+    clock.now += 10 * TTL_S
+    cstore.sweep_ttl()
+    kept = cstore.get(ns, "a", refresh_ttl=False)
+    assert kept is not None and kept.value == {"v": "permanent"}
+    longer = cstore.get(ns, "b", refresh_ttl=False)
+    assert longer is not None and longer.value == {"v": "longer"}
+    # The version that was read is still refreshed.
+    cstore.put(ns, "c", {"v": "session"}, ttl=TTL_MIN)
+    fresh = tier.get(ns, ["c"], now=clock.now)
+    clock.now += TTL_S / 2
+    tier.refresh(list(fresh.values()), now=clock.now)
+    clock.now += TTL_S * 0.75
+    assert cstore.get(ns, "c", refresh_ttl=False) is not None

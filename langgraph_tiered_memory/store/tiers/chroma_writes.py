@@ -38,7 +38,12 @@ from langgraph_tiered_memory.store._common import (
     StoredItem,
     namespace_id,
 )
-from langgraph_tiered_memory.store._document import Document, decode_document, encode_document
+from langgraph_tiered_memory.store._document import (
+    Document,
+    decode_document,
+    encode_document,
+    same_version,
+)
 from langgraph_tiered_memory.store._history import plan_events
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
@@ -440,8 +445,17 @@ class ChromaWrites(ChromaBase):
                 col = self._collection(ns, create=False)
                 if col is None:
                     continue
-                expiries = {it.key: now + it.ttl * 60 for it in group}  # type: ignore[operator]
                 nsid = namespace_id(ns)
+                # Only the version that was read: a write since then (a put without a
+                # TTL, say) keeps its own expiry.
+                current = self._docs.get(nsid, col, [it.key for it in group])
+                expiries = {
+                    it.key: now + it.ttl * 60  # type: ignore[operator]
+                    for it in group
+                    if it.key in current and same_version(current[it.key]["_d"], it)
+                }
+                if not expiries:
+                    continue
                 self._docs.begin(nsid, list(expiries))
                 # Only refresh records that still exist: update() of a missing id is a no-op.
                 col.update(

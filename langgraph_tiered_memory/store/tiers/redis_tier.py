@@ -45,7 +45,12 @@ from langgraph_tiered_memory.store._common import (
     matches_filter,
     namespace_id,
 )
-from langgraph_tiered_memory.store._document import decode_document, encode_document
+from langgraph_tiered_memory.store._document import (
+    VERSION_PATTERN,
+    decode_document,
+    encode_document,
+    item_version,
+)
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
 from langgraph_tiered_memory.store.tiers.redis_erase import RedisErase
 from langgraph_tiered_memory.store.tiers.redis_liveness import Liveness
@@ -429,6 +434,8 @@ class RedisTier(RedisErase):
                     ms,
                     _expiry_ms(now + it.ttl * 60),
                     it.key,
+                    *item_version(it),
+                    VERSION_PATTERN,
                 )
             done = pipe.execute()[1:]
             # An item gone before its refresh leaves its namespace's bound too high.
@@ -466,11 +473,16 @@ def _expiry_ms(expires: float) -> int:
     return round(expires * 1000)
 
 
-# Keys: item, vectors, key set. Args: ttl ms, new expiry (ms), key.
+# Keys: item, vectors, key set. Args: ttl ms, new expiry (ms), key, the read version's
+# update time and TTL (as `encode_document` wrote them), the document head's pattern.
 # Only touches an item that still exists (and is still in the key set, i.e. not swept),
-# so a refresh never resurrects a deleted or swept one.
+# so a refresh never resurrects a deleted or swept one, and only the version that was
+# read, so a write since then (a put without a TTL, say) keeps its own expiry.
 _REFRESH_LUA = """
 if not redis.call('ZSCORE', KEYS[3], ARGV[3]) then return 0 end
+local head = redis.call('GETRANGE', KEYS[1], 0, 255)
+local u, t = string.match(head, ARGV[6])
+if u and (u ~= ARGV[4] or t ~= ARGV[5]) then return 0 end
 if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[2], ARGV[3])
