@@ -293,11 +293,15 @@ def update_importance(
     Returns:
         The new importance, or None when the memory does not exist.
     """
-    rewrite = _reinforced(core, tuple(namespace), key, delta)
-    if rewrite is None:
-        return None
-    with redis_call(), _reinforcing(rewrite):
-        core._run_batch(rewrite.ops, keep=rewrite.keep)
+    # Read and rewrite under the long tier's writer lock: a delete or put of this
+    # process lands before the read or after the rewrite, never in between (where the
+    # rewrite would bring a deleted memory back, or undo the put).
+    with core._long().exclusive():
+        rewrite = _reinforced(core, tuple(namespace), key, delta)
+        if rewrite is None:
+            return None
+        with redis_call(), _reinforcing(rewrite):
+            core._run_batch(rewrite.ops, keep=rewrite.keep)
     return rewrite.importance
 
 
@@ -306,15 +310,10 @@ async def aupdate_importance(
 ) -> float | None:
     """Async `update_importance` (same arguments and result).
 
-    The memory is read in a worker thread and rewritten through the async batch path,
-    which embeds with the model's async API.
+    Read and rewrite run together in a worker thread, under the long tier's writer
+    lock like `update_importance` (a lock cannot be held across an `await`).
     """
-    rewrite = await asyncio.to_thread(_reinforced, core, tuple(namespace), key, delta)
-    if rewrite is None:
-        return None
-    with redis_call(), _reinforcing(rewrite):
-        await core._arun_batch(rewrite.ops, keep=rewrite.keep)
-    return rewrite.importance
+    return await asyncio.to_thread(update_importance, core, namespace, key, delta)
 
 
 class _Rewrite(NamedTuple):

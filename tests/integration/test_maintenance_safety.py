@@ -425,3 +425,37 @@ def test_maintenance_refuses_text_utf8_cannot_encode_before_touching_anything(
     with pytest.raises(InvalidFilterError, match="UTF-8"):
         mstore.consolidate(ns, query="tea \ud800")
     assert [i.key for i in mstore.search(ns, limit=10)] == [i.key for i in before]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_reinforcing_never_brings_back_a_memory_deleted_meanwhile(
+    pstore: TieredMemoryStore, monkeypatch: pytest.MonkeyPatch, use_async: bool
+) -> None:
+    import asyncio
+    import threading
+
+    from langgraph_tiered_memory.store import maintenance
+
+    ns = ("users", "u1")
+    pstore.put(ns, "secret", {"content": "a secret to delete", "importance": 0.5})
+    deleted = threading.Event()
+    read = maintenance._reinforced
+
+    def read_then_delete(*args: Any) -> Any:
+        found = read(*args)
+        # Another thread deletes the memory right after the read; it must wait for
+        # the rewrite instead of landing before it (where the rewrite would undo it).
+        deleter = threading.Thread(target=lambda: (pstore.delete(ns, "secret"), deleted.set()))
+        deleter.start()
+        deleter.join(timeout=0.5)
+        assert not deleted.is_set()
+        return found
+
+    monkeypatch.setattr(maintenance, "_reinforced", read_then_delete)
+    if use_async:
+        got = asyncio.run(maintenance.aupdate_importance(pstore, ns, "secret", 0.1))
+    else:
+        got = pstore.update_importance(ns, "secret", 0.1)
+    assert got == pytest.approx(0.6)
+    assert deleted.wait(timeout=10)
+    assert pstore.get(ns, "secret") is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -116,6 +117,9 @@ class MemoryTier(Tier, Protocol):
 
     def namespaces(self, prefix: Namespace, *, now: float | None) -> list[Namespace]:
         """Namespaces under `prefix` with a live item at `now` (None: every registered one)."""
+
+    def exclusive(self) -> AbstractContextManager[Any]:
+        """A lock held across a read and the rewrite built from it (this process's writers)."""
 
     def retrieve(
         self,

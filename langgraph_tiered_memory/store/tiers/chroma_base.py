@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Any
 
 from langgraph_tiered_memory.errors import ConfigurationError
@@ -99,6 +100,15 @@ class ChromaBase:
         self._describe = describe
         self._memory_index_path = memory_index_path
         self._memindex: DocMirror | None = None
+
+    def exclusive(self) -> AbstractContextManager[Any]:
+        """The tier's writer lock, for a read and the write that follows it.
+
+        Held across both, no other writer of this process changes the items in
+        between (a delete cannot be undone by a rewrite of what was read). Reentrant:
+        the write takes it again.
+        """
+        return self._lock
 
     @property
     def client(self) -> Any:
