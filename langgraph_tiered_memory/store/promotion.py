@@ -25,8 +25,10 @@ from langgraph.store.base import (
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.provenance import stamp
 from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.store._items import StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import PromotionSkip
+from langgraph_tiered_memory.store.tiers.base import ConditionalDeletes
 
 __all__ = ["Promoted", "long_term_namespace", "promote", "worth_keeping"]
 
@@ -212,9 +214,45 @@ def promote(
         chunk = moves[start : start + 500]
         core._run_batch([op for _, op, _ in chunk if op is not None])  # copies stored first
         if delete:
-            core._run_batch([PutOp(ns, item.key, None) for (ns, item), _, _ in chunk])
+            _delete_promoted(core, [source for source, _, _ in chunk])
         promoted.extend(pair for _, _, pair in chunk)
     return promoted
+
+
+def _delete_promoted(core: StoreCore, sources: list[tuple[tuple[str, ...], Item]]) -> None:
+    """Delete the short-term items that were copied, unless written since they were read.
+
+    A source changed after the read (a newer value) is not what the copy holds: it stays
+    in the short-term tier, logged, instead of being lost. The check and the delete are
+    one step on the tier (`ConditionalDeletes.delete_unchanged`).
+    """
+    tier = cast(ConditionalDeletes, core._tier("short"))
+    now = core.clock()
+    by_ns: dict[tuple[str, ...], list[Item]] = {}
+    for ns, item in sources:
+        by_ns.setdefault(ns, []).append(item)
+    current: list[StoredItem] = []
+    changed: list[tuple[tuple[str, ...], str]] = []
+    for ns, items in by_ns.items():
+        found = tier.get(ns, [it.key for it in items], now=now)
+        for item in items:
+            stored = found.get(item.key)
+            if stored is not None and _same_write(stored, item):
+                current.append(stored)
+            else:
+                changed.append((ns, item.key))
+    done = tier.delete_unchanged(current)
+    changed += [(s.namespace, s.key) for s, ok in zip(current, done, strict=True) if not ok]
+    for ns, key in changed:
+        logger.info("Kept %s/%s in short-term memory: it changed after it was promoted.", ns, key)
+
+
+def _same_write(stored: StoredItem, item: Item) -> bool:
+    """Whether `stored` is the write `item` was read from (value and update time)."""
+    # `Item.updated_at` is a datetime: microseconds, where the tier keeps the float.
+    return (
+        stored.value == item.value and abs(stored.updated_at - item.updated_at.timestamp()) < 1e-5
+    )
 
 
 def _skip(ns: tuple[str, ...], key: str, reason: str) -> PromotionSkip:

@@ -459,3 +459,37 @@ def test_reinforcing_never_brings_back_a_memory_deleted_meanwhile(
     assert got == pytest.approx(0.6)
     assert deleted.wait(timeout=10)
     assert pstore.get(ns, "secret") is None
+
+
+@pytest.mark.parametrize("newer", [{"content": "now prefers coffee", "importance": 0.9}, None])
+def test_promotion_never_deletes_a_short_term_item_written_after_its_read(
+    pstore: TieredMemoryStore,
+    monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
+    newer: dict[str, Any] | None,
+) -> None:
+    from langgraph_tiered_memory.store import promotion
+
+    short = ("short_term", "u1", "s1")
+    pstore.put(short, "fact", {"content": "likes tea", "importance": 0.9})
+    pstore.put(short, "other", {"content": "likes jazz", "importance": 0.9})
+    placed = promotion._placed
+
+    def placed_then_a_write(*args: Any) -> Any:
+        out = placed(*args)
+        clock.now += 1  # a session writes the same key while the copies are made
+        if newer is None:
+            pstore.put(short, "fact", {"content": "likes tea", "importance": 0.9}, ttl=5)
+        else:
+            pstore.put(short, "fact", newer)
+        return out
+
+    monkeypatch.setattr(promotion, "_placed", placed_then_a_write)
+    moved = pstore.promote(("short_term",), delete=True)
+    dest = ("users", "u1", "memories", "s1")
+    assert sorted(moved) == [(dest, "fact"), (dest, "other")]
+    kept = pstore.get(short, "fact", refresh_ttl=False)
+    assert kept is not None and kept.value == (newer or {"content": "likes tea", "importance": 0.9})
+    assert pstore.get(short, "other") is None  # unchanged: moved as asked
+    copy = pstore.get(dest, "fact")
+    assert copy is not None and copy.value["content"] == "likes tea"

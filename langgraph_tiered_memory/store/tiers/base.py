@@ -109,6 +109,13 @@ class Candidate(NamedTuple):
     """Graph-channel score, when the knowledge graph reached the memory."""
 
 
+class ConditionalDeletes(Tier, Protocol):
+    """A tier that deletes an item only while it is the version read (the short tier)."""
+
+    def delete_unchanged(self, items: Sequence[StoredItem]) -> list[bool]:
+        """Per item, delete it if unchanged since it was read; whether it was deleted."""
+
+
 class MemoryTier(Tier, Protocol):
     """The long-term tier as the memory path uses it: a `Tier` plus memory statistics.
 

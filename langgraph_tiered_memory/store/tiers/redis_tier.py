@@ -450,6 +450,47 @@ class RedisTier(RedisErase):
             )
 
     @_one_call
+    def delete_unchanged(self, items: Sequence[StoredItem]) -> list[bool]:
+        """Delete each item only while it is the version read (compare and delete).
+
+        An item written since it was read (another value or TTL) stays, and so does
+        one already gone. Each check and delete is one script, so no write lands in
+        between.
+
+        Returns:
+            Per item, whether it was deleted.
+        """
+        if not items:
+            return []
+        with redis_errors(self._where, self._timeout):
+            pipe = self.client.pipeline(transaction=False)
+            for it in items:
+                base = self._base(it.namespace)
+                pipe.execute_command(
+                    "EVAL",
+                    _DELETE_UNCHANGED_LUA,
+                    3,
+                    f"{base}:i:{it.key}",
+                    f"{base}:v:{it.key}",
+                    f"{base}:z",
+                    it.key,
+                    *item_version(it),
+                    VERSION_PATTERN,
+                )
+            done = [bool(ok) for ok in pipe.execute()]
+            # A namespace may have lost its last item: its liveness bound is re-checked.
+            self._liveness.mark_dirty(
+                sorted(
+                    {
+                        encode_namespace(it.namespace)
+                        for it, ok in zip(items, done, strict=True)
+                        if ok
+                    }
+                )
+            )
+        return done
+
+    @_one_call
     def sweep(self, *, now: float) -> int:
         """Drop expired members from the per-namespace key sets (Redis expires the items)."""
         removed = 0
@@ -486,5 +527,18 @@ if u and (u ~= ARGV[4] or t ~= ARGV[5]) then return 0 end
 if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[2], ARGV[3])
+return 1
+"""
+
+
+# Keys: item, vectors, key set. Args: key, the read version's update time and TTL (as
+# `encode_document` wrote them), the document head's pattern.
+_DELETE_UNCHANGED_LUA = """
+if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
+local head = redis.call('GETRANGE', KEYS[1], 0, 255)
+local u, t = string.match(head, ARGV[4])
+if not u or u ~= ARGV[2] or t ~= ARGV[3] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[1])
 return 1
 """
