@@ -1,21 +1,23 @@
 """Validation and encoding of what a batch writes or reads, before any backend sees it.
 
-Namespaces, keys, values, TTLs and the text of searches are checked here, so a bad
-op fails the batch before anything is written; `encode_value` turns a checked value
-into the JSON the tiers store. Nothing here does I/O.
+Namespaces, keys, values, TTLs, embedding vectors and the text of searches are checked
+here, so a bad op fails the batch before anything is written; `encode_value` turns a
+checked value into the JSON the tiers store. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+import numpy as np
 from langgraph.store.base import InvalidNamespaceError
 
-from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError, InvalidItemError
 from langgraph_tiered_memory.store._items import Namespace
 
 MAX_KEY_BYTES = 1024
@@ -27,14 +29,23 @@ MAX_LABEL_BYTES = 256
 MAX_VALUE_DEPTH = 100
 """Deepest nesting of dicts and lists accepted in an item value (the value itself is 1)."""
 
+MAX_TTL_MINUTES = 100 * 365 * 24 * 60
+"""Longest TTL accepted, in minutes: 100 years (52,560,000 minutes).
+
+Well within what the tiers can hold: Redis refuses a `PX` expiry that, added to the
+current time in milliseconds, passes 2**63 - 1 (about 1.5e14 minutes), and expiry
+timestamps must convert to datetimes (before year 10000, e.g. in user exports). Checked
+before anything of a batch is written. For no expiry, pass `ttl=None`.
+"""
+
 
 def validate_namespace(namespace: Any) -> Namespace:
     """Check a namespace used for a write and return it as a tuple.
 
     Raises:
         InvalidNamespaceError: the namespace is empty, has a non-string, empty or
-            dotted label, a label holding a surrogate code point (not UTF-8
-            encodable), or a label longer than `MAX_LABEL_BYTES`.
+            dotted label, a label holding a NUL character or a surrogate code point
+            (not UTF-8 encodable), or a label longer than `MAX_LABEL_BYTES`.
     """
     if not isinstance(namespace, tuple):
         if isinstance(namespace, list):
@@ -71,13 +82,14 @@ def validate_namespace(namespace: Any) -> Namespace:
 
 
 def check_labels(labels: Iterable[Any], what: str = "Namespace") -> None:
-    """Check that the labels of a namespace or prefix used for a read are UTF-8 encodable.
+    """Check that the labels of a namespace or prefix used for a read could be stored.
 
     Reads accept any namespace a write would (and more: prefixes, `"*"` wildcards);
-    only text no backend can store or look up is refused.
+    only text no write accepts (like LangGraph's `validate_op_namespace`, NUL) or no
+    backend can store or look up is refused.
 
     Raises:
-        InvalidNamespaceError: a label holds a surrogate code point.
+        InvalidNamespaceError: a label holds a NUL character or a surrogate code point.
     """
     labels = tuple(labels)
     for label in labels:
@@ -86,6 +98,13 @@ def check_labels(labels: Iterable[Any], what: str = "Namespace") -> None:
 
 
 def _check_label_text(label: str, namespace: Sequence[Any], what: str = "Namespace") -> None:
+    if "\x00" in label:
+        # LangGraph's own put/get/delete/search refuse NUL too (`validate_op_namespace`).
+        raise InvalidNamespaceError(
+            f"{what} label {_short(label)} in {tuple(namespace)!r} holds a NUL character"
+            " ('\\x00'), which namespace labels cannot contain. Remove it first, e.g. with"
+            " label.replace('\\x00', '')."
+        )
     if _SURROGATE.search(label):
         raise InvalidNamespaceError(
             f"{what} label {_short(label)} in {tuple(namespace)!r} cannot be encoded as UTF-8."
@@ -285,7 +304,8 @@ def validate_ttl(ttl: Any) -> float | None:
     """Check a TTL in minutes (None means no expiry).
 
     Raises:
-        InvalidItemError: the TTL is not a positive finite number.
+        InvalidItemError: the TTL is not a positive finite number, or is longer than
+            `MAX_TTL_MINUTES`.
     """
     if ttl is None:
         return None
@@ -296,4 +316,110 @@ def validate_ttl(ttl: Any) -> float | None:
             f"TTL must be a positive number of minutes, got {ttl!r}. Use None for no expiry"
             " or delete the item instead."
         )
+    if ttl > MAX_TTL_MINUTES:
+        raise InvalidItemError(
+            f"TTL of {ttl!r} minutes is longer than the maximum, {MAX_TTL_MINUTES:,} minutes"
+            " (100 years). Pass ttl=None for no expiry, or a shorter TTL."
+        )
     return float(ttl)
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""Largest magnitude a vector entry may have: both tiers store vectors as float32."""
+
+_MODEL_FIX = (
+    "Check the embedding model (index['embed']): it must return, for each text, one list"
+    " of finite floats."
+)
+"""How to fix bad embeddings (for error messages)."""
+
+
+def check_vectors(
+    vectors: Sequence[Any], *, dims: int, what: str, count: int | None = None
+) -> None:
+    """Check what an embedding model returned before any of it is stored or searched.
+
+    Cheap enough for every batch: one pass over each vector's entry types (in C),
+    then a vectorised range check.
+
+    Args:
+        vectors: The model's output.
+        dims: The size every vector must have (`index['dims']`).
+        what: What the vectors embed, for messages (e.g. `"stored items"`).
+        count: How many texts were embedded (None: not checked).
+
+    Raises:
+        ConfigurationError: the model returned another number of vectors than
+            `count`, a vector that is not a sequence of real numbers (an entry is a
+            string, None, a bool...), a vector of another size than `dims`, or a
+            vector holding NaN, an infinity or a number float32 cannot hold.
+    """
+    if count is not None and len(vectors) != count:
+        raise ConfigurationError(
+            f"The embedding model returned {_count(len(vectors), 'vector')} for"
+            f" {_count(count, 'text')} of {what}; it must return exactly one vector per"
+            f" text, in order. {_MODEL_FIX}"
+        )
+    for i, vector in enumerate(vectors):
+        arr = _as_real_array(vector, i, what)
+        if arr.shape != (dims,):
+            raise ConfigurationError(
+                f"The embedding model returned {len(arr)}-dimensional vectors for {what},"
+                f" but index['dims'] is {dims}. Set dims to the model's output size."
+            )
+        # NaN fails every comparison, so this one test catches NaN, inf and overflow.
+        if not bool(np.all(np.abs(arr) <= _FLOAT32_MAX)):
+            j = int(np.argmin(np.abs(arr) <= _FLOAT32_MAX))
+            bad = float(arr[j])
+            found = (
+                "NaN"
+                if math.isnan(bad)
+                else "an infinity"
+                if math.isinf(bad)
+                else f"{bad!r} (beyond float32, the type the tiers store)"
+            )
+            raise ConfigurationError(
+                f"The embedding model returned a vector for {what} holding {found}"
+                f" (vector {i}, entry {j}); vectors must hold finite numbers. {_MODEL_FIX}"
+            )
+
+
+def _as_real_array(vector: Any, i: int, what: str) -> np.ndarray[Any, Any]:
+    """One vector as a float64 array, or ConfigurationError naming the bad entry."""
+    if isinstance(vector, np.ndarray):
+        if vector.ndim == 1 and vector.dtype.kind in "fiu":
+            return vector.astype(np.float64, copy=False)
+        problem = f"an array of dtype {vector.dtype} and shape {vector.shape}"
+    elif isinstance(vector, Sequence) and not isinstance(vector, (str, bytes)):
+        types = set(map(type, vector))
+        bad = [t for t in types if not _is_real_type(t)]
+        if not bad:
+            try:
+                return np.asarray(vector, dtype=np.float64)
+            except OverflowError:  # an int beyond float64
+                problem = "an integer too large for a float"
+        else:
+            j, entry = next((j, x) for j, x in enumerate(vector) if type(x) in bad)
+            problem = f"entry {j} of type {type(entry).__name__} ({_short_repr(entry)})"
+    else:
+        problem = f"a {type(vector).__name__}, not a list of numbers"
+    raise ConfigurationError(
+        f"The embedding model returned a vector for {what} that is not a list of real"
+        f" numbers (vector {i}: {problem}). {_MODEL_FIX}"
+    )
+
+
+def _is_real_type(t: type) -> bool:
+    """Whether entries of type `t` are real numbers (bool subclasses int but is refused)."""
+    if t is float or t is int:
+        return True
+    return issubclass(t, numbers.Real) and not issubclass(t, (bool, np.bool_))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _short_repr(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -27,7 +27,6 @@ from langgraph.store.base import (
 from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_redis_timeout
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
-from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import memory_fields
@@ -62,6 +61,7 @@ from langgraph_tiered_memory.store._graph_write import (
     plan_graph,
     replace_after_write,
 )
+from langgraph_tiered_memory.store._validate import check_vectors
 from langgraph_tiered_memory.store.planning import (
     Plan,
     PlanConfig,
@@ -407,13 +407,22 @@ class TieredStoreCore:
     def _plan(self, ops: Iterable[Op]) -> Plan:
         return plan_batch(ops, self._plan_config)
 
-    def _check_vectors(self, vectors: Sequence[Sequence[float]], what: str) -> None:
-        for v in vectors:
-            if len(v) != self.dims:
-                raise ConfigurationError(
-                    f"The embedding model returned {len(v)}-dimensional vectors for {what},"
-                    f" but index['dims'] is {self.dims}. Set dims to the model's output size."
-                )
+    def _check_vectors(
+        self, vectors: Sequence[Sequence[float]], what: str, *, count: int | None = None
+    ) -> None:
+        """Refuse what the embedding model returned unless it can be stored and compared.
+
+        Args:
+            vectors: The model's output.
+            what: What the vectors embed, for messages.
+            count: How many texts were embedded (None: not checked).
+
+        Raises:
+            ConfigurationError: another number of vectors than `count`, a vector of
+                another size than `index['dims']`, or one holding anything but finite
+                real numbers (NaN, infinities, strings, None, bools).
+        """
+        check_vectors(vectors, dims=self.dims, what=what, count=count)
 
     # ----------------------------------------------------------------- execution
     def _execute(
@@ -422,7 +431,7 @@ class TieredStoreCore:
         text_vectors: Sequence[Sequence[float]],
         query_vectors: dict[str, Sequence[float]],
     ) -> list[Result]:
-        self._check_vectors(text_vectors, "stored items")
+        self._check_vectors(text_vectors, "stored items", count=len(plan.texts))
         self._check_vectors(list(query_vectors.values()), "search queries")
         now = self.clock()
         results: list[Result] = [None] * plan.size
