@@ -124,12 +124,22 @@ def utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
-def check_ttl(ttl: float | None) -> float | None:
+MAX_SESSION_TTL_SECONDS = 100 * 365 * 86_400.0
+"""Longest session TTL: 100 years, far within what Redis `EXPIRE` accepts."""
+
+
+def check_ttl(ttl: Any) -> float | None:
+    """A session TTL in seconds (None: no expiry), or `ConfigurationError` naming the fix."""
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
         raise ConfigurationError(
             f"Session ttl must be a positive number of seconds or None (no expiry), got {ttl!r}."
+        )
+    if not ttl <= MAX_SESSION_TTL_SECONDS:  # also refuses infinity
+        raise ConfigurationError(
+            f"Session ttl {ttl!r} is longer than the maximum, {MAX_SESSION_TTL_SECONDS:,.0f}"
+            " seconds (100 years): pass None for sessions that never expire."
         )
     return float(ttl)
 

@@ -36,6 +36,7 @@ from langgraph_tiered_memory._redis_client import (
     client_options,
 )
 from langgraph_tiered_memory.checkpoint._recorder import AsyncRecorder, Recorder
+from langgraph_tiered_memory.checkpoint._registry_keys import check_ttl
 from langgraph_tiered_memory.checkpoint.modules import acheck_modules, check_modules
 from langgraph_tiered_memory.checkpoint.registry import (
     DEFAULT_SESSION_TTL,
@@ -96,6 +97,8 @@ def session_ttl(ttl: Any) -> tuple[float | None, dict[str, Any] | None]:
             f"ttl must be a positive number of seconds, a timedelta, or None (no expiry),"
             f" got {seconds!r}."
         )
+    seconds = check_ttl(seconds)  # at most 100 years (no infinity)
+    assert seconds is not None
     upstream = {"default_ttl": seconds / _SECONDS_PER_MINUTE, "refresh_on_read": True}
     return float(seconds), upstream
 

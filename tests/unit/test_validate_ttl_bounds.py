@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory import ConfigurationError, InvalidItemError
+from langgraph_tiered_memory.checkpoint._registry_keys import MAX_SESSION_TTL_SECONDS, check_ttl
+from langgraph_tiered_memory.checkpoint._session import session_ttl
 from langgraph_tiered_memory.store._config import check_ttl_config
 from langgraph_tiered_memory.store._validate import MAX_TTL_MINUTES, validate_ttl
 
@@ -47,3 +51,20 @@ def test_default_ttl_above_the_maximum_is_a_configuration_error() -> None:
     assert check_ttl_config({"default_ttl": MAX_TTL_MINUTES}) == {"default_ttl": MAX_TTL_MINUTES}
     with pytest.raises(ConfigurationError, match=r"default_ttl.*maximum.*ttl=None"):
         check_ttl_config({"default_ttl": 1e15})
+
+
+@pytest.mark.parametrize(
+    "ttl", [float("inf"), 1e30, MAX_SESSION_TTL_SECONDS * 2, timedelta(days=365 * 200)]
+)
+def test_a_session_ttl_above_100_years_is_refused_when_the_saver_is_built(ttl: Any) -> None:
+    with pytest.raises(ConfigurationError, match="100 years"):
+        session_ttl(ttl)
+    if not isinstance(ttl, timedelta):
+        with pytest.raises(ConfigurationError, match="100 years"):
+            check_ttl(ttl)
+
+
+def test_a_session_ttl_up_to_100_years_is_kept() -> None:
+    assert session_ttl(MAX_SESSION_TTL_SECONDS)[0] == MAX_SESSION_TTL_SECONDS
+    assert session_ttl(timedelta(days=7))[0] == 7 * 86_400
+    assert check_ttl(60) == 60.0
