@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+from langgraph.store.base import Op, PutOp
 
 MIXED = {"default": "long", "short": [("s",)]}
 """Tiers: namespaces under `("s",)` go to Redis, the rest to Chroma."""
@@ -31,3 +32,31 @@ def store_state(store: Any, redis_url: str, key_prefix: str) -> list[Any]:
     finally:
         client.close()
     return [namespaces, items, keys]
+
+
+def seed(store: Any) -> Any:
+    """Put the item `"keep"` on each tier (`{"text": "old short" / "old long"}`)."""
+    store.put(SHORT_NS, "keep", {"text": "old short"})
+    store.put(LONG_NS, "keep", {"text": "old long"})
+    return store
+
+
+def batch_around(bad: Op) -> list[Op]:
+    """Writes to both tiers (an update and a new item on each), then `bad`."""
+    return [
+        PutOp(LONG_NS, "keep", {"text": "new long"}),
+        PutOp(SHORT_NS, "keep", {"text": "new short"}),
+        PutOp(LONG_NS, "fresh", {"text": "fresh long"}),
+        PutOp(SHORT_NS, "fresh", {"text": "fresh short"}),
+        bad,
+    ]
+
+
+def assert_untouched(store: Any, before: list[Any], redis_url: str, key_prefix: str) -> None:
+    """Nothing of a refused `batch_around` was written (compared with `store_state`)."""
+    assert store_state(store, redis_url, key_prefix) == before
+    assert store.get(SHORT_NS, "keep").value == {"text": "old short"}
+    assert store.get(LONG_NS, "keep").value == {"text": "old long"}
+    for ns in (SHORT_NS, LONG_NS):
+        assert store.get(ns, "fresh") is None
+        assert store.get(ns, "bad") is None

@@ -21,7 +21,15 @@ from langgraph.store.base import (
 )
 
 from langgraph_tiered_memory import TieredMemoryStore
-from tests.mixed_tiers import LONG_NS, MIXED, SHORT_NS, store_state
+from tests.mixed_tiers import (
+    LONG_NS,
+    MIXED,
+    SHORT_NS,
+    assert_untouched,
+    batch_around,
+    seed,
+    store_state,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -47,25 +55,12 @@ def test_a_nul_label_fails_a_mixed_batch_before_any_write(
     op: str,
     bad_tier: str,
 ) -> None:
-    store = make_store(tiers=MIXED)
-    store.put(SHORT_NS, "keep", {"v": "old"})
-    store.put(LONG_NS, "keep", {"v": "old"})
+    store = seed(make_store(tiers=MIXED))
     before = store_state(store, redis_url, key_prefix)
     with pytest.raises(InvalidNamespaceError, match="NUL") as err:
-        store.batch(
-            [
-                PutOp(LONG_NS, "keep", {"v": "new"}),
-                PutOp(SHORT_NS, "keep", {"v": "new"}),
-                PutOp(LONG_NS, "fresh", {"v": 1}),
-                PutOp(SHORT_NS, "fresh", {"v": 1}),
-                _BAD_OPS[op](NUL_NS[bad_tier]),
-            ]
-        )
+        store.batch(batch_around(_BAD_OPS[op](NUL_NS[bad_tier])))
     assert "'u\\x00'" in str(err.value)
-    assert store_state(store, redis_url, key_prefix) == before
-    for ns in (SHORT_NS, LONG_NS):
-        assert store.get(ns, "keep").value == {"v": "old"}  # type: ignore[union-attr]
-        assert store.get(ns, "fresh") is None
+    assert_untouched(store, before, redis_url, key_prefix)
     assert store.list_namespaces() == [LONG_NS, SHORT_NS]
 
 

@@ -16,7 +16,15 @@ from langgraph.store.base import PutOp
 from langgraph_tiered_memory import ConfigurationError, InvalidItemError, TieredMemoryStore
 from langgraph_tiered_memory.store._validate import MAX_TTL_MINUTES
 from tests.fakes import Clock
-from tests.mixed_tiers import LONG_NS, MIXED, SHORT_NS, store_state
+from tests.mixed_tiers import (
+    LONG_NS,
+    MIXED,
+    SHORT_NS,
+    assert_untouched,
+    batch_around,
+    seed,
+    store_state,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -32,27 +40,13 @@ def test_a_ttl_above_the_maximum_fails_a_mixed_batch_before_any_write(
     bad_tier: str,
     ttl: float,
 ) -> None:
-    store = make_store(tiers=MIXED)
-    store.put(SHORT_NS, "keep", {"v": "old"})
-    store.put(LONG_NS, "keep", {"v": "old"})
+    store = seed(make_store(tiers=MIXED))
     before = store_state(store, redis_url, key_prefix)
     bad_ns = SHORT_NS if bad_tier == "short" else LONG_NS
     with pytest.raises(InvalidItemError, match="longer than the maximum") as err:
-        store.batch(
-            [
-                PutOp(LONG_NS, "keep", {"v": "new"}),
-                PutOp(SHORT_NS, "keep", {"v": "new"}),
-                PutOp(LONG_NS, "fresh", {"v": 1}),
-                PutOp(SHORT_NS, "fresh", {"v": 1}),
-                PutOp(bad_ns, "bad", {"v": 1}, ttl=ttl),
-            ]
-        )
+        store.batch(batch_around(PutOp(bad_ns, "bad", {"text": "x"}, ttl=ttl)))
     assert "ttl=None for no expiry" in str(err.value)
-    assert store_state(store, redis_url, key_prefix) == before
-    for ns in (SHORT_NS, LONG_NS):
-        assert store.get(ns, "keep").value == {"v": "old"}  # type: ignore[union-attr]
-        assert store.get(ns, "fresh") is None
-        assert store.get(ns, "bad") is None
+    assert_untouched(store, before, redis_url, key_prefix)
 
 
 @pytest.mark.parametrize("ttl", TOO_LONG)

@@ -22,7 +22,15 @@ from langgraph.store.base import PutOp, SearchOp
 from langgraph_tiered_memory import AsyncTieredMemoryStore, ConfigurationError, TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
-from tests.mixed_tiers import LONG_NS, MIXED, SHORT_NS, store_state
+from tests.mixed_tiers import (
+    LONG_NS,
+    MIXED,
+    SHORT_NS,
+    assert_untouched,
+    batch_around,
+    seed,
+    store_state,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -63,30 +71,7 @@ def _indexed(embeddings: HashingEmbeddings) -> dict[str, Any]:
 
 
 def _seeded(make_store: Callable[..., TieredMemoryStore], emb: HashingEmbeddings) -> Any:
-    store = make_store(tiers=MIXED, index=_indexed(emb))
-    store.put(SHORT_NS, "keep", {"text": "old short"})
-    store.put(LONG_NS, "keep", {"text": "old long"})
-    return store
-
-
-def _batch_around(bad: PutOp | SearchOp) -> list[Any]:
-    """Writes to both tiers (an update and a new item on each), then `bad`."""
-    return [
-        PutOp(LONG_NS, "keep", {"text": "new long"}),
-        PutOp(SHORT_NS, "keep", {"text": "new short"}),
-        PutOp(LONG_NS, "fresh", {"text": "fresh long"}),
-        PutOp(SHORT_NS, "fresh", {"text": "fresh short"}),
-        bad,
-    ]
-
-
-def _assert_unchanged(store: Any, before: list[Any], redis_url: str, key_prefix: str) -> None:
-    assert store_state(store, redis_url, key_prefix) == before
-    assert store.get(SHORT_NS, "keep").value == {"text": "old short"}
-    assert store.get(LONG_NS, "keep").value == {"text": "old long"}
-    for ns in (SHORT_NS, LONG_NS):
-        assert store.get(ns, "fresh") is None
-        assert store.get(ns, "bad") is None
+    return seed(make_store(tiers=MIXED, index=_indexed(emb)))
 
 
 _ENTRIES = {
@@ -114,10 +99,10 @@ def test_a_bad_vector_entry_fails_a_mixed_batch_before_any_write(
     before = store_state(store, redis_url, key_prefix)
     bad_ns = SHORT_NS if bad_tier == "short" else LONG_NS
     with pytest.raises(ConfigurationError, match="stored items") as err:
-        store.batch(_batch_around(PutOp(bad_ns, "bad", {"text": POISON})))
+        store.batch(batch_around(PutOp(bad_ns, "bad", {"text": POISON})))
     assert fragment in str(err.value)
     assert "Check the embedding model" in str(err.value)
-    _assert_unchanged(store, before, redis_url, key_prefix)
+    assert_untouched(store, before, redis_url, key_prefix)
 
 
 @pytest.mark.parametrize("bad_tier", ["short", "long"])
@@ -133,9 +118,9 @@ def test_another_number_of_vectors_than_texts_fails_the_batch_before_any_write(
     before = store_state(store, redis_url, key_prefix)
     bad_ns = SHORT_NS if bad_tier == "short" else LONG_NS
     with pytest.raises(ConfigurationError, match="exactly one vector per text") as err:
-        store.batch(_batch_around(PutOp(bad_ns, "bad", {"text": POISON})))
+        store.batch(batch_around(PutOp(bad_ns, "bad", {"text": POISON})))
     assert f"returned {5 + extra} vectors for 5 texts" in str(err.value)
-    _assert_unchanged(store, before, redis_url, key_prefix)
+    assert_untouched(store, before, redis_url, key_prefix)
 
 
 @pytest.mark.parametrize("searched", [SHORT_NS, LONG_NS])
@@ -148,10 +133,10 @@ def test_a_non_finite_query_vector_fails_the_batch_before_any_write(
     store = _seeded(make_store, PoisonEmbeddings(math.nan))
     before = store_state(store, redis_url, key_prefix)
     with pytest.raises(ConfigurationError, match="search queries holding NaN"):
-        store.batch(_batch_around(SearchOp(searched, query=POISON)))
+        store.batch(batch_around(SearchOp(searched, query=POISON)))
     with pytest.raises(ConfigurationError, match="search queries holding NaN"):
         store.search(searched, query=POISON)
-    _assert_unchanged(store, before, redis_url, key_prefix)
+    assert_untouched(store, before, redis_url, key_prefix)
 
 
 def test_a_nan_vector_is_refused_on_a_single_tier_store(
@@ -186,12 +171,12 @@ def test_any_bad_entry_anywhere_leaves_both_tiers_unchanged(
     )
     def check(bad: Any, entry: int, bad_ns: tuple[str, ...], position: int) -> None:
         emb.bad, emb.entry = bad, entry
-        ops = _batch_around(PutOp(bad_ns, "bad", {"text": POISON}))
+        ops = batch_around(PutOp(bad_ns, "bad", {"text": POISON}))
         ops.insert(position, ops.pop())
         before = store_state(store, redis_url, key_prefix)
         with pytest.raises(ConfigurationError, match="embedding model"):
             store.batch(ops)
-        _assert_unchanged(store, before, redis_url, key_prefix)
+        assert_untouched(store, before, redis_url, key_prefix)
 
     check()
 
@@ -212,10 +197,10 @@ async def test_async_batch_with_a_bad_vector_writes_nothing(
         await store.aput(LONG_NS, "keep", {"text": "old long"})
         for bad_ns in (SHORT_NS, LONG_NS):
             with pytest.raises(ConfigurationError, match="infinity"):
-                await store.abatch(_batch_around(PutOp(bad_ns, "bad", {"text": POISON})))
+                await store.abatch(batch_around(PutOp(bad_ns, "bad", {"text": POISON})))
         emb.bad, emb.extra = None, -1
         with pytest.raises(ConfigurationError, match="exactly one vector per text"):
-            await store.abatch(_batch_around(PutOp(LONG_NS, "bad", {"text": POISON})))
+            await store.abatch(batch_around(PutOp(LONG_NS, "bad", {"text": POISON})))
         assert (await store.aget(SHORT_NS, "keep")).value == {"text": "old short"}  # type: ignore[union-attr]
         assert (await store.aget(LONG_NS, "keep")).value == {"text": "old long"}  # type: ignore[union-attr]
         for ns in (SHORT_NS, LONG_NS):
