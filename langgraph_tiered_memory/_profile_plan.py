@@ -579,7 +579,8 @@ def build_profile(
     records: list[TripleRecord] = []
     if graph:
         for subject in fact_subjects(plan.user_id):
-            records.extend((yield ReadTriples(plan.namespace, subject, MAX_KNOWN_FACTS)))
+            found = yield ReadTriples(plan.namespace, subject, MAX_KNOWN_FACTS)
+            records.extend(r for r in found if namespace_owner(r.namespace) in (None, plan.user_id))
         fp = f"{fp}+{graph_fingerprint(records)}"
     source: ProfileSource = "model" if use_model else "memories"
     if not refresh:

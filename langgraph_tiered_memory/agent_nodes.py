@@ -239,26 +239,37 @@ class MemoryNodes:
 
         return list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES]
 
-    def _facts(self, found: list[list[Any]]) -> list[str]:
+    def _facts(self, found: list[list[Any]], store: Any, user: str | None) -> list[str]:
+        """Fact lines of the first triple of each path, never from another user's namespace."""
+        label = getattr(getattr(store, "scoring", None), "user_label", "users")
         return fact_lines(
-            (rec for neighbors in found for n in neighbors for rec in n.path[:1]),
+            (
+                rec
+                for neighbors in found
+                for n in neighbors
+                for rec in n.path[:1]
+                if user is None or namespace_owner(rec.namespace, label) in (None, user)
+            ),
             limit=self.facts_limit,
         )
 
     def known_facts_for(
-        self, store: Any, namespace: tuple[str, ...], query: str
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None = None
     ) -> list[str] | None:
-        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off."""
+        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
+
+        With `user`, triples from another user's namespace below `namespace` are left out.
+        """
         entities = self._fact_entities(store, namespace, query, "graph_neighbors")
         if entities is None:
             return None
         found = [
             store.graph_neighbors(namespace, e, hops=1, limit=self.facts_limit) for e in entities
         ]
-        return self._facts(found)
+        return self._facts(found, store, user)
 
     async def aknown_facts_for(
-        self, store: Any, namespace: tuple[str, ...], query: str
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None = None
     ) -> list[str] | None:
         """Async `known_facts_for`."""
         entities = self._fact_entities(store, namespace, query, "agraph_neighbors")
@@ -268,7 +279,7 @@ class MemoryNodes:
             await store.agraph_neighbors(namespace, e, hops=1, limit=self.facts_limit)
             for e in entities
         ]
-        return self._facts(found)
+        return self._facts(found, store, user)
 
     def _query(self, state: Mapping[str, Any]) -> str:
         human = last_human(state.get("messages") or [])
@@ -329,7 +340,7 @@ class MemoryNodes:
             else:
                 items = store.search(namespace, query=query, limit=self.memory_limit)
                 found = [self._from_item(i) for i in items]
-        facts = self.known_facts_for(store, namespace, query)
+        facts = self.known_facts_for(store, namespace, query, self._user(config))
         profile = self.load_profile(store, config, read_only=True)
         return self._result(state, self._visible(found, store, config), profile, facts)
 
@@ -348,7 +359,7 @@ class MemoryNodes:
             else:
                 items = await store.asearch(namespace, query=query, limit=self.memory_limit)
                 found = [self._from_item(i) for i in items]
-        facts = await self.aknown_facts_for(store, namespace, query)
+        facts = await self.aknown_facts_for(store, namespace, query, self._user(config))
         profile = await self.aload_profile(store, config, read_only=True)
         return self._result(state, self._visible(found, store, config), profile, facts)
 

@@ -96,6 +96,22 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
     assert store.get(("memories", "users"), "own") is None
 
 
+def test_nor_another_users_graph_facts(make_store: Callable[..., TieredMemoryStore]) -> None:
+    store = make_store(scoring=None, index=_index(), graph=True)
+    store.put(BOB, "k2", {"content": "My sister Anna lives in Paris.", "importance": 0.9})
+    assert store.graph_triples(("memories",))  # bob's memory gave the graph its facts
+    assert "anna" not in str(store.get_user_profile("users")).lower()
+    model = RecordingChatModel(replies=["ok"])
+    agent = create_memory_agent(
+        model, writer=MemoryWriter(retry_wait=0.0), extraction=False, profile=False
+    )
+    agent.compile(store=store).invoke(
+        {"messages": [("user", "Where does Anna live?")]},
+        {"configurable": {"user_id": "users", "thread_id": "t2"}},
+    )
+    assert "paris" not in prompt_text(model.prompts[-1]).lower()
+
+
 labels = st.sampled_from(["users", "memories", "profiles", "short_term", "u1", "u2", "x"])
 
 
