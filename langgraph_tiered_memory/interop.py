@@ -171,7 +171,9 @@ def _put_with_vectors(store: Any, ops: list[PutOp], known: Mapping[str, Sequence
         plan = store._plan(ops)
         store._prepare(plan, store._graph_jobs(plan, None, None))
         missing = [t for t in dict.fromkeys(plan.texts) if t not in known]
-        fresh = dict(zip(missing, store.embeddings.embed_documents(missing), strict=True))
+        embedded = store.embeddings.embed_documents(missing) if missing else []
+        store._check_vectors(embedded, "imported documents", count=len(missing))
+        fresh = dict(zip(missing, embedded, strict=True))
         vectors = [known[t] if t in known else fresh[t] for t in plan.texts]
         store._check_vectors(vectors, "imported documents")
         store._execute(plan, vectors, {})

@@ -188,3 +188,21 @@ def test_async_store_imports_from_a_worker_thread(
     counts, keys = asyncio.run(main())
     assert (counts.written, counts.reused_vectors) == (5, True)
     assert keys == ["doc-4"]
+
+
+def test_a_model_returning_too_few_vectors_fails_the_import_before_any_write(
+    make_store: Callable[..., TieredMemoryStore], tmp_path: Path
+) -> None:
+    class ShortEmbeddings(HashingEmbeddings):
+        """Drops the last vector of every document batch of more than one text."""
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            out = super().embed_documents(texts)
+            return out[:-1] if len(out) > 1 else out
+
+    index = {"dims": DIMS, "embed": ShortEmbeddings(DIMS), "fields": ["content"]}
+    store = make_store(scoring=None, index=index)
+    other = _chroma(tmp_path / "a", HashingEmbeddings(DIMS, ngram=3))  # re-embedded
+    with pytest.raises(ConfigurationError, match="one vector per"):
+        import_langchain_chroma(store, other, ("kb",))
+    assert store.search(("kb",)) == []
