@@ -202,7 +202,9 @@ def test_a_model_returning_too_few_vectors_fails_the_import_before_any_write(
 
     index = {"dims": DIMS, "embed": ShortEmbeddings(DIMS), "fields": ["content"]}
     store = make_store(scoring=None, index=index)
-    other = _chroma(tmp_path / "a", HashingEmbeddings(DIMS, ngram=3))  # re-embedded
+    # Same model: the documents' vectors are reused and only the index keys (context
+    # texts) are embedded, by the import's own embedding step.
+    same = _chroma(tmp_path / "a", HashingEmbeddings(DIMS))
     with pytest.raises(ConfigurationError, match="one vector per"):
-        import_langchain_chroma(store, other, ("kb",))
+        import_langchain_chroma(store, same, ("kb",), vectors="reuse")
     assert store.search(("kb",)) == []
