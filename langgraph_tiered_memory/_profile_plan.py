@@ -27,7 +27,7 @@ from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
 from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
 from langgraph_tiered_memory.memory import DEFAULT_IMPORTANCE, DEFAULT_MEMORY_TYPE, MEMORY_TYPES
-from langgraph_tiered_memory.ownership import namespace_owner
+from langgraph_tiered_memory.ranking import UserScope
 
 __all__ = [
     "DEFAULT_MAX_PER_TYPE",
@@ -307,15 +307,16 @@ def own_items(plan: ProfilePlan, items: Sequence[SearchItem]) -> list[SearchItem
 
     Never a cached profile, and never another user's namespace below the plan's
     (`("memories", "users", "bob")` under `("memories", "users")` for a user id
-    `"users"`: `ownership.namespace_owner`).
+    `"users"`: `UserScope.may_hold`).
     """
     n = len(plan.namespace)
+    scope = UserScope(plan.user_id)
     return [
         it
         for it in items
         if tuple(it.namespace[:n]) == plan.namespace
         and it.namespace[0] != PROFILE_CACHE_LABEL
-        and namespace_owner(it.namespace) in (None, plan.user_id)
+        and scope.may_hold(it.namespace)
     ]
 
 
@@ -578,9 +579,10 @@ def build_profile(
     fp = fingerprint(items)
     records: list[TripleRecord] = []
     if graph:
+        scope = UserScope(plan.user_id)  # another user's namespace below the plan's: left out
         for subject in fact_subjects(plan.user_id):
             found = yield ReadTriples(plan.namespace, subject, MAX_KNOWN_FACTS)
-            records.extend(r for r in found if namespace_owner(r.namespace) in (None, plan.user_id))
+            records.extend(r for r in found if scope.may_hold(r.namespace))
         fp = f"{fp}+{graph_fingerprint(records)}"
     source: ProfileSource = "model" if use_model else "memories"
     if not refresh:

@@ -35,8 +35,8 @@ from langgraph_tiered_memory._agent_rules import (
 )
 from langgraph_tiered_memory._deferred import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.ownership import namespace_owner
 from langgraph_tiered_memory.provenance import stamp
+from langgraph_tiered_memory.ranking import UserScope
 
 __all__ = [
     "DEFAULT_IMPORTANCE_RULES",
@@ -155,14 +155,18 @@ class MemoryNodes:
 
         The searched prefix is the user's (`("memories", "{user_id}")`), yet it can hold
         another user's namespace below it (`("memories", "users", "bob")` for a user id
-        `"users"`); `ownership.namespace_owner` says whose each memory is.
+        `"users"`); `UserScope.may_hold` says whose each memory is.
         """
-        user = self._user(config)
         kept = [m for m in found if m is not None]
+        scope = self._scope(store, self._user(config))
+        return kept if scope is None else [m for m in kept if scope.may_hold(m["namespace"])]
+
+    @staticmethod
+    def _scope(store: Any, user: str | None) -> UserScope | None:
+        """The store's visibility rule for `user` (None: the run names no user)."""
         if user is None:
-            return kept
-        label = getattr(getattr(store, "scoring", None), "user_label", "users")
-        return [m for m in kept if namespace_owner(m["namespace"], label) in (None, user)]
+            return None
+        return UserScope(user, getattr(getattr(store, "scoring", None), "user_label", "users"))
 
     @staticmethod
     def _from_hit(hit: Any) -> RetrievedMemory | None:
@@ -241,14 +245,14 @@ class MemoryNodes:
 
     def _facts(self, found: list[list[Any]], store: Any, user: str | None) -> list[str]:
         """Fact lines of the first triple of each path, never from another user's namespace."""
-        label = getattr(getattr(store, "scoring", None), "user_label", "users")
+        scope = self._scope(store, user)
         return fact_lines(
             (
                 rec
                 for neighbors in found
                 for n in neighbors
                 for rec in n.path[:1]
-                if user is None or namespace_owner(rec.namespace, label) in (None, user)
+                if scope is None or scope.may_hold(rec.namespace)
             ),
             limit=self.facts_limit,
         )

@@ -71,11 +71,6 @@ class UserNamespaces:
                     " strings, such as ('memories', '{user_id}')."
                 )
 
-    @property
-    def prefixes(self) -> list[tuple[str, ...]]:
-        """The templates filled with the user's id."""
-        return [tuple(p.replace("{user_id}", self.user_id) for p in t) for t in self.templates]
-
     def owns(self, namespace: Sequence[str]) -> bool:
         """Whether `namespace` holds this user's data."""
         return namespace_owner(tuple(namespace), self.label, self.templates) == self.user_id

@@ -175,8 +175,7 @@ def _put_with_vectors(store: Any, ops: list[PutOp], known: Mapping[str, Sequence
         store._check_vectors(embedded, "imported documents", count=len(missing))
         fresh = dict(zip(missing, embedded, strict=True))
         vectors = [known[t] if t in known else fresh[t] for t in plan.texts]
-        store._check_vectors(vectors, "imported documents")
-        store._execute(plan, vectors, {})
+        store._execute(plan, vectors, {})  # checks every vector before the first write
 
 
 def import_langchain_chroma(

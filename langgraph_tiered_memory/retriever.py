@@ -41,7 +41,7 @@ from pydantic import ConfigDict, PrivateAttr
 from langgraph_tiered_memory._tool_namespaces import NamespaceTemplate
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.ownership import namespace_owner
-from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.ranking import RetrievalMode, UserScope
 
 __all__ = ["MemoryRetriever", "memory_document"]
 
@@ -191,13 +191,8 @@ class MemoryRetriever(BaseRetriever):
         """Drop hits in another user's namespaces (the store's `$user` rule)."""
         if user is None:
             return list(hits)
-        label = self.store.scoring.user_label
-        kept = []
-        for hit in hits:
-            owner = namespace_owner(hit.entry.namespace, label)
-            if owner is None or owner == user:
-                kept.append(hit)
-        return kept
+        scope = UserScope(user, self.store.scoring.user_label)
+        return [hit for hit in hits if scope.may_hold(hit.entry.namespace)]
 
     def _options(self, namespace: tuple[str, ...], user: str | None) -> dict[str, Any]:
         scope = self._scope(namespace, user)
