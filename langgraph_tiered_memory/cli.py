@@ -53,6 +53,7 @@ from langgraph_tiered_memory.cli_bench_store import (
 )
 from langgraph_tiered_memory.cli_bench_store import bench_retrieval, bench_store
 from langgraph_tiered_memory.cli_bench_triples import bench_triples
+from langgraph_tiered_memory.cli_common import OneLineErrorsGroup
 from langgraph_tiered_memory.cli_demo import demo
 from langgraph_tiered_memory.cli_erase import erase
 from langgraph_tiered_memory.cli_export import export
@@ -69,6 +70,7 @@ __all__ = ["app", "bench_app", "main"]
 # them into the Typer apps, in the order their help lists them.
 app = typer.Typer(
     name="tiered-memory",
+    cls=OneLineErrorsGroup,
     help="Tiered memory for LangGraph agents: Redis for sessions, Chroma for long-term memory.",
     no_args_is_help=True,
     add_completion=False,

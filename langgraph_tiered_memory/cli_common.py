@@ -5,8 +5,10 @@ import re
 from typing import Annotated, Any, NoReturn, cast
 
 import typer
+from typer.core import TyperGroup
 
 __all__ = [
+    "OneLineErrorsGroup",
     "ChromaHostOption",
     "ChromaPathOption",
     "ChromaPortOption",
@@ -71,6 +73,43 @@ CreateFlag = Annotated[
 """`--create`: allow a command that writes to make a new store."""
 
 
+_CLICK_ERROR: Any = typer.BadParameter.__mro__[2]
+"""Click's `ClickException` (vendored by Typer since 0.26): every error Typer boxes."""
+
+
+class OneLineErrorsGroup(TyperGroup):
+    """The app's root group: Typer's boxed errors, with every message line kept whole.
+
+    Typer prints an error (a usage error exits with code 2) in a Rich panel as wide
+    as the console, and off a terminal (a pipe, a log, CI) Rich assumes 80 columns, so
+    a long message, one naming a path say, came out broken over several lines. Off a
+    terminal the panel is widened to the message's longest line here, then the
+    command ends with the error's exit code; on a terminal Typer prints it as usual.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; print an error unwrapped off a terminal."""
+        try:
+            return super().invoke(ctx)
+        except _CLICK_ERROR as e:
+            from rich.cells import cell_len
+            from rich.console import Console
+            from typer import rich_utils
+
+            console = Console(stderr=True, width=rich_utils.MAX_WIDTH)
+            if console.is_terminal or not typer.core.HAS_RICH or self.rich_markup_mode is None:
+                raise
+            lines = str(e.format_message()).splitlines() or [""]
+            saved = rich_utils.MAX_WIDTH
+            # The panel's border and padding take 4 columns.
+            rich_utils.MAX_WIDTH = max(console.width, 4 + max(map(cell_len, lines)))
+            try:
+                rich_utils.rich_format_error(e)
+            finally:
+                rich_utils.MAX_WIDTH = saved
+            raise typer.Exit(e.exit_code) from e
+
+
 def existing_chroma_path(path: str | None, *, create: bool | None = None) -> str:
     """The Chroma directory a command opens (option, environment, default), checked.
 
@@ -117,23 +156,39 @@ def existing_chroma_path(path: str | None, *, create: bool | None = None) -> str
     )
 
 
-def namespace_labels(namespace: str) -> tuple[str, ...]:
-    """A `--namespace` value (labels joined by '/') as a namespace tuple.
+def namespace_labels(namespace: str, option: str = "--namespace") -> tuple[str, ...]:
+    """A namespace given on the command line (labels joined by '/') as a namespace tuple.
 
-    An empty or malformed value (an unset shell variable, `/`, `a//b`) is an error.
+    Every command parses its namespace here, so all refuse the same values: an empty
+    or malformed one (an unset shell variable, `/`, `a//b`), and labels the store
+    refuses (a period, as in `users/u1.x` or `users/../u2`; a NUL; over 256 bytes).
+
+    Args:
+        namespace: The value given.
+        option: How the command names it in messages (`--namespace`, `NAMESPACE`).
+
+    Raises:
+        typer.BadParameter: The value is not a valid namespace.
 
     Example:
         >>> from langgraph_tiered_memory.cli_common import namespace_labels
         >>> namespace_labels("users/u1")
         ('users', 'u1')
     """
+    from langgraph.store.base import InvalidNamespaceError
+
+    from langgraph_tiered_memory.store._validate import validate_namespace
+
     parts = tuple(namespace.split("/"))
     if not namespace.strip() or any(not p for p in parts):
         raise typer.BadParameter(
-            f"--namespace {namespace!r} has an empty label: give labels joined by '/'"
+            f"{option} {namespace!r} has an empty label: give labels joined by '/'"
             " such as users/u1."
         )
-    return parts
+    try:
+        return validate_namespace(parts)
+    except InvalidNamespaceError as e:
+        raise typer.BadParameter(f"{option} {namespace!r} is not a valid namespace: {e}") from e
 
 
 EmbedOption = Annotated[

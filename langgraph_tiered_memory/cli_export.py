@@ -56,6 +56,17 @@ def merge_exports(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def _checked_out(out: Path) -> None:
+    """Refuse an `--out` that cannot be written as a file, before anything is read."""
+    if out.is_dir():
+        raise typer.BadParameter(f"--out {str(out)!r} is a directory: give a file path in it.")
+    if not out.parent.is_dir():
+        raise typer.BadParameter(
+            f"--out {str(out)!r} is in {str(out.parent)!r}, which is not a directory that"
+            " exists: create it first, or choose another path."
+        )
+
+
 def export(
     user: UserOption,
     out: Annotated[
@@ -78,6 +89,8 @@ def export(
 
     uid = checked_user(user)
     extra = templates(template)
+    if out is not None:
+        _checked_out(out)
     with (
         reported_errors(redis_url),
         open_user_stores(
@@ -104,5 +117,8 @@ def export(
     if out is None:
         typer.echo(text)
         return
-    out.write_text(text + "\n", encoding="utf-8")
+    try:
+        out.write_text(text + "\n", encoding="utf-8")
+    except OSError as e:  # no permission, a full disk...
+        raise typer.BadParameter(f"--out {str(out)!r} cannot be written: {e.strerror}.") from e
     typer.echo(f"Wrote the export of {len(data['memories'])} memories to {out}.", err=True)

@@ -56,35 +56,95 @@ class IngestFormat(str, Enum):
 
 def _detect(path: Path) -> IngestFormat:
     """LoCoMo for a file holding one JSON list, else JSONL."""
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:
         head = f.read(4096).lstrip()
-    return IngestFormat.locomo if head.startswith("[") else IngestFormat.jsonl
+    return IngestFormat.locomo if head.startswith(b"[") else IngestFormat.jsonl
+
+
+def _checked(where: str, namespace: tuple[str, ...], key: str, value: Any) -> None:
+    """Refuse a memory the store would refuse, before anything is written.
+
+    The store's own checks: the namespace, the key, the value's text, depth and JSON,
+    and the memory fields (importance, memory_type, occurred_at).
+    """
+    from langgraph.store.base import InvalidNamespaceError
+
+    from langgraph_tiered_memory.errors import InvalidItemError
+    from langgraph_tiered_memory.memory import memory_fields
+    from langgraph_tiered_memory.store._validate import (
+        encode_value,
+        validate_key,
+        validate_namespace,
+    )
+
+    try:
+        validate_namespace(namespace)
+        validate_key(key)
+        encode_value(namespace, key, value)
+        memory_fields(value, key=key)
+    except (InvalidItemError, InvalidNamespaceError) as e:
+        raise typer.BadParameter(f"{where}: {e}") from e
 
 
 def _jsonl_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
-    """Every line of a JSONL file as a memory, checked before anything is written."""
+    """Every line of a JSONL file as a memory, checked before anything is written.
+
+    A line that is not UTF-8 or JSON, too deeply nested to parse, a value the store
+    would refuse, or a key an earlier line already has is an error naming the line.
+    """
+    from langgraph_tiered_memory.store._validate import MAX_VALUE_DEPTH
+
     records: list[Record] = []
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    lines: dict[str, int] = {}  # key -> the line that has it
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise typer.BadParameter(
+                    f"{where} is not UTF-8 text (byte {e.start + 1} of the line): save the"
+                    " file as UTF-8."
+                ) from e
             if not line.strip():
                 continue
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as e:
-                raise typer.BadParameter(f"{path}:{number} is not JSON: {e.msg}.") from e
+                raise typer.BadParameter(f"{where} is not JSON: {e.msg}.") from e
+            except RecursionError as e:
+                raise typer.BadParameter(
+                    f"{where} is nested too deeply to read: values may nest at most"
+                    f" {MAX_VALUE_DEPTH} levels of objects and lists; flatten it, or store"
+                    " the deep part as a JSON string."
+                ) from e
             if not isinstance(value, dict):
                 raise typer.BadParameter(
-                    f"{path}:{number} is not a JSON object: each line holds one memory value"
+                    f"{where} is not a JSON object: each line holds one memory value"
                     ' such as {"content": "..."}.'
                 )
             if not isinstance(value.get("content"), str) or not value["content"].strip():
-                raise typer.BadParameter(f"{path}:{number} has no 'content' string.")
-            key = value.pop("key", None)
-            if key is None:
+                raise typer.BadParameter(f"{where} has no 'content' string.")
+            given = value.pop("key", None)
+            if given is None:
                 text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-                key = "m-" + hashlib.sha256(text.encode()).hexdigest()[:16]
-            elif not isinstance(key, str) or not key:
-                raise typer.BadParameter(f"{path}:{number}: 'key' must be a non-empty string.")
+                digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+                key = "m-" + digest[:16]
+            elif not isinstance(given, str) or not given:
+                raise typer.BadParameter(f"{where}: 'key' must be a non-empty string.")
+            else:
+                key = given
+            _checked(where, namespace, key, value)
+            if key in lines:
+                first = lines[key]
+                raise typer.BadParameter(
+                    f"{where} repeats the key {key!r} of line {first}: the later line would"
+                    " overwrite the earlier one; give each line its own key, or remove one."
+                    if given is not None
+                    else f"{where} repeats the memory of line {first} (same value, key"
+                    f" {key!r}): remove the repeated line."
+                )
+            lines[key] = number
             records.append((namespace, key, value))
     return records
 
@@ -99,11 +159,13 @@ def _locomo_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
         conversations = load_locomo(path)
     except RetrievalBenchmarkError as e:
         raise typer.BadParameter(str(e)) from e
-    return [
-        ((*namespace, c.sample_id), turn.dia_id, turn.value())
-        for c in conversations
-        for turn in c.turns
-    ]
+    records: list[Record] = []
+    for c in conversations:
+        for turn in c.turns:
+            record = ((*namespace, c.sample_id), turn.dia_id, turn.value())
+            _checked(f"{path}, sample {c.sample_id!r}, turn {turn.dia_id!r}", *record)
+            records.append(record)
+    return records
 
 
 def ingest(

@@ -121,7 +121,7 @@ def search(
     from langgraph_tiered_memory.errors import TieredMemoryError
     from langgraph_tiered_memory.ranking_modes import RETRIEVAL_MODES
 
-    prefix = namespace_labels(namespace)
+    prefix = namespace_labels(namespace, "NAMESPACE")
     if embed is None:
         if retrieval not in (None, "keyword"):
             raise typer.BadParameter(

@@ -326,7 +326,7 @@ def load_locomo(path: str | Path, conversations: Sequence[str] | None = None) ->
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: not UTF-8, not JSON
         raise RetrievalBenchmarkError(f"Cannot read LoCoMo data from {str(path)!r}: {e}") from e
     if not isinstance(data, list):
         raise RetrievalBenchmarkError(

@@ -327,11 +327,11 @@ def test_ingest_refuses_bad_lines_before_writing_anything(tmp_path: Path) -> Non
         args = ["ingest", str(tmp_path / "m.jsonl"), "--namespace", "u", "--chroma-path", path]
         result = _run(*args, "--create")
         assert result.exit_code == 2 and message in _flat(result.output), result.output
-    assert not os.path.exists(path)  # refused before the store was opened
     bad = _jsonl(tmp_path / "imp.jsonl", {"content": "a"}, {"content": "b", "importance": 7})
     args = ["ingest", bad, "--namespace", "u", "--chroma-path", path, "--create"]
-    result = _run(*args, "--batch-size", "1")
-    assert result.exit_code == 1 and "1 of 2 memories were written" in result.stderr
+    result = _run(*args, "--batch-size", "1")  # memory fields are checked up front too
+    assert result.exit_code == 2 and "imp.jsonl:2: " in _flat(result.output)
+    assert not os.path.exists(path)  # refused before the store was opened
 
 
 def test_ingest_locomo_puts_each_conversation_in_its_own_namespace(tmp_path: Path) -> None:

@@ -1,0 +1,188 @@
+"""Bad input to `tiered-memory` is one error line with exit code 2, never a traceback.
+
+Each error is Typer's boxed usage error; the message stays on one line (naming the
+problem and the fix) even off a terminal, and nothing is written when it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.cli import app
+
+pytestmark = pytest.mark.integration
+
+runner = CliRunner()
+
+
+def _run(*args: str, **kwargs: Any) -> Any:
+    return runner.invoke(app, list(args), **kwargs)
+
+
+def _message(result: Any) -> str:
+    """The error's message: exit code 2, no traceback, one line of the error box."""
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if "Invalid value" in line]
+    assert len(lines) == 1, result.stderr
+    box = result.stderr.splitlines()
+    after = box[box.index(lines[0]) + 1]
+    assert after.startswith("╰"), result.stderr  # the box closes: the message is whole
+    return lines[0].strip("│ ")
+
+
+@pytest.fixture
+def chroma_dir(tmp_path: Path) -> str:
+    path = str(tmp_path / "chroma")
+    with TieredMemoryStore(chroma_path=path, tiers={"default": "long"}) as store:
+        store.put(("users", "u1"), "m1", {"content": "My sister Anna lives in Porto."})
+    return path
+
+
+def _items(path: str) -> list[Any]:
+    with TieredMemoryStore(chroma_path=path, tiers={"default": "long"}) as store:
+        return store.search(("users",), limit=100)
+
+
+# --------------------------------------------------------------------------- ingest
+
+
+def test_ingest_names_the_line_of_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_bytes(b'{"content": "fine"}\n{"content": "caf\xe9"}\n')
+    store = tmp_path / "chroma"
+    result = _run("ingest", str(src), "--namespace", "u", "--chroma-path", str(store), "--create")
+    assert _message(result) == (
+        f"Invalid value: {src}:2 is not UTF-8 text (byte 17 of the line): save the file as UTF-8."
+    )
+    assert not store.exists()  # refused before the store was opened
+
+
+def test_ingest_names_the_line_of_a_lone_surrogate_escape(chroma_dir: str, tmp_path: Path) -> None:
+    src = tmp_path / "m.jsonl"
+    for line in ('{"content": "a \\ud800 b"}', '{"content": "ok", "key": "k", "x": ["\\udfff"]}'):
+        src.write_text('{"content": "fine", "key": "f"}\n' + line + "\n")
+        args = ["ingest", str(src), "--namespace", "users/u1", "--chroma-path", chroma_dir]
+        message = _message(_run(*args))
+        assert message.startswith(f"Invalid value: {src}:2: Value of item ")
+        assert "cannot be encoded as UTF-8" in message and message.endswith(".decode('utf-8').")
+    assert [i.key for i in _items(chroma_dir)] == ["m1"]  # the good first line was not written
+
+
+def test_ingest_names_the_line_of_nesting_too_deep(chroma_dir: str, tmp_path: Path) -> None:
+    src = tmp_path / "m.jsonl"
+    args = ["ingest", str(src), "--namespace", "users/u1", "--chroma-path", chroma_dir]
+    deep = '{"content": "x", "d": ' + "[" * 5000 + "]" * 5000 + "}"  # beyond json's recursion
+    src.write_text('{"content": "fine"}\n' + deep + "\n")
+    assert _message(_run(*args)) == (
+        f"Invalid value: {src}:2 is nested too deeply to read: values may nest at most 100"
+        " levels of objects and lists; flatten it, or store the deep part as a JSON string."
+    )
+    src.write_text('{"content": "x", "d": ' + "[" * 150 + "]" * 150 + "}\n")  # parsed, too deep
+    message = _message(_run(*args))
+    assert message.startswith(f"Invalid value: {src}:1: Value of item ")
+    assert "nested deeper than 100 levels" in message
+    assert [i.key for i in _items(chroma_dir)] == ["m1"]
+
+
+def test_ingest_refuses_two_lines_with_one_key_before_writing(
+    chroma_dir: str, tmp_path: Path
+) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_text(
+        '{"content": "first", "key": "k"}\n{"content": "other"}\n\n'
+        '{"content": "second", "key": "k"}\n'
+    )
+    args = ["ingest", str(src), "--namespace", "users/u1", "--chroma-path", chroma_dir]
+    assert _message(_run(*args)) == (
+        f"Invalid value: {src}:4 repeats the key 'k' of line 1: the later line would"
+        " overwrite the earlier one; give each line its own key, or remove one."
+    )
+    src.write_text('{"content": "same"}\n{"content": "same"}\n')  # hashed keys: one memory
+    message = _message(_run(*args))
+    assert message.startswith(f"Invalid value: {src}:2 repeats the memory of line 1 (same")
+    assert message.endswith("remove the repeated line.")
+    assert [i.key for i in _items(chroma_dir)] == ["m1"]  # nothing was written
+
+
+def test_ingest_checks_memory_fields_of_every_line_before_writing(
+    chroma_dir: str, tmp_path: Path
+) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_text('{"content": "a"}\n{"content": "b", "importance": 7}\n')
+    args = ["ingest", str(src), "--namespace", "users/u1", "--chroma-path", chroma_dir]
+    message = _message(_run(*args, "--batch-size", "1"))
+    assert message.startswith(f"Invalid value: {src}:2: ") and "importance" in message
+    assert [i.key for i in _items(chroma_dir)] == ["m1"]
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+@pytest.mark.parametrize("namespace", ["users/../u2", "users/u1.x"])
+def test_every_command_refuses_a_namespace_label_with_a_period(
+    chroma_dir: str, tmp_path: Path, namespace: str
+) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_text('{"content": "x"}\n')
+    store = ["--chroma-path", chroma_dir]
+    label = "'..'" if ".." in namespace else "'u1.x'"
+    commands = [
+        ("--namespace", ["ingest", str(src), "--namespace", namespace, *store]),
+        ("--namespace", ["inspect", "--namespace", namespace, *store]),
+        ("NAMESPACE", ["search", namespace, "porto", *store]),  # not "no memories under"
+        ("--namespace", ["graph", "--namespace", namespace, *store]),
+    ]
+    for option, args in commands:
+        assert _message(_run(*args)) == (
+            f"Invalid value: {option} {namespace!r} is not a valid namespace: Invalid"
+            f" namespace label {label} in {tuple(namespace.split('/'))!r}: labels cannot"
+            " contain periods ('.'). Split it into separate labels instead."
+        )
+    assert [i.key for i in _items(chroma_dir)] == ["m1"]
+
+
+# --------------------------------------------------------------------------- export
+
+
+def test_export_out_must_be_a_file_in_a_folder_that_exists(chroma_dir: str, tmp_path: Path) -> None:
+    base = ["export", "--user", "u1", "--chroma-path", chroma_dir]
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    assert _message(_run(*base, "--out", str(folder))) == (
+        f"Invalid value: --out {str(folder)!r} is a directory: give a file path in it."
+    )
+    missing = tmp_path / "nowhere" / "u1.json"
+    assert _message(_run(*base, "--out", str(missing))) == (
+        f"Invalid value: --out {str(missing)!r} is in {str(missing.parent)!r}, which is not a"
+        " directory that exists: create it first, or choose another path."
+    )
+    assert list(folder.iterdir()) == [] and not missing.parent.exists()  # nothing written
+    done = _run(*base, "--out", str(folder / "u1.json"))
+    assert done.exit_code == 0, done.output
+    assert json.loads((folder / "u1.json").read_text())["user_id"] == "u1"
+
+
+# --------------------------------------------------------------------------- width
+
+
+def test_long_messages_stay_on_one_line_off_a_terminal(tmp_path: Path) -> None:
+    deep = tmp_path / ("a-long-folder-name-" * 6) / "chroma"
+    result = _run("inspect", "--chroma-path", str(deep), env={"COLUMNS": "80"})
+    assert _message(result) == (
+        f"Invalid value: --chroma-path {str(deep)!r} does not exist: give the directory of an"
+        " existing store (--chroma-path DIR or TIERED_MEMORY_CHROMA_PATH) or --chroma-host"
+        " for a Chroma server."
+    )
+    assert not os.path.exists(deep)
+    # The width was widened for that error only: help still wraps at the console width.
+    help_text = _run("inspect", "--help", env={"COLUMNS": "80"}).stdout
+    assert max(len(line) for line in help_text.splitlines()) <= 80
