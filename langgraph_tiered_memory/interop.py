@@ -8,9 +8,11 @@ can be used, its vectors) and writes each document as a long-term memory:
   `source` is `"langchain_chroma"`, `chroma_id` the original id and
   `chroma_metadata` the document's metadata;
 - the key is the original id when it is a valid store key, else `"lc-"` and a hash
-  of the id, so a second run writes the same keys;
+  of the id, so a second run writes the same keys; an id that itself looks like such a
+  hash is hashed too, so two ids never share a key (`memory_key`);
 - a memory already stored with the same value is not written again (counted as
-  `unchanged`), so re-running an import is cheap and changes nothing;
+  `unchanged`), so re-running an import is cheap and changes nothing; in a store with a
+  redactor, the incoming value is redacted the store's way before the comparison;
 - documents without text are skipped (a memory needs content).
 
 Vectors: Chroma's stored vectors are reused when the store's index has the same
@@ -25,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -34,6 +37,7 @@ from langgraph.store.base import GetOp, PutOp
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.redaction import REDACTIONS_FIELD, redact_value
 from langgraph_tiered_memory.store._validate import validate_key, validate_namespace
 
 __all__ = ["ImportCounts", "import_langchain_chroma"]
@@ -66,10 +70,33 @@ class ImportCounts:
     reused_vectors: bool = False
 
 
+_HASHED_KEY = re.compile(r"lc-[0-9a-f]{32}")
+"""The form of a hashed key (`memory_key`); an id of that form is hashed too."""
+
+
 def memory_key(chroma_id: str) -> str:
-    """The memory key of a Chroma id: the id itself when valid, else a stable hash."""
+    """The memory key of a Chroma id: the id itself when it can be one, else a stable hash.
+
+    An id that is not a valid store key (over 1,024 bytes, holding a NUL or a surrogate,
+    empty) becomes `"lc-"` and 32 hex digits of its SHA-256. So that no id can take the
+    key of another, an id that already has that form is hashed as well: distinct ids
+    always get distinct keys (short of a SHA-256 collision).
+
+    Example:
+        >>> from langgraph_tiered_memory.interop import memory_key
+        >>> memory_key("doc-1")
+        'doc-1'
+        >>> hashed = memory_key("x" * 2000)
+        >>> memory_key(hashed) != hashed
+        True
+    """
     try:
-        if chroma_id and validate_key(chroma_id) == chroma_id and "\x00" not in chroma_id:
+        if (
+            chroma_id
+            and validate_key(chroma_id) == chroma_id
+            and "\x00" not in chroma_id
+            and not _HASHED_KEY.fullmatch(chroma_id)
+        ):
             return chroma_id
     except InvalidItemError:
         pass  # not a valid key: hashed below
@@ -103,6 +130,21 @@ def _check_args(
             " belong on the long-term tier. Pick another namespace or route it with tiers=."
         )
     MemoryEntry(id="probe", content="probe", memory_type=memory_type)  # InvalidItemError
+
+
+def _as_stored(store: Any, value: dict[str, Any]) -> dict[str, Any]:
+    """`value` as the store keeps it: redacted, with its `redactions` counts, if it redacts.
+
+    What an import compares with the stored value, so that a re-run into a redacting
+    store finds its documents unchanged rather than rewriting every one with personal
+    data in it.
+    """
+    if store.redactor is None:
+        return value
+    redacted, counts = redact_value(value, store.redactor)
+    if counts:
+        redacted[REDACTIONS_FIELD] = counts
+    return redacted
 
 
 def _text_of(value: Mapping[str, Any]) -> str:
@@ -281,7 +323,7 @@ def import_langchain_chroma(
         known: dict[str, Sequence[float]] = {}
         for key, item in zip(keys, stored, strict=True):
             value, vector = wanted[key]
-            if item is not None and item.value == value:
+            if item is not None and item.value == _as_stored(store, value):
                 unchanged += 1
                 continue
             ops.append(PutOp(target, key, value))

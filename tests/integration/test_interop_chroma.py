@@ -4,6 +4,7 @@ namespace of a store on Redis and Chroma, then found by search and by the retrie
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,39 @@ def test_a_model_returning_too_few_vectors_fails_the_import_before_any_write(
     with pytest.raises(ConfigurationError, match="one vector per"):
         import_langchain_chroma(store, same, ("kb",), vectors="reuse")
     assert store.search(("kb",)) == []
+
+
+def test_an_id_shaped_like_a_hashed_key_never_takes_another_documents_key(
+    mstore: Any, tmp_path: Path
+) -> None:
+    long_id = "y" * 1100  # over the 1,024-byte key limit: hashed
+    vs = Chroma(
+        collection_name="lookalike",
+        embedding_function=HashingEmbeddings(DIMS),
+        persist_directory=str(tmp_path / "lc"),
+    )
+    lookalike = "lc-" + hashlib.sha256(long_id.encode()).hexdigest()[:32]
+    vs.add_texts(["the long one", "the lookalike"], ids=[long_id, lookalike])
+    counts = import_langchain_chroma(mstore, vs, ("kb",))
+    assert (counts.read, counts.written) == (2, 2)
+    keys = {memory_key(long_id), memory_key(lookalike)}
+    assert len(keys) == 2
+    stored = {mstore.get(("kb",), k).value["chroma_id"] for k in keys}
+    assert stored == {long_id, lookalike}  # both documents kept, neither overwritten
+    assert len(mstore.search(("kb",), limit=10)) == 2
+
+
+def test_reimport_into_a_redacting_store_writes_nothing(
+    make_store: Callable[..., TieredMemoryStore], tmp_path: Path
+) -> None:
+    index = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
+    store = make_store(scoring=None, index=index, redactor=True)
+    texts = ["Mail ana@example.com about tea", "Call Bob on 020 7946 0958", "No PII here"]
+    vs = _chroma(tmp_path, texts=texts)
+    first = import_langchain_chroma(store, vs, ("kb",))
+    assert first.written == 3
+    assert store.get(("kb",), "doc-0").value["content"] == "Mail [email] about tea"
+    before = {i.key: (i.updated_at, i.value) for i in store.search(("kb",), limit=10)}
+    again = import_langchain_chroma(store, vs, ("kb",))
+    assert (again.written, again.unchanged) == (0, 3)
+    assert {i.key: (i.updated_at, i.value) for i in store.search(("kb",), limit=10)} == before
