@@ -40,7 +40,7 @@ from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.redaction import REDACTIONS_FIELD, redact_value
 from langgraph_tiered_memory.store._validate import validate_key, validate_namespace
 
-__all__ = ["ImportCounts", "import_langchain_chroma"]
+__all__ = ["ImportCounts", "import_langchain_chroma", "memory_key"]
 
 _log = logging.getLogger("langgraph_tiered_memory.interop")
 
