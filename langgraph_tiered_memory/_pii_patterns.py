@@ -45,11 +45,21 @@ class Folded:
 
     def add(self, folded: str, origin_start: int, origin_end: int, one_for_one: bool) -> None:
         """Append what `original[origin_start:origin_end]` folds to."""
-        if folded:
-            self._parts.append(folded)
+        if not folded:
+            return
+        self._parts.append(folded)
+        last = self._pieces[-1] if self._pieces else None
+        if (
+            one_for_one
+            and last is not None
+            and last.one_for_one
+            and last.origin_end == origin_start
+        ):
+            self._pieces[-1] = last._replace(origin_end=origin_end)  # one linear stretch
+        else:
             self._pieces.append(_Piece(self._length, origin_start, origin_end, one_for_one))
             self._starts.append(self._length)
-            self._length += len(folded)
+        self._length += len(folded)
 
     def done(self) -> Folded:
         """Join the pieces into `text`."""

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langgraph_tiered_memory._pii_patterns import fold
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.redaction import (
@@ -263,6 +264,22 @@ def cards_in_any_script(draw: Any) -> tuple[str, str]:
     for group in groups[1:]:
         text += draw(gaps) + group
     return digits, text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"])))
+def test_every_folded_character_maps_back_to_the_characters_it_came_from(text: str) -> None:
+    folded = fold(text)
+    last = 0
+    for k, ch in enumerate(folded.text):
+        start, end = folded.origin(k, k + 1)
+        assert last <= start < end <= len(text)
+        assert ch in fold(text[start:end]).text
+        last = start
+    if not folded.text:
+        return
+    start, end = folded.origin(0, len(folded.text))
+    assert fold(text[start:end]).text == folded.text
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
