@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langgraph_tiered_memory._pii_patterns import fold
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.redaction import (
@@ -269,6 +268,8 @@ def cards_in_any_script(draw: Any) -> tuple[str, str]:
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=["Cs"])))
 def test_every_folded_character_maps_back_to_the_characters_it_came_from(text: str) -> None:
+    from langgraph_tiered_memory._pii_patterns import fold
+
     folded = fold(text)
     last = 0
     for k, ch in enumerate(folded.text):
