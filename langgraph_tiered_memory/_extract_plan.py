@@ -274,7 +274,7 @@ class _State:
     ) -> tuple[MemoryDecision | None, MemoryDecision | None]:
         """The model's decision if usable, else (None, the refused decision or None)."""
         if isinstance(reply, Malformed) or not isinstance(reply, MemoryDecision):
-            error = reply.error if isinstance(reply, Malformed) else repr(reply)
+            error = reply.error if isinstance(reply, Malformed) else type(reply).__name__
             _log.warning(
                 "The extraction model's decision is malformed (%s); deciding by heuristic",
                 error,
@@ -285,11 +285,10 @@ class _State:
         if (needs_id and reply.memory_id not in ids) or (
             reply.action == "NOOP" and reply.memory_id is not None and reply.memory_id not in ids
         ):
-            _log.warning(
-                "Refused the extraction model's decision %s on memory_id %r: not one of the"
+            _log.warning(  # not the model's memory_id: any text the model wrote
+                "Refused the extraction model's decision %s: its memory_id is not one of the"
                 " memories offered (%s); deciding by heuristic",
                 reply.action,
-                reply.memory_id,
                 sorted(ids),
             )
             return None, reply
@@ -476,7 +475,7 @@ def plan_extraction(
                 candidates = state.model_candidates(reply.memories)
                 result.method = "model"
             else:
-                error = reply.error if isinstance(reply, Malformed) else repr(reply)
+                error = reply.error if isinstance(reply, Malformed) else type(reply).__name__
                 _log.warning(
                     "The extraction model's answer is malformed (%s); using the heuristic"
                     " extraction instead",

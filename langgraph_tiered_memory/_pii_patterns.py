@@ -1,18 +1,135 @@
 """Detectors of the default redactor (`redaction.PatternRedactor`): regexes and checksums.
 
-Each detector returns the (start, end) spans it finds in a text. Candidates are found by
-a regex that can only start where a token starts (so a long text is scanned once), then
-checked; a run of groups ("4111 1111 1111 1111 2024") is also tried group by group,
-longest first, so a number glued to its neighbours is still found.
+A text is first folded (`fold`): each character is NFKC-normalised together with the
+combining marks that follow it, every Unicode decimal digit becomes its ASCII digit,
+every space separator a space, every dash a `-`, and combining marks and invisible
+format characters are dropped. So `４１１１`, `٤١١١` and `4111` read the same, and
+`４１１１ １１１１` (no-break space) is grouped like `4111 1111`. Detectors scan the folded
+text; `Folded.origin` maps what they find back to the characters of the original text.
+
+Each detector returns the (start, end) spans it finds in a folded text. Candidates are
+found by a regex that can only start where a token starts (so a long text is scanned
+once), then checked; a run of groups ("4111 1111 1111 1111 2024") is also tried group by
+group, longest first, so a number glued to its neighbours is still found.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-__all__ = ["DETECTORS", "iban_valid", "luhn_valid"]
+__all__ = ["DETECTORS", "Folded", "fold", "iban_valid", "luhn_valid"]
+
+
+class _Piece(NamedTuple):
+    """A piece of a folded text: where it starts, and the original characters it is."""
+
+    start: int
+    origin_start: int
+    origin_end: int
+    one_for_one: bool  # each character folded to one: positions map linearly
+
+
+class Folded:
+    """A folded text (`text`) and the map back to the original."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._pieces: list[_Piece] = []
+        self._starts: list[int] = []
+        self._length = 0
+        self.text = ""
+
+    def add(self, folded: str, origin_start: int, origin_end: int, one_for_one: bool) -> None:
+        """Append what `original[origin_start:origin_end]` folds to."""
+        if not folded:
+            return
+        self._parts.append(folded)
+        last = self._pieces[-1] if self._pieces else None
+        if (
+            one_for_one
+            and last is not None
+            and last.one_for_one
+            and last.origin_end == origin_start
+        ):
+            self._pieces[-1] = last._replace(origin_end=origin_end)  # one linear stretch
+        else:
+            self._pieces.append(_Piece(self._length, origin_start, origin_end, one_for_one))
+            self._starts.append(self._length)
+        self._length += len(folded)
+
+    def done(self) -> Folded:
+        """Join the pieces into `text`."""
+        self.text = "".join(self._parts)
+        return self
+
+    def origin(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text that `text[start:end]` (not empty) came from."""
+        first = self._pieces[bisect.bisect_right(self._starts, start) - 1]
+        last = self._pieces[bisect.bisect_right(self._starts, end - 1) - 1]
+        return (
+            first.origin_start + (start - first.start if first.one_for_one else 0),
+            last.origin_start + end - last.start if last.one_for_one else last.origin_end,
+        )
+
+
+def _fold_char(ch: str) -> str:
+    """One NFKC-normalised character as the detectors read it ("" to drop it)."""
+    category = unicodedata.category(ch)
+    if category == "Nd":
+        return str(unicodedata.decimal(ch))
+    if category == "Zs":
+        return " "
+    if category == "Pd" or ch == "\u2212":  # dashes and the minus sign
+        return "-"
+    if category[0] == "M" or category == "Cf":  # marks left uncomposed, zero-width characters
+        return ""
+    return ch
+
+
+class _CharTable(dict[int, str]):
+    """`str.translate` table of `_fold_char`, filled as characters are met."""
+
+    def __missing__(self, code: int) -> str:
+        self[code] = folded = _fold_char(chr(code))
+        return folded
+
+
+_TABLE = _CharTable()
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _fold_run(run: str, offset: int, into: Folded) -> None:
+    """Fold `run`, found at `offset` in the original text, into `into`."""
+    if unicodedata.is_normalized("NFKC", run):
+        folded = run.translate(_TABLE)
+        if len(folded) == len(run):  # most text: nothing dropped, nothing composed
+            into.add(folded, offset, offset + len(run), True)
+            return
+    i = 0
+    while i < len(run):
+        j = i + 1
+        while j < len(run) and unicodedata.category(run[j])[0] == "M":
+            j += 1  # a character and its marks are normalised together
+        folded = unicodedata.normalize("NFKC", run[i:j]).translate(_TABLE)
+        into.add(folded, offset + i, offset + j, j - i == len(folded) == 1)
+        i = j
+
+
+def fold(text: str) -> Folded:
+    """`text` as the detectors read it, with the map back to the original (see above)."""
+    into = Folded()
+    done = 0
+    for m in _NON_ASCII.finditer(text):  # ASCII is folded already
+        i = max(m.start() - 1, done)  # from the character before: marks may follow it
+        into.add(text[done:i], done, i, True)
+        _fold_run(text[i : m.end()], i, into)
+        done = m.end()
+    into.add(text[done:], done, len(text), True)
+    return into.done()
 
 
 def luhn_valid(digits: str) -> bool:
@@ -36,17 +153,45 @@ def iban_valid(compact: str) -> bool:
 
 _Span = tuple[int, int]
 
-_EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,63}"
-)
+# Letters of any script (folded: no fullwidth forms); an address in text without spaces
+# ("メールはann@example.comです") is cut where the script changes (`_emails`).
+_EMAIL = re.compile(r"(?<![\w.%+\-])[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)*\.[^\W\d_]{2,63}")
+
+
+def _uncased(ch: str) -> bool:
+    """A letter of a script without case (CJK, kana, Thai, Arabic, ...)."""
+    return unicodedata.category(ch) in ("Lo", "Lm")
 
 
 def _emails(text: str) -> list[_Span]:
-    return [m.span() for m in _EMAIL.finditer(text)]
+    spans: list[_Span] = []
+    for m in _EMAIL.finditer(text):
+        start, end = m.span()
+        local = text[start : text.index("@", start)]
+        start += next((i for i, c in enumerate(local) if not _uncased(c)), 0)
+        tld = text[text.rindex(".", start, end) + 1 : end]
+        glued = next((i for i, c in enumerate(reversed(tld)) if not _uncased(c)), 0)
+        end -= min(glued, len(tld) - 2)
+        spans.append((start, end))
+    return spans
 
 
-_IBAN_START = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}")
-_IBAN_CHAR = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_IBAN_START = re.compile(r"(?<![^\W_])[A-Za-z]{2}[0-9]{2}")
+_IBAN_CHAR = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_SEPARATOR = frozenset(" -")
+
+
+def _iban_like(compact: str) -> bool:
+    """A valid IBAN; one not in upper case also needs a mostly numeric account part.
+
+    Every country's account part is mostly digits; the extra test keeps lower-case words
+    after a token such as "ab12" from passing the 1-in-97 checksum by chance.
+    """
+    if not compact.isupper():
+        bban = compact[4:]
+        if 2 * sum(c.isdigit() for c in bban) < len(bban):
+            return False
+    return iban_valid(compact.upper())
 
 
 def _ibans(text: str) -> list[_Span]:
@@ -63,11 +208,14 @@ def _ibans(text: str) -> list[_Span]:
                 i += 1
                 if i == len(text) or not text[i].isalnum():
                     ends.append((i, "".join(chars)))
-            elif ch == " " and chars and i + 1 < len(text) and text[i + 1] in _IBAN_CHAR:
-                i += 1
-            else:
+                continue
+            j = i
+            while j < len(text) and text[j] in _SEPARATOR:
+                j += 1  # groups joined by spaces or dashes
+            if j == i or not chars or j == len(text) or text[j] not in _IBAN_CHAR:
                 break
-        found = next((end for end, compact in reversed(ends) if iban_valid(compact)), None)
+            i = j
+        found = next((end for end, compact in reversed(ends) if _iban_like(compact)), None)
         if found is None:
             pos = m.end()
         else:
@@ -85,9 +233,9 @@ def _groups(run: str, offset: int) -> list[_Group]:
     return [_Group(offset + m.start(), offset + m.end()) for m in re.finditer(r"[0-9]+", run)]
 
 
-# A run of digit groups joined by one space or dash; not part of a decimal number nor
-# of an international phone number (+4915112345678).
-_CARD_RUN = re.compile(r"(?<![0-9+])(?<![0-9][.,])[0-9](?:[ \-]?[0-9])*(?![.,]?[0-9])")
+# A run of digit groups joined by spaces or dashes; not part of a decimal number nor of
+# an international phone number (+4915112345678).
+_CARD_RUN = re.compile(r"(?<![0-9+])(?<![0-9][.,])[0-9](?:[ \-]*[0-9])*(?![.,]?[0-9])")
 
 
 def _card_layout(sizes: Sequence[int]) -> bool:
@@ -148,11 +296,12 @@ def _phone_digits_ok(text: str, groups: Sequence[_Group], plus: bool) -> bool:
     digits = "".join(text[g.start : g.end] for g in groups)
     sizes = [g.end - g.start for g in groups]
     seps = [text[x.end : y.start] for x, y in zip(groups, groups[1:], strict=False)]
+    if plus:  # +CC ...: E.164 allows 15 digits, one more for a "(0)" trunk prefix;
+        # no date starts with a "+", so +44-20-7946-0958 is a number whatever its dashes
+        return digits[0] != "0" and 8 <= len(digits) <= 16
     for k in range(len(groups) - 2):
         if _is_date(sizes[k : k + 3], seps[k : k + 2]):
             return False
-    if plus:  # +CC ...: E.164 allows 15 digits, one more for a "(0)" trunk prefix
-        return digits[0] != "0" and 8 <= len(digits) <= 16
     if digits.startswith("00"):  # 00 CC ...: international prefix
         return sizes[0] >= 3 and digits[2] != "0" and 8 <= len(digits) - 2 <= 15
     if digits.startswith("0"):  # national number with a trunk prefix: 020 7946 0958

@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import InvalidNamespaceError, Item, SearchItem
 from pydantic import BaseModel, Field, ValidationError
 
+from langgraph_tiered_memory._models import describe_model_error
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
 from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
@@ -437,22 +438,21 @@ def profile_prompt(profile: UserProfile) -> list[BaseMessage]:
 
 
 class MalformedOutput(NamedTuple):
-    """The error a structured-output call raised instead of returning a profile."""
+    """What was wrong with the model's answer to a profile call (without the answer)."""
 
-    error: Exception
+    problem: str
 
 
 def model_profile(base: UserProfile, output: Any) -> UserProfile | None:
     """`base` completed with the model's output, or None (and a warning) if malformed."""
-    problem: object
     if isinstance(output, MalformedOutput):
-        problem = output.error
+        problem = output.problem
     else:
         data = output.model_dump() if isinstance(output, BaseModel) else output
         try:
             fields = ProfileFields.model_validate(data)
         except ValidationError as e:
-            problem = e
+            problem = describe_model_error(e)
         else:
 
             def clean(entries: list[str]) -> list[str]:
@@ -509,7 +509,11 @@ def cached_profile(
     try:
         profile = UserProfile.model_validate(value.get("profile"))
     except ValidationError as e:
-        logger.warning("Cached profile of user %r is unreadable (%s); rebuilding.", plan.user_id, e)
+        logger.warning(
+            "Cached profile of user %r is unreadable (%s); rebuilding.",
+            plan.user_id,
+            describe_model_error(e),  # the record quotes the memories
+        )
         return None
     if profile.user_id != plan.user_id or profile.source != source:
         return None

@@ -77,12 +77,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
 from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from langgraph_tiered_memory._extract_plan import (
     AskModel,
@@ -101,7 +100,11 @@ from langgraph_tiered_memory._extract_types import (
     ExtractionResult,
     MemoryDecision,
 )
-from langgraph_tiered_memory._models import resolve_model
+from langgraph_tiered_memory._models import (
+    MODEL_OUTPUT_ERRORS,
+    describe_model_error,
+    resolve_model,
+)
 from langgraph_tiered_memory._plan_drive import adrive, drive
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.history import acting
@@ -273,17 +276,6 @@ def _checked(schema: type[BaseModel], reply: Any) -> Any:
     return Malformed(f"expected {schema.__name__}, got {type(reply).__name__}")
 
 
-def _malformed(e: OutputParserException | ValidationError) -> Malformed:
-    """What was wrong, without the model's text (it may quote the user's personal data)."""
-    if isinstance(e, ValidationError):
-        problems = "; ".join(
-            f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}"
-            for err in e.errors(include_input=False, include_url=False)[:5]
-        )
-        return Malformed(f"{e.title} does not validate ({problems})")
-    return Malformed(f"{type(e).__name__}: the answer is not parseable")
-
-
 def _server(
     store: BaseStore, chat: BaseChatModel | None, embeddings: Embeddings | None
 ) -> Callable[[Request], Any]:
@@ -295,8 +287,8 @@ def _server(
             runnable = asker.runnable(request.schema)
             try:
                 return _checked(request.schema, runnable.invoke(request.messages))
-            except (OutputParserException, ValidationError) as e:
-                return _malformed(e)
+            except MODEL_OUTPUT_ERRORS as e:
+                return Malformed(describe_model_error(e))
         if isinstance(request, Embed):
             assert embeddings is not None  # the plan embeds only with embeddings
             return embeddings.embed_documents(request.texts)
@@ -317,8 +309,8 @@ def _aserver(
             runnable = asker.runnable(request.schema)
             try:
                 return _checked(request.schema, await runnable.ainvoke(request.messages))
-            except (OutputParserException, ValidationError) as e:
-                return _malformed(e)
+            except MODEL_OUTPUT_ERRORS as e:
+                return Malformed(describe_model_error(e))
         if isinstance(request, Embed):
             assert embeddings is not None  # the plan embeds only with embeddings
             return await embeddings.aembed_documents(request.texts)

@@ -47,7 +47,7 @@ from typing import Any, Protocol, cast
 from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, SearchItem
 
-from langgraph_tiered_memory._models import resolve_model
+from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error, resolve_model
 from langgraph_tiered_memory._plan_drive import adrive, drive
 from langgraph_tiered_memory._profile_plan import (
     DEFAULT_MAX_PER_TYPE,
@@ -127,8 +127,8 @@ def _server(
             structured = chat.with_structured_output(ProfileFields)
             try:
                 return structured.invoke(request.messages)
-            except ValueError as e:  # OutputParserException and pydantic's ValidationError
-                return MalformedOutput(e)
+            except MODEL_OUTPUT_ERRORS as e:
+                return MalformedOutput(describe_model_error(e))
         return store.put(*request, index=False)
 
     return serve
@@ -157,8 +157,8 @@ def _aserver(
             structured = chat.with_structured_output(ProfileFields)
             try:
                 return await structured.ainvoke(request.messages)
-            except ValueError as e:  # OutputParserException and pydantic's ValidationError
-                return MalformedOutput(e)
+            except MODEL_OUTPUT_ERRORS as e:
+                return MalformedOutput(describe_model_error(e))
         return await store.aput(*request, index=False)
 
     return serve

@@ -11,8 +11,8 @@ savers take one with their `redactor=` option and apply it to what they write:
   recognizers (names, locations, national ids, ...) and its NER models;
 - your own: any object with `__call__(text) -> RedactionResult`.
 
-`redact_value` applies a redactor to every string of a JSON value (dict keys are field
-names and are kept). Nothing here logs the text it redacts.
+`redact_value` applies a redactor to every string and integer of a JSON value (dict keys
+are field names and are kept). Nothing here logs the text it redacts.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
-from langgraph_tiered_memory._pii_patterns import DETECTORS
+from langgraph_tiered_memory._pii_patterns import DETECTORS, fold
 from langgraph_tiered_memory.errors import ConfigurationError
 
 __all__ = [
@@ -83,7 +83,8 @@ RedactorSpec = Redactor | bool | Literal["default"] | None
 """What a `redactor=` option takes: None/False (off), True/"default" (`PatternRedactor()`)
 or a `Redactor`."""
 
-_DIGIT = re.compile(r"[0-9]")
+# Every kind needs a digit or an "@": a replacement holding one would be found again.
+_FOUND_AGAIN = re.compile(r"[0-9@]")
 
 DEFAULT_KINDS: tuple[str, ...] = ("email", "phone", "card", "iban")
 
@@ -147,7 +148,7 @@ def _check_replacement(replacement: str, kinds: Iterable[str]) -> Callable[[str]
                 f"replacement {replacement!r} cannot be formatted: {e!r}. Use '{{kind}}' as"
                 " the only placeholder, and '{{' / '}}' for literal braces."
             ) from e
-        if "@" in out or _DIGIT.search(out):
+        if _FOUND_AGAIN.search(fold(out).text):
             raise ConfigurationError(
                 f"replacement {replacement!r} must hold no digit and no '@' (it would be"
                 " found again by the detectors); use a placeholder such as '[{kind}]'."
@@ -160,16 +161,22 @@ class PatternRedactor:
 
     Detects, by kind:
 
-    - `"email"`: `name@example.com` (ASCII addresses);
-    - `"phone"`: international numbers (`+44 20 7946 0958`, `+1 (415) 555-2671`,
-      `0044 ...`), national numbers with a trunk `0` (`020 7946 0958`,
-      `06 12 34 56 78`, `0151 12345678`) and North American ones (`(415) 555-2671`,
-      `415.555.2671`, `4155552671`). Dates, times, years, numbers of fewer than 9
-      digits without a `+` and card numbers are left alone;
-    - `"card"`: 13 to 19 digits, optionally grouped by spaces or dashes, that pass
-      the Luhn check;
-    - `"iban"`: a country code, two check digits and up to 30 letters or digits
-      (upper case, optionally grouped by spaces) that pass the ISO 13616 mod-97 check.
+    - `"email"`: `name@example.com`, in any script (`jöhn@exämple.com`);
+    - `"phone"`: international numbers (`+44 20 7946 0958`, `+44-20-7946-0958`,
+      `+1 (415) 555-2671`, `0044 ...`), national numbers with a trunk `0`
+      (`020 7946 0958`, `06 12 34 56 78`, `0151 12345678`) and North American ones
+      (`(415) 555-2671`, `415.555.2671`, `4155552671`). Dates, times, years, numbers
+      of fewer than 9 digits without a `+` and card numbers are left alone;
+    - `"card"`: 13 to 19 digits, optionally grouped by spaces or dashes (runs of
+      them too), that pass the Luhn check;
+    - `"iban"`: a country code, two check digits and up to 30 letters or digits (any
+      case, optionally grouped by spaces or dashes) that pass the ISO 13616 mod-97
+      check; one not in upper case also needs an account part of mostly digits.
+
+    The detectors read the text NFKC-normalised, with the digits of every script
+    (`４`, `٤`, `४`) as ASCII digits, every Unicode space (no-break, narrow, ...) as a
+    space and every dash as `-`, so a fullwidth `ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ` or
+    `４１１１ １１１１ １１１１ １１１１` is found too; what is replaced is the original text.
 
     Redaction repeats until nothing is found, so it is idempotent:
     `r(r(text).text).text == r(text).text`. Spans in the result refer to the input.
@@ -177,7 +184,7 @@ class PatternRedactor:
     Args:
         kinds: The kinds to detect (default: all four).
         replacement: What a finding is replaced with; `{kind}` is the kind. It may
-            hold no digit and no `@`.
+            hold no digit (of any script) and no `@`.
 
     Example:
         ```python
@@ -210,8 +217,10 @@ class PatternRedactor:
 
     def _detect(self, text: str) -> list[tuple[str, int, int]]:
         taken: list[tuple[str, int, int]] = []
+        folded = fold(text)
         for kind, detect in self._detectors:
-            for start, end in detect(text):
+            for span in detect(folded.text):
+                start, end = folded.origin(*span)
                 if all(end <= s or start >= e for _, s, e in taken):
                     taken.append((kind, start, end))
         return taken
@@ -383,13 +392,22 @@ def redact_text(text: str, redactor: Redactor) -> RedactionResult:
     return result
 
 
+def _integer(v: Any) -> bool:
+    """An integer a JSON value can hold (64 bits; a bool is no number here)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v.bit_length() <= 64
+
+
 def redact_value(
     value: Mapping[str, Any], redactor: Redactor
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """Redact every string inside a JSON value.
 
     Dict keys are field names and are kept; strings in nested dicts, lists and tuples
-    are redacted; other values are kept as they are. The input is not modified.
+    are redacted. An integer is read as its decimal digits: when the redactor finds
+    something in them (`{"card": 4111111111111111}`), the value becomes the redacted
+    string (`{"card": "[card]"}`), so a number stored as a JSON number is masked like the
+    same number in a text. Other values (floats, booleans, None) are kept as they are.
+    The input is not modified.
 
     Args:
         value: A JSON object.
@@ -406,6 +424,9 @@ def redact_value(
         redacted, counts = redact_value(value, PatternRedactor())
         assert redacted == {"content": "[email]", "tags": ["call [phone]"], "n": 3}
         assert counts == {"email": 1, "phone": 1}
+        assert redact_value({"card": 4111111111111111}, PatternRedactor())[0] == {
+            "card": "[card]"
+        }
         ```
     """
     if not isinstance(value, Mapping):
@@ -413,8 +434,10 @@ def redact_value(
     counts: Counter[str] = Counter()
 
     def walk(v: Any) -> Any:
-        if isinstance(v, str):
-            result = redact_text(v, redactor)
+        if isinstance(v, str) or _integer(v):
+            result = redact_text(str(v), redactor)
+            if not result.findings:
+                return v
             counts.update(f.kind for f in result.findings)
             return result.text
         if isinstance(v, Mapping):

@@ -80,11 +80,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
-from pydantic import ValidationError
 
+from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph._extract_model import (
     TRIPLE_PROMPT,
@@ -224,8 +223,8 @@ class ModelExtractor:
         for batch in batches:
             try:
                 replies.append(self._structured().invoke(batch.messages))
-            except (OutputParserException, ValidationError) as e:
-                raise _invalid(e) from e
+            except MODEL_OUTPUT_ERRORS as e:
+                raise _invalid(e) from None  # its cause quotes the model's answer
         return self._merge(len(texts), batches, replies)
 
     async def aextract(
@@ -237,23 +236,16 @@ class ModelExtractor:
         async def ask(batch: Batch) -> Any:
             try:
                 return await self._structured().ainvoke(batch.messages)
-            except (OutputParserException, ValidationError) as e:
-                raise _invalid(e) from e
+            except MODEL_OUTPUT_ERRORS as e:
+                raise _invalid(e) from None  # its cause quotes the model's answer
 
         replies = await asyncio.gather(*(ask(b) for b in batches))
         return self._merge(len(texts), batches, replies)
 
 
-def _invalid(e: OutputParserException | ValidationError) -> TripleExtractionError:
-    """What was wrong, without the model's text (it may quote personal data)."""
-    if isinstance(e, ValidationError):
-        problems = "; ".join(
-            f"{'.'.join(map(str, err['loc'])) or '<root>'}: {err['msg']}"
-            for err in e.errors(include_input=False, include_url=False)[:5]
-        )
-        detail = f"{e.title} does not validate ({problems})"
-    else:
-        detail = "the answer is not parseable"
+def _invalid(e: Exception) -> TripleExtractionError:
+    """The error of a malformed answer, without the model's text (see `describe_model_error`)."""
+    detail = describe_model_error(e)
     _log.warning("triple extraction: invalid model answer: %s", detail)
     return TripleExtractionError(f"invalid triple extraction answer from the model: {detail}")
 

@@ -189,6 +189,57 @@ def test_store_redacts_before_anything_is_stored_or_embedded(
         drop_redis_keys(redis_url, plain_prefix)
 
 
+def _written(digits: str, zero: str, sep: str) -> str:
+    """`digits` in the script whose zero is `zero`, groups of four joined by `sep`."""
+    script = "".join(chr(ord(zero) + int(d)) for d in digits)
+    return sep.join(script[i : i + 4] for i in range(0, len(script), 4))
+
+
+def _stored_raw(client: redis.Redis, prefix: str, root: Path, secret: str) -> bool:
+    """`_stored_anywhere` for text that is not ASCII (Redis replies come as UTF-8)."""
+    in_redis = secret.encode().decode("latin-1") in redis_text(client, f"{prefix}:*")
+    return in_redis or secret.encode() in disk_bytes(root)
+
+
+def test_store_masks_numbers_in_any_script_spacing_or_json_type(
+    tier: str, redis_url: str, key_prefix: str, tmp_path: Path, client: redis.Redis, pii: Pii
+) -> None:
+    digits = pii.card.replace(" ", "")
+    fullwidth = _written(digits, "\uff10", " ")
+    arabic = _written(digits, "\u0660", "\u00a0")
+    value = {
+        "content": f"Ann pays with {fullwidth}, or {arabic}",
+        "card": int(digits),
+        "memory_type": "fact",
+    }
+    ns = ("users", "u3", "memories")
+    store = _store(tier, redis_url, key_prefix, tmp_path / "red", redactor=True)
+    try:
+        store.put(ns, "m", value)
+        item = store.get(ns, "m")
+        assert item is not None and item.value == {
+            "content": "Ann pays with [card], or [card]",
+            "card": "[card]",
+            "memory_type": "fact",
+            "redactions": {"card": 3},
+        }
+        for secret in (fullwidth, arabic, digits):
+            assert not _stored_raw(client, key_prefix, tmp_path / "red", secret), secret
+    finally:
+        store.close()
+
+    # The same scan finds them when the store does not redact.
+    plain_prefix = key_prefix + "p"
+    plain = _store(tier, redis_url, plain_prefix, tmp_path / "plain")
+    try:
+        plain.put(ns, "m", value)
+        for secret in (fullwidth, arabic, digits):
+            assert _stored_raw(client, plain_prefix, tmp_path / "plain", secret), secret
+    finally:
+        plain.close()
+        drop_redis_keys(redis_url, plain_prefix)
+
+
 def test_store_refuses_a_bad_redactor_option(redis_url: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="redactor must be"):
         TieredMemoryStore(redis_url=redis_url, chroma_path=str(tmp_path), redactor="yes")

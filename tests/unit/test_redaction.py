@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import string
+import unicodedata
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -89,6 +90,48 @@ def test_dates_times_years_short_numbers_and_bad_checksums_are_kept(text: str) -
     assert REDACT(text) == RedactionResult(text, ())
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("４１１１ １１１１ １１１１ １１１１", "card"),  # fullwidth digits
+        ("٤١١١ ١١١١ ١١١١ ١١١١", "card"),  # Arabic-Indic digits
+        ("४१११-११११-११११-११११", "card"),  # Devanagari digits
+        ("4111\u00a01111\u00a01111\u00a01111", "card"),  # no-break spaces
+        ("4111\u202f1111\u202f1111\u202f1111", "card"),  # narrow no-break spaces
+        ("4111  1111  1111  1111", "card"),  # two spaces
+        ("4111 \u2013 1111 \u2013 1111 \u2013 1111", "card"),  # en dashes between spaces
+        ("4111\u200b1111\u200b1111\u200b1111", "card"),  # zero-width spaces
+        ("+44-20-7946-0958", "phone"),  # a date's dashes, but after a "+"
+        ("+44\u00a020\u00a07946\u00a00958", "phone"),
+        ("＋４４ ２０ ７９４６ ０９５８", "phone"),
+        ("ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ", "email"),
+        ("jöhn@exämple.com", "email"),
+        ("jo\u0308hn@exa\u0308mple.com", "email"),  # decomposed: o + combining diaeresis
+        ("иван@пример.рф", "email"),
+        ("john_doe@example.com", "email"),
+        ("gb82 west 1234 5698 7654 32", "iban"),
+        ("GB82-WEST-1234-5698-7654-32", "iban"),
+        ("de89370400440532013000", "iban"),
+        ("ＤＥ８９ ３７０４ ００４４ ０５３２ ０１３０ ００", "iban"),
+    ],
+)
+def test_personal_data_is_found_however_its_characters_are_written(text: str, kind: str) -> None:
+    result = REDACT(f"see {text}, thanks")
+    assert result.text == f"see [{kind}], thanks"
+    assert result.findings == (Finding(kind, 4, 4 + len(text)),)
+
+
+def test_an_address_glued_to_text_without_spaces_is_cut_where_the_script_changes() -> None:
+    assert REDACT("メールはann@example.comです").text == "メールは[email]です"
+    assert REDACT("連絡先：山田@例え.jp").text == "連絡先：[email]"
+
+
+def test_a_replacement_with_a_digit_of_any_script_is_refused() -> None:
+    for replacement in ("[{kind}٣]", "[{kind}３]", "<{kind}＠>"):
+        with pytest.raises(ConfigurationError, match="no digit"):
+            PatternRedactor(replacement=replacement)
+
+
 def test_a_number_glued_to_other_numbers_is_still_found() -> None:
     assert REDACT("order 2024 4111 1111 1111 1111").text == "order 2024 [card]"
     assert REDACT("born 1990 415 555 2671").text == "born 1990 [phone]"
@@ -143,12 +186,32 @@ def cards(draw: Any) -> str:
 @st.composite
 def ibans(draw: Any) -> str:
     country = draw(st.text(alphabet=string.ascii_uppercase, min_size=2, max_size=2))
-    bban = draw(st.text(alphabet=string.ascii_uppercase + string.digits, min_size=11, max_size=30))
+    lower = draw(st.booleans())
+    if lower:  # as real account parts are: mostly digits (a bank code, an account number)
+        bank = draw(st.text(alphabet=string.ascii_uppercase, max_size=4))
+        bban = bank + draw(st.text(alphabet=string.digits, min_size=11, max_size=26))
+    else:
+        alphabet = string.ascii_uppercase + string.digits
+        bban = draw(st.text(alphabet=alphabet, min_size=11, max_size=30))
     numeric = int("".join(str(int(ch, 36)) for ch in bban + country + "00"))
     compact = f"{country}{98 - numeric % 97:02d}{bban}"
-    if draw(st.booleans()):
-        return " ".join(compact[i : i + 4] for i in range(0, len(compact), 4))
-    return compact
+    if lower:
+        compact = compact.lower()
+    sep = draw(st.sampled_from(["", " ", "-", "  "]))
+    return sep.join(compact[i : i + 4] for i in range(0, len(compact), 4)) if sep else compact
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=string.ascii_lowercase, min_size=2, max_size=2),
+    st.integers(min_value=2, max_value=98),
+    st.lists(st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=9), max_size=8),
+)
+def test_lower_case_words_after_a_letters_and_digits_token_are_no_iban(
+    letters: str, check: int, words: list[str]
+) -> None:
+    text = " ".join([f"{letters}{check:02d}", *words])
+    assert REDACT(text) == RedactionResult(text, ())
 
 
 _LOCAL = string.ascii_letters + string.digits + "._%+-"
@@ -173,10 +236,66 @@ def test_a_card_iban_or_email_in_random_text_is_always_removed(
     assert result.findings
 
 
-# Text that holds none of them: no ASCII digit and no "@" (every kind needs one).
-_PLAIN = st.text(
-    alphabet=st.characters(blacklist_characters="0123456789@", blacklist_categories=["Cs"])
-)
+def _no_digit_nor_at(ch: str) -> bool:
+    return not any(c.isdecimal() or c == "@" for c in unicodedata.normalize("NFKC", ch))
+
+
+# Text that holds none of them: no digit of any script and no "@", even once normalised
+# ("²" is a 2, "＠" an @); every kind needs one.
+_PLAIN = st.text(alphabet=st.characters(blacklist_categories=["Cs"]).filter(_no_digit_nor_at))
+
+
+@st.composite
+def cards_in_any_script(draw: Any) -> tuple[str, str]:
+    """A Luhn-valid 16-digit card (ASCII) and how it is written: each digit in any
+    script, groups of four joined by runs of Unicode spaces and dashes (or not)."""
+    digits = _luhn_complete(draw(st.text(alphabet=string.digits, min_size=15, max_size=15)))
+    scripts = draw(st.lists(st.characters(categories=["Nd"]), min_size=16, max_size=16))
+    # Decimal digits come in runs of ten from 0 to 9: a script's zero is c - value(c).
+    written = [
+        chr(ord(c) - unicodedata.decimal(c) + int(d)) for c, d in zip(scripts, digits, strict=True)
+    ]
+    gaps = st.text(alphabet=st.characters(categories=["Zs", "Pd"]), min_size=1, max_size=3)
+    if not draw(st.booleans()):
+        return digits, "".join(written)
+    groups = ["".join(written[i : i + 4]) for i in range(0, 16, 4)]
+    text = groups[0]
+    for group in groups[1:]:
+        text += draw(gaps) + group
+    return digits, text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"])))
+def test_every_folded_character_maps_back_to_the_characters_it_came_from(text: str) -> None:
+    from langgraph_tiered_memory._pii_patterns import fold
+
+    folded = fold(text)
+    last = 0
+    for k, ch in enumerate(folded.text):
+        start, end = folded.origin(k, k + 1)
+        assert last <= start < end <= len(text)
+        assert ch in fold(text[start:end]).text
+        last = start
+    if not folded.text:
+        return
+    start, end = folded.origin(0, len(folded.text))
+    assert fold(text[start:end]).text == folded.text
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PLAIN, cards_in_any_script(), _PLAIN)
+def test_a_card_in_any_digits_and_spacing_is_masked_and_the_rest_kept_as_is(
+    before: str, card: tuple[str, str], after: str
+) -> None:
+    digits, written = card
+    result = REDACT(f"{before} {written} {after}")
+    assert result.text == f"{before} [card] {after}"
+    start = len(before) + 1
+    assert result.findings == (Finding("card", start, start + len(written)),)
+    assert result.counts == {"card": 1} and digits not in result.text
+
+
 _DATES = st.dates().map(
     lambda d: d.strftime(
         {0: "%Y-%m-%d", 1: "%d/%m/%Y", 2: "%d.%m.%Y", 3: "%m-%d-%Y"}[d.toordinal() % 4]
@@ -209,6 +328,28 @@ def test_redaction_is_idempotent(parts: list[str]) -> None:
 
 
 # --------------------------------------------------------------------------- values
+
+
+def test_redact_value_masks_an_integer_whose_digits_are_personal_data() -> None:
+    value = {
+        "card": 4111111111111111,
+        "nested": [{"phone": 4155552671}, -5500000000000004],
+        "count": 12,
+        "year": 2024,
+        "flag": True,
+        "ratio": 4111111111111111.0,
+    }
+    redacted, counts = redact_value(value, REDACT)
+    assert redacted == {
+        "card": "[card]",
+        "nested": [{"phone": "[phone]"}, "-[card]"],
+        "count": 12,
+        "year": 2024,
+        "flag": True,
+        "ratio": 4111111111111111.0,
+    }
+    assert counts == {"card": 2, "phone": 1}
+    assert type(redacted["count"]) is int  # numbers without findings keep their type
 
 
 def test_redact_value_redacts_every_string_and_keeps_keys_and_the_input() -> None:
