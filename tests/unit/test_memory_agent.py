@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_tiered_memory._deferred import HELD_STEP
 from langgraph_tiered_memory.agent import (
     ImportanceRules,
     MemoryWriteError,
@@ -188,6 +189,54 @@ def test_jobs_of_one_lane_run_in_order_and_lanes_run_in_parallel() -> None:
     writer.flush(timeout=10)
     assert order == ["b1", "a1", "a2"]
     assert writer.wait("unknown-id") is False
+
+
+def test_a_failed_job_holds_its_lane_so_a_users_writes_keep_their_order() -> None:
+    broken = [True]
+    order: list[str] = []
+
+    def first() -> None:
+        if broken[0]:
+            raise ValueError("disk full")
+        order.append("a1")
+
+    writer = MemoryWriter(retry_wait=0.0)
+    a1 = writer.submit(WriteJob("a", [_step("a1", first)]))
+    with pytest.raises(MemoryWriteError, match="disk full"):
+        writer.wait(a1)
+    # the next job of the lane runs the kept one first; it fails again, so a2 waits
+    a2 = writer.submit(WriteJob("a", [_step("a2", lambda: order.append("a2"))]))
+    with pytest.raises(MemoryWriteError, match="held behind"):
+        writer.wait(a2)
+    b1 = writer.submit(WriteJob("b", [_step("b1", lambda: order.append("b1"))]))
+    assert writer.wait(b1) and order == ["b1"]  # other lanes go on
+    assert [(f.job.id, f.step) for f in writer.failed] == [(a1, "a1"), (a2, HELD_STEP)]
+    assert writer.status(a2) == "failed" and writer.status("never-seen") == "unknown"
+    broken[0] = False  # the cause is gone: the lane's next job heals it, in order
+    writer.submit(WriteJob("a", [_step("a3", lambda: order.append("a3"))]))
+    writer.flush(10)
+    assert order == ["b1", "a1", "a2", "a3"] and writer.failed == []
+    assert writer.status(a2) == "done"
+
+
+def test_discarding_a_failed_job_lets_the_jobs_held_behind_it_run() -> None:
+    order: list[str] = []
+
+    def poison() -> None:
+        raise ValueError("cannot be written")
+
+    writer = MemoryWriter(retry_wait=0.0)
+    bad = writer.submit(WriteJob("a", [_step("bad", poison)]))
+    with pytest.raises(MemoryWriteError):
+        writer.wait(bad)
+    later = writer.submit(WriteJob("a", [_step("a2", lambda: order.append("a2"))]))
+    with pytest.raises(MemoryWriteError, match="held behind"):
+        writer.wait(later)
+    [dropped] = writer.discard_failed([bad])
+    assert dropped.job.id == bad and writer.status(bad) == "done"
+    writer.retry_failed()
+    writer.flush(10)
+    assert order == ["a2"] and writer.failed == []
 
 
 async def test_async_jobs_run_on_the_event_loop_and_are_awaited() -> None:
