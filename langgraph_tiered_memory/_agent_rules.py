@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_MEMORY_PROMPT",
     "ImportanceRules",
     "RetrievedMemory",
+    "UnstoredTurn",
     "check_prompt",
     "content_words",
     "fill_namespace",
@@ -168,6 +169,26 @@ class RetrievedMemory(TypedDict):
     memory_type: str
     importance: float
     score: float | None
+
+
+class UnstoredTurn(TypedDict):
+    """A finished turn whose storage has not completed (graph state `unstored_turns`).
+
+    Kept in the thread's checkpoint from the reply until its storage completes, so a
+    turn whose process died before storing it is stored by the thread's next run.
+    """
+
+    job: str
+    """Id of its storage job."""
+    namespace: list[str]
+    user: str | None
+    thread: str
+    key: str
+    """Key of its interaction memory, the last memory the turn writes."""
+    user_text: str
+    reply_text: str
+    used: list[RetrievedMemory]
+    """The retrieved memories the reply used (reinforced)."""
 
 
 def used_memories(

@@ -1,4 +1,4 @@
-"""The memory agent's background writer: storage off the reply path, nothing lost.
+"""The memory agent's background writer: storage off the reply path, in order, nothing lost.
 
 The agent hands each turn's storage (the interaction memory, reinforcement of the
 memories the reply used, extraction) to a `MemoryWriter` as a `WriteJob` the moment the
@@ -8,20 +8,27 @@ runs. A deferred graph node waits for the job before the run ends.
 How a job runs:
 
 - **Lanes.** Jobs carry a lane (the user's memory namespace). Jobs of one lane run one
-  at a time in submission order, so two turns of one user never extract against the
-  same memories at once; different lanes run in parallel (sync runs: a thread pool of
-  `max_workers` threads; async runs: one task per busy lane on the run's event loop,
-  so an async run never blocks its loop).
+  at a time in submission order, so a user's turns are stored in the order they were
+  said and never extract against the same memories at once; different lanes run in
+  parallel (sync runs: a thread pool of `max_workers` threads; async runs: one task per
+  busy lane on the run's event loop, so an async run never blocks its loop).
 - **Steps and retries.** A job is a list of steps. Each step is retried with `tenacity`
   (exponential backoff, `attempts` in all) while it raises a transient error
   (`is_transient`: connection errors, timeouts, `BackendUnavailableError`); a step that
   succeeded is never run again, so a retry resumes where the job failed.
-- **Nothing is dropped before it is written.** A job leaves its lane only when every
-  step succeeded. A job that fails (a non-transient error, or a transient one that
-  outlasts its attempts) is logged and kept in `MemoryWriter.failed`; the graph's
-  deferred node raises `MemoryWriteError` for its own job, `flush()` raises it for all
-  of them, `retry_failed()` (threads) or `aretry_failed()` (the running event loop)
-  runs them again and `discard_failed()` is the only way to drop one.
+- **A failed job holds its lane.** A job that fails (a non-transient error, or a
+  transient one that outlasts its attempts) is logged and kept in `MemoryWriter.failed`
+  together with the jobs of its lane queued behind it (kept as *held*), so a newer turn
+  of the user is never written before an older one. The next job submitted to the lane
+  first runs the kept jobs again, in order (a passing outage heals by itself);
+  `retry_failed()` (threads) or `aretry_failed()` (the running event loop) does so at
+  once, and `discard_failed()` is the only way to drop one. The graph's deferred node
+  raises `MemoryWriteError` for its own job when it failed or is held; `flush()` raises
+  it for all of them.
+- **Erasure.** `store.erase_user(user_id)` drops the user's kept and queued jobs in
+  every writer of the process, waits for a running job of the user to end its current
+  step (it runs no further step), and drops jobs of the user submitted until the
+  erasure ends; the receipt counts them (`"writer.jobs"`).
 - **Flush.** `flush()` / `aflush()` wait for every pending job. At interpreter exit the
   thread pool finishes its queued jobs (Python joins executor threads first) and an
   `atexit` hook flushes every writer and logs what failed; `flush_memory_writes()` does
@@ -36,13 +43,14 @@ import asyncio
 import atexit
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from tenacity import (
     AsyncRetrying,
@@ -56,11 +64,13 @@ from tenacity import (
 from langgraph_tiered_memory.errors import TieredMemoryError
 
 __all__ = [
+    "HELD_STEP",
     "FailedWrite",
     "MemoryWriteError",
     "MemoryWriter",
     "WriteJob",
     "WriteStep",
+    "erasing_writes",
     "flush_memory_writes",
     "is_transient",
 ]
@@ -68,7 +78,10 @@ __all__ = [
 logger = logging.getLogger("langgraph_tiered_memory.agent")
 
 _FINISHED_KEPT = 100_000
-"""Succeeded job ids remembered for the deferred node to collect (oldest forgotten first)."""
+"""Settled job ids remembered for `status` and the deferred node (oldest forgotten first)."""
+
+HELD_STEP = "(held)"
+"""The `FailedWrite.step` of a job kept behind a failed job of its lane."""
 
 
 def is_transient(error: BaseException) -> bool:
@@ -105,6 +118,7 @@ class WriteJob:
         description: Shown in logs and errors (no memory content).
         id: Unique id (the graph state keeps it for the deferred node).
         done: Steps completed so far.
+        user: The user whose data the job writes: `erase_user` drops the job.
     """
 
     lane: str
@@ -112,14 +126,16 @@ class WriteJob:
     description: str = "memory write"
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     done: int = 0
+    user: str | None = None
 
 
 @dataclass(frozen=True)
 class FailedWrite:
-    """A job that failed, kept until it is retried or discarded."""
+    """A job that failed (or is held behind one), kept until it is retried or discarded."""
 
     job: WriteJob
     step: str
+    """The step that failed, or `HELD_STEP`."""
     error: BaseException
 
 
@@ -146,18 +162,75 @@ class _Failed(NamedTuple):
     failure: FailedWrite
 
 
+_Outcome = FailedWrite | Literal["dropped"] | None
+"""How a run of a job ended: None (written), kept as failed, or dropped by an erasure."""
+
 _WRITERS: weakref.WeakSet[MemoryWriter] = weakref.WeakSet()
-_ATEXIT = threading.Lock()
+_REGISTRY = threading.Lock()
 _atexit_registered = False
+_ERASING: dict[str, list[int]] = {}
+"""User ids being erased -> [erasures in progress, jobs dropped meanwhile]."""
 
 
 def _register(writer: MemoryWriter) -> None:
     global _atexit_registered
-    with _ATEXIT:
+    with _REGISTRY:
         _WRITERS.add(writer)
         if not _atexit_registered:
             atexit.register(_flush_at_exit)
             _atexit_registered = True
+
+
+def _erased(job: WriteJob) -> bool:
+    """Whether the job's user is being erased (its job must not write)."""
+    return job.user is not None and job.user in _ERASING
+
+
+def _count_dropped(user: str | None, n: int = 1) -> None:
+    with _REGISTRY:
+        entry = _ERASING.get(user or "")
+        if entry is not None:
+            entry[1] += n
+
+
+def _resolve(future: Any, outcome: Any) -> None:
+    """Settle a job's future from any thread (an event loop's future through its loop)."""
+    if isinstance(future, concurrent.futures.Future):
+        future.set_result(outcome)
+    elif not future.get_loop().is_closed():
+        future.get_loop().call_soon_threadsafe(lambda: future.done() or future.set_result(outcome))
+
+
+@contextlib.contextmanager
+def erasing_writes(user_id: str, *, dry_run: bool = False) -> Iterator[Callable[[], int]]:
+    """While erasing `user_id`: no writer of this process writes the user's data.
+
+    On entry every writer drops the user's kept and queued jobs and waits for its
+    running ones to stop (they stop at their next step); until exit, jobs of the user
+    are dropped when submitted. Yields a function returning how many jobs were dropped
+    so far (with `dry_run`: how many would be dropped now; nothing is dropped).
+
+    Raises:
+        RuntimeError: A job of the user runs on the event loop of this thread, which
+            cannot advance while this waits (use the store's `aerase_user`).
+    """
+    writers = list(_WRITERS)
+    if dry_run:
+        found = sum(w._user_jobs(user_id) for w in writers)
+        yield lambda: found
+        return
+    with _REGISTRY:
+        entry = _ERASING.setdefault(user_id, [0, 0])
+        entry[0] += 1
+    try:
+        for writer in writers:
+            writer._drop_user(user_id)
+        yield lambda: entry[1]
+    finally:
+        with _REGISTRY:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _ERASING[user_id]
 
 
 def flush_memory_writes(timeout: float | None = None) -> None:
@@ -188,7 +261,7 @@ def _flush_at_exit() -> None:
 
 
 class MemoryWriter:
-    """Runs memory writes in the background, retries transient errors, loses nothing.
+    """Runs memory writes in the background, in order per lane, retries, loses nothing.
 
     Args:
         max_workers: Threads for sync runs (lanes run in parallel up to this).
@@ -237,6 +310,7 @@ class MemoryWriter:
         self.max_retry_wait = max_retry_wait
         self.is_transient = is_transient
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
         self._lanes: dict[str, collections.deque[WriteJob]] = {}
         self._futures: dict[str, concurrent.futures.Future[Any] | asyncio.Future[Any]] = {}
         self._finished: collections.OrderedDict[str, None] = collections.OrderedDict()
@@ -254,19 +328,28 @@ class MemoryWriter:
 
     @property
     def failed(self) -> list[FailedWrite]:
-        """Jobs that failed, oldest first (kept until retried or discarded)."""
+        """Jobs that failed or are held behind one, oldest first (kept until retried)."""
         with self._lock:
             return list(self._failed.values())
+
+    def status(self, job_id: str) -> Literal["pending", "failed", "done", "unknown"]:
+        """Where a job is: queued or running, kept (failed or held), settled, or unknown.
+
+        "done" is a job written, discarded or dropped by an erasure; "unknown" a job
+        this writer never had (e.g. it was submitted in another process).
+        """
+        return self._lookup(job_id)[0]
 
     # ------------------------------------------------------------------ submit
     def submit(self, job: WriteJob) -> str:
         """Queue a job for a worker thread (sync runs).
 
+        The lane's kept jobs (failed or held) are queued again first, in order.
+
         Returns:
             The job id.
         """
-        start = self._enqueue(job, concurrent.futures.Future())
-        if start:
+        if self._enqueue(job, concurrent.futures.Future):
             self._pool().submit(self._drain, job.lane)
         return job.id
 
@@ -277,23 +360,30 @@ class MemoryWriter:
             The job id.
         """
         loop = asyncio.get_running_loop()
-        start = self._enqueue(job, loop.create_future())
-        if start:
+        if self._enqueue(job, loop.create_future):
             task = loop.create_task(self._adrain(job.lane), name=f"memory-writer:{job.lane}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return job.id
 
-    def _enqueue(self, job: WriteJob, future: Any) -> bool:
-        """Add the job to its lane; True when the lane needs a drainer."""
+    def _enqueue(self, job: WriteJob, new_future: Callable[[], Any]) -> bool:
+        """Add the job (after its lane's kept jobs) to its lane; True when it needs a drainer."""
         with self._lock:
-            self._futures[job.id] = future
+            if _erased(job):
+                self._finish(job.id)
+                _count_dropped(job.user)
+                return False
             queue = self._lanes.get(job.lane)
-            if queue is None:
-                self._lanes[job.lane] = collections.deque([job])
-                return True
-            queue.append(job)
-            return False
+            if queue is not None:
+                queue.append(job)
+                self._futures[job.id] = new_future()
+                return False
+            kept = [f.job for f in self._failed.values() if f.job.lane == job.lane]
+            for earlier in [*kept, job]:
+                self._failed.pop(earlier.id, None)
+                self._futures[earlier.id] = new_future()
+            self._lanes[job.lane] = collections.deque([*kept, job])
+            return True
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._lock:
@@ -303,27 +393,46 @@ class MemoryWriter:
                 )
             return self._executor
 
-    def _next(self, lane: str, finished: WriteJob | None) -> WriteJob | None:
-        """Drop the finished job from its lane; the next one, or None (lane closed)."""
+    def _head(self, lane: str) -> WriteJob | None:
+        """The lane's next job, or None (the lane is closed)."""
         with self._lock:
-            queue = self._lanes[lane]
-            if finished is not None:
-                queue.popleft()
-            if not queue:
-                del self._lanes[lane]
-                return None
-            return queue[0]
+            queue = self._lanes.get(lane)
+            if queue:
+                return queue[0]
+            self._lanes.pop(lane, None)
+            return None
 
-    def _settle(self, job: WriteJob, failure: FailedWrite | None) -> Any:
+    def _finish(self, job_id: str) -> None:
+        """Remember a settled job (lock held)."""
+        self._finished[job_id] = None
+        while len(self._finished) > _FINISHED_KEPT:
+            self._finished.popitem(last=False)
+
+    def _settle(self, job: WriteJob, outcome: _Outcome) -> None:
+        """End the lane's head job: written or dropped, or kept with the jobs behind it."""
         with self._lock:
-            future = self._futures.pop(job.id, None)
-            if failure is None:
-                self._finished[job.id] = None
-                while len(self._finished) > _FINISHED_KEPT:
-                    self._finished.popitem(last=False)
+            queue = self._lanes[job.lane]
+            queue.popleft()
+            settled: list[tuple[str, Any]] = []
+            if isinstance(outcome, FailedWrite):
+                self._failed[job.id] = outcome
+                settled.append((job.id, _Failed(outcome)))
+                held = RuntimeError(f"held behind the failed {job.description}")
+                for later in queue:
+                    failure = FailedWrite(later, HELD_STEP, held)
+                    self._failed[later.id] = failure
+                    settled.append((later.id, _Failed(failure)))
+                del self._lanes[job.lane]  # a later submit opens it again, kept jobs first
             else:
-                self._failed[job.id] = failure
-        return future
+                self._finish(job.id)
+                settled.append((job.id, None))
+            futures = [(self._futures.pop(i, None), result) for i, result in settled]
+            if outcome == "dropped":
+                _count_dropped(job.user)
+            self._settled.notify_all()
+        for future, result in futures:
+            if future is not None:
+                _resolve(future, result)
 
     def _drain(self, lane: str) -> None:
         """Run the lane's next job, then queue the lane again behind the other lanes.
@@ -332,13 +441,13 @@ class MemoryWriter:
         its worker thread while other users' lanes wait. Once the interpreter is
         shutting down the pool takes no new work, so the thread finishes the lane.
         """
-        job = self._next(lane, None)
+        job = self._head(lane)
         while job is not None:
-            failure = self._run_steps(job)
-            future = self._settle(job, failure)
-            if future is not None:
-                future.set_result(None if failure is None else _Failed(failure))
-            job = self._next(lane, job)
+            outcome = self._run_steps(job)
+            self._settle(job, outcome)
+            if isinstance(outcome, FailedWrite):
+                return  # the lane closed with it
+            job = self._head(lane)
             if job is None:
                 return
             try:
@@ -348,13 +457,11 @@ class MemoryWriter:
                 continue
 
     async def _adrain(self, lane: str) -> None:
-        job = self._next(lane, None)
+        job = self._head(lane)
         while job is not None:
-            failure = await self._arun_steps(job)
-            future = self._settle(job, failure)
-            if future is not None and not future.done():
-                future.set_result(None if failure is None else _Failed(failure))
-            job = self._next(lane, job)
+            outcome = await self._arun_steps(job)
+            self._settle(job, outcome)
+            job = None if isinstance(outcome, FailedWrite) else self._head(lane)
 
     # ------------------------------------------------------------------ running
     def _log_retry(self, job: WriteJob, step: str) -> Callable[[RetryCallState], None]:
@@ -376,15 +483,19 @@ class MemoryWriter:
             "before_sleep": self._log_retry(job, step),
         }
 
-    def _failure(self, job: WriteJob, step: str, error: BaseException) -> FailedWrite:
+    def _failure(self, job: WriteJob, step: str, error: BaseException) -> _Outcome:
+        if _erased(job):
+            return "dropped"
         logger.error(
             "%s: step %r failed, the job is kept for retry: %r", job.description, step, error,
             exc_info=error,
         )  # fmt: skip
         return FailedWrite(job, step, error)
 
-    def _run_steps(self, job: WriteJob) -> FailedWrite | None:
+    def _run_steps(self, job: WriteJob) -> _Outcome:
         while job.done < len(job.steps):
+            if _erased(job):
+                return "dropped"
             step = job.steps[job.done]
             try:
                 for attempt in Retrying(**self._retry_options(job, step.name)):
@@ -395,8 +506,10 @@ class MemoryWriter:
             job.done += 1
         return None
 
-    async def _arun_steps(self, job: WriteJob) -> FailedWrite | None:
+    async def _arun_steps(self, job: WriteJob) -> _Outcome:
         while job.done < len(job.steps):
+            if _erased(job):
+                return "dropped"
             step = job.steps[job.done]
             try:
                 async for attempt in AsyncRetrying(**self._retry_options(job, step.name)):
@@ -408,48 +521,73 @@ class MemoryWriter:
         return None
 
     def run(self, job: WriteJob) -> None:
-        """Run a job now in this thread, with retries (no queue).
+        """Submit a job and wait for it (behind the jobs of its lane).
 
         Raises:
-            MemoryWriteError: The job failed (it is kept in `failed`).
+            MemoryWriteError: The job failed or is held (it is kept in `failed`).
         """
-        failure = self._run_steps(job)
-        self._settle(job, failure)
-        if failure is not None:
-            raise MemoryWriteError([failure])
+        self.wait(self.submit(job))
 
     async def arun(self, job: WriteJob) -> None:
-        """Async `run`: run a job now on this event loop, with retries.
+        """Async `run`: submit a job on this event loop and await it.
 
         Raises:
-            MemoryWriteError: The job failed (it is kept in `failed`).
+            MemoryWriteError: The job failed or is held (it is kept in `failed`).
         """
-        failure = await self._arun_steps(job)
-        self._settle(job, failure)
-        if failure is not None:
-            raise MemoryWriteError([failure])
+        await self.await_job(self.asubmit(job))
+
+    # ------------------------------------------------------------------ erasure
+    def _user_jobs(self, user: str) -> int:
+        """The user's jobs, pending or kept."""
+        with self._lock:
+            queued = [j for q in self._lanes.values() for j in q]
+            kept = [f.job for f in self._failed.values()]
+        return sum(j.user == user for j in [*queued, *kept])
+
+    def _drop_user(self, user: str) -> None:
+        """Drop the user's kept and queued jobs; wait for its running ones to stop."""
+        with self._lock:
+            heads = [q[0] for q in self._lanes.values() if q[0].user == user]
+            running = [j.id for j in heads if _in_flight(self._futures[j.id])]
+            _check_loop([self._futures[i] for i in running])
+            dropped = [i for i, f in self._failed.items() if f.job.user == user]
+            for i in dropped:
+                del self._failed[i]
+            futures = []
+            for lane, queue in list(self._lanes.items()):
+                for job in [j for j in queue if j.user == user and j.id not in running]:
+                    queue.remove(job)
+                    dropped.append(job.id)
+                    futures.append(self._futures.pop(job.id))
+                if not queue:
+                    del self._lanes[lane]  # its drainer's event loop is closed
+            for i in dropped:
+                self._finish(i)
+            _count_dropped(user, len(dropped))
+        for future in futures:
+            _resolve(future, None)
+        with self._lock:  # a running job stops at its next step (see `_run_steps`)
+            self._settled.wait_for(lambda: not any(i in self._futures for i in running))
 
     # ------------------------------------------------------------------ waiting
-    def _lookup(self, job_id: str) -> tuple[str, Any]:
+    def _lookup(self, job_id: str) -> tuple[Literal["pending", "failed", "done", "unknown"], Any]:
         with self._lock:
             if job_id in self._futures:
                 return "pending", self._futures[job_id]
             if job_id in self._failed:
                 return "failed", self._failed[job_id]
-            if job_id in self._finished:
-                del self._finished[job_id]
-                return "done", None
-        return "unknown", None
+            return ("done" if job_id in self._finished else "unknown"), None
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
         """Wait for one job of a sync run.
 
         Returns:
-            True when the job was written; False when this writer does not know it
-            (e.g. the run resumed in another process): the caller writes it itself.
+            True when the job was settled (written, or dropped by an erasure); False
+            when this writer does not know it (e.g. the run resumed in another
+            process): the caller writes it itself.
 
         Raises:
-            MemoryWriteError: The job failed (it is kept in `failed`).
+            MemoryWriteError: The job failed or is held (it is kept in `failed`).
             RuntimeError: The job belongs to an async run.
             TimeoutError: Not finished within `timeout` seconds.
         """
@@ -460,7 +598,6 @@ class MemoryWriter:
             outcome = found.result(timeout)
             if isinstance(outcome, _Failed):
                 raise MemoryWriteError([outcome.failure])
-            self._lookup(job_id)  # collect the finished id
             return True
         if state == "failed":
             raise MemoryWriteError([found])
@@ -470,10 +607,10 @@ class MemoryWriter:
         """Async `wait` (for jobs of async runs and of sync runs alike).
 
         Returns:
-            True when the job was written; False when this writer does not know it.
+            True when the job was settled; False when this writer does not know it.
 
         Raises:
-            MemoryWriteError: The job failed (it is kept in `failed`).
+            MemoryWriteError: The job failed or is held (it is kept in `failed`).
         """
         state, found = self._lookup(job_id)
         if state == "pending":
@@ -481,7 +618,6 @@ class MemoryWriter:
             outcome = await asyncio.shield(waiter)
             if isinstance(outcome, _Failed):
                 raise MemoryWriteError([outcome.failure])
-            self._lookup(job_id)
             return True
         if state == "failed":
             raise MemoryWriteError([found])
@@ -540,37 +676,43 @@ class MemoryWriter:
             )
         self._raise_failed()
 
+    def _take_failed(self) -> list[WriteJob]:
+        with self._lock:
+            jobs = [f.job for f in self._failed.values()]
+            self._failed.clear()
+        return jobs
+
     def retry_failed(self) -> list[str]:
-        """Queue the failed jobs again (on worker threads), resuming at their failed step.
+        """Queue the kept jobs again (on worker threads), in order, at their failed step.
 
         Returns:
             The ids of the requeued jobs.
         """
-        with self._lock:
-            jobs = [f.job for f in self._failed.values()]
-            self._failed.clear()
-        return [self.submit(job) for job in jobs]
+        return [self.submit(job) for job in self._take_failed()]
 
     async def aretry_failed(self) -> list[str]:
-        """Queue the failed jobs again on the running event loop (for async stores).
+        """Queue the kept jobs again on the running event loop (for async stores).
 
         Returns:
             The ids of the requeued jobs.
         """
-        with self._lock:
-            jobs = [f.job for f in self._failed.values()]
-            self._failed.clear()
-        return [self.asubmit(job) for job in jobs]
+        return [self.asubmit(job) for job in self._take_failed()]
 
-    def discard_failed(self) -> list[FailedWrite]:
-        """Drop the failed jobs (the only way a job is dropped unwritten).
+    def discard_failed(self, job_ids: Collection[str] | None = None) -> list[FailedWrite]:
+        """Drop kept jobs (the only way a job is dropped unwritten, besides erasure).
+
+        Args:
+            job_ids: The jobs to drop (None: every kept job). Jobs held behind a
+                dropped one run with the next job of their lane, or `retry_failed()`.
 
         Returns:
             What was dropped.
         """
         with self._lock:
-            dropped = list(self._failed.values())
-            self._failed.clear()
+            dropped = [f for i, f in self._failed.items() if job_ids is None or i in job_ids]
+            for f in dropped:
+                del self._failed[f.job.id]
+                self._finish(f.job.id)
         for f in dropped:
             logger.warning("Discarded a failed memory write: %s", f.job.description)
         return dropped
@@ -588,3 +730,21 @@ class MemoryWriter:
                 executor, self._executor = self._executor, None
             if executor is not None:
                 executor.shutdown(wait=True)
+
+
+def _in_flight(future: Any) -> bool:
+    """Whether a job's drainer can still run it (an event loop's job: the loop is open)."""
+    return not isinstance(future, asyncio.Future) or not future.get_loop().is_closed()
+
+
+def _check_loop(futures: Sequence[Any]) -> None:
+    """Refuse to wait, on an event loop, for a job that only this loop can advance."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if any(isinstance(f, asyncio.Future) and f.get_loop() is running for f in futures):
+        raise RuntimeError(
+            "erase_user would wait for a memory write of this user that runs on this"
+            " event loop: call `await store.aerase_user(...)` instead."
+        )

@@ -17,15 +17,18 @@
 - **summarize** (with `summarize=`): the `SummarizationNode` folding old messages into
   the running summary, so working memory stays bounded.
 - **memory_storage**: a deferred node (runs when the run is about to end) that waits
-  for the turn's storage job; it raises `MemoryWriteError` when the job failed.
+  for the storage of the thread's unstored turns; it raises `MemoryWriteError` when a
+  job failed.
 
-Storage of a turn (see `langgraph_tiered_memory.agent_nodes` for the rules): the
-interaction (user message + reply) as an `experience` memory with a rule-based
-importance; reinforcement of the retrieved memories the reply used
-(`update_importance`); extraction of facts and preferences (`extract_memories`). The
-background writer (`MemoryWriter`) runs it while the reply is returned and streamed,
-retries transient errors, keeps failed jobs until retried, and is flushed before the
-run ends and at interpreter exit (`flush_memory_writes()` on demand).
+Storage of a turn (see `langgraph_tiered_memory.agent_nodes` for the rules):
+extraction of facts and preferences (`extract_memories`); reinforcement of the
+retrieved memories the reply used (`update_importance`); the interaction (user
+message + reply) as an `experience` memory with a rule-based importance, written
+last. The background writer (`MemoryWriter`) runs it while the reply is returned and
+streamed, a user's turns in order, retries transient errors, keeps failed jobs until
+retried, and is flushed before the run ends and at interpreter exit
+(`flush_memory_writes()` on demand). A turn waits in the state (`unstored_turns`)
+until stored, so a turn whose process died is stored by the thread's next run.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from langgraph_tiered_memory.agent_nodes import (
     ImportanceRules,
     MemoryNodes,
     RetrievedMemory,
+    UnstoredTurn,
     check_prompt,
     interaction_importance,
     used_memories,
@@ -72,6 +76,7 @@ __all__ = [
     "MemoryWriteError",
     "MemoryWriter",
     "RetrievedMemory",
+    "UnstoredTurn",
     "WriteJob",
     "WriteStep",
     "create_memory_agent",
@@ -101,8 +106,8 @@ class MemoryAgentState(TypedDict):
     """The long-term memories retrieved for the current turn."""
     known_facts: NotRequired[list[str]]
     """The fact lines of the current turn (when known facts are on)."""
-    storage_job: NotRequired[str | None]
-    """Id of the turn's pending storage job (cleared by `memory_storage`)."""
+    unstored_turns: NotRequired[list[UnstoredTurn]]
+    """Turns whose storage has not completed (emptied by `memory_storage`)."""
 
 
 def _summarizer(summarize: Any, sessions: Any, redactor: Any) -> Any:
@@ -178,7 +183,8 @@ def create_memory_agent(
         reinforce_delta: Importance added to each retrieved memory the reply used.
         storage: Store turns at all (False: retrieval only, e.g. as a baseline).
         background: Store in the background writer (True) or in the
-            `memory_storage` node before the run ends (False).
+            `memory_storage` node before the run ends (False; it runs the jobs in the
+            same writer, so a user's turns stay in order).
         writer: The background writer (default: a new `MemoryWriter`).
         store: Store to use instead of the graph's.
         known_facts: Put "known facts" in the context: knowledge-graph triples one hop
@@ -273,9 +279,18 @@ def create_memory_agent(
         state: MemoryAgentState, reply: BaseMessage, config: RunnableConfig, submit: Any
     ) -> dict[str, Any]:
         update: dict[str, Any] = {"messages": [reply]}
-        if deferred and not (isinstance(reply, AIMessage) and reply.tool_calls):
-            job = nodes.storage_job(state, reply, config)
-            update["storage_job"] = submit(job) if job is not None else None
+        if not storage or (isinstance(reply, AIMessage) and reply.tool_calls):
+            return update
+        # earlier turns of the thread whose storage never completed go first
+        turns = nodes.earlier_turns(state)
+        jobs = nodes.replanned(turns, config) if deferred else []
+        turn = nodes.unstored_turn(state, reply, config)
+        if turn is not None:
+            turns.append(turn)
+            jobs += [nodes.storage_job(turn, config)] if deferred else []
+        for job in jobs:
+            submit(job)
+        update["unstored_turns"] = turns
         return update
 
     # LangGraph passes the run config to a parameter named `config` of a RunnableLambda.
@@ -315,11 +330,7 @@ def create_memory_agent(
         graph.add_node("summarize", summarizer)
         graph.add_edge("summarize", "memory_storage" if storage else END)
     if storage:
-        if deferred:
-            finish = node("memory_storage", nodes.finish, nodes.afinish)
-            graph.add_node("memory_storage", finish, defer=True)
-        else:
-            inline = node("memory_storage", nodes.store_inline, nodes.astore_inline)
-            graph.add_node("memory_storage", inline)
+        finish = node("memory_storage", nodes.finish, nodes.afinish)
+        graph.add_node("memory_storage", finish, defer=deferred)
         graph.add_edge("memory_storage", END)
     return graph

@@ -3,15 +3,16 @@
 `MemoryNodes` holds the agent's options and implements, as sync and async twins over
 the store the graph runs with: retrieval (profile, memories, known facts of the
 knowledge graph, summary rendered into the memory context), the storage job of a
-finished turn (the interaction memory, reinforcement of the memories the reply used,
-extraction, profile refresh) and the deferred `memory_storage` node that waits for
-it. The pure rules (importance, "used" memories, prompt rendering) live in
-`_agent_rules` and are re-exported here.
+finished turn (extraction, reinforcement of the memories the reply used, the
+interaction memory, profile refresh) and the `memory_storage` node that waits for
+the jobs of the thread's unstored turns. The pure rules (importance, "used" memories,
+prompt rendering) live in `_agent_rules` and are re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -24,6 +25,7 @@ from langgraph_tiered_memory._agent_rules import (
     DEFAULT_MEMORY_PROMPT,
     ImportanceRules,
     RetrievedMemory,
+    UnstoredTurn,
     check_prompt,
     fact_lines,
     fill_namespace,
@@ -44,6 +46,7 @@ __all__ = [
     "ImportanceRules",
     "MemoryNodes",
     "RetrievedMemory",
+    "UnstoredTurn",
     "check_prompt",
     "fact_lines",
     "fill_namespace",
@@ -368,50 +371,84 @@ class MemoryNodes:
         return self._result(state, self._visible(found, store, config), profile, facts)
 
     # ---------------------------------------------------------------- storage
-    def storage_job(
-        self,
-        state: Mapping[str, Any],
-        reply: BaseMessage,
-        config: Mapping[str, Any],
-    ) -> WriteJob | None:
-        """The writes of one finished turn (None when there is no user message).
+    def unstored_turn(
+        self, state: Mapping[str, Any], reply: BaseMessage, config: Mapping[str, Any]
+    ) -> UnstoredTurn | None:
+        """What storing the turn that `reply` ends needs (None without a user message).
 
-        Steps: the interaction memory (a deterministic key per thread and user
-        message, so a retry or a second run rewrites it rather than adding one),
-        one reinforcement per used memory, then extraction.
+        The interaction memory's key is deterministic per thread and user message, so a
+        retry or a second run rewrites it rather than adding one.
         """
         human = last_human(state.get("messages") or [])
         if human is None:
             return None
-        store = self.resolve_store()
-        namespace = fill_namespace(self.namespace, config)
-        user, thread = self._user(config), self._thread(config)
         user_text, reply_text = message_text(human), message_text(reply)
+        thread = self._thread(config)
         ident = f"{thread}\x00{human.id or user_text}".encode()
-        key = "turn-" + hashlib.sha256(ident).hexdigest()[:24]
+        retrieved = cast(list[RetrievedMemory], state.get("retrieved_memories") or [])
+        return UnstoredTurn(
+            job=uuid.uuid4().hex,
+            namespace=list(fill_namespace(self.namespace, config)),
+            user=self._user(config),
+            thread=thread,
+            key="turn-" + hashlib.sha256(ident).hexdigest()[:24],
+            user_text=user_text,
+            reply_text=reply_text,
+            used=used_memories(reply_text, retrieved),
+        )
+
+    def earlier_turns(self, state: Mapping[str, Any]) -> list[UnstoredTurn]:
+        """The state's unstored turns this process has not settled (their storage is due)."""
+        turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
+        return [t for t in turns if self.writer.status(t["job"]) != "done"]
+
+    def replanned(self, turns: Sequence[UnstoredTurn], config: Mapping[str, Any]) -> list[WriteJob]:
+        """Jobs of the turns this writer does not know (planned again, checked first)."""
+        return [
+            self.storage_job(t, config, recheck=True)
+            for t in turns
+            if self.writer.status(t["job"]) == "unknown"
+        ]
+
+    def storage_job(
+        self, turn: UnstoredTurn, config: Mapping[str, Any], *, recheck: bool = False
+    ) -> WriteJob:
+        """The writes of one finished turn, in order.
+
+        Steps: extraction, one reinforcement per used memory, the interaction memory,
+        the profile refresh. The interaction memory comes after everything else the
+        turn changes, so its presence means the turn was stored: with `recheck` (a
+        turn planned again from the graph state, whose first run may have completed
+        before its process died) a first step looks for it and skips the rest.
+        """
+        store = self.resolve_store()
+        namespace, key, user = tuple(turn["namespace"]), turn["key"], turn["user"]
         value: dict[str, Any] = {
-            "content": f"User: {user_text}\nAssistant: {reply_text}",
+            "content": f"User: {turn['user_text']}\nAssistant: {turn['reply_text']}",
             "memory_type": "experience",
-            "importance": interaction_importance(user_text, self.importance),
+            "importance": interaction_importance(turn["user_text"], self.importance),
             "source": "memory_agent",
         }
-        if thread:
-            value["thread_id"] = thread
-        value = stamp(self._redacted(value), namespace, user, thread)  # shared: provenance
-        steps = [self._put_step(store, namespace, key, value)]
-        retrieved = cast(list[RetrievedMemory], state.get("retrieved_memories") or [])
-        for memory in used_memories(reply_text, retrieved):
-            if memory["key"] != key:
-                steps.append(self._reinforce_step(store, memory))
+        if turn["thread"]:
+            value["thread_id"] = turn["thread"]
+        value = stamp(self._redacted(value), namespace, user, turn["thread"])  # provenance
+        steps = []
         if self.extraction:
-            turn = [HumanMessage(content=user_text), AIMessage(content=reply_text)]
-            steps.append(self._extract_step(store, namespace, turn, user, thread or None))
+            messages = [HumanMessage(content=turn["user_text"]), AIMessage(turn["reply_text"])]
+            thread = turn["thread"] or None
+            steps.append(self._extract_step(store, namespace, messages, user, thread))
+        steps += [self._reinforce_step(store, m) for m in turn["used"] if m["key"] != key]
+        steps.append(self._put_step(store, namespace, key, value))
         if self.profile and user is not None:
             steps.append(self._profile_step(store, config))
+        if recheck:
+            steps = _unless_stored(store, namespace, key, steps)
         return WriteJob(
             lane=repr(namespace),
             steps=steps,
-            description=f"memory storage of thread {thread or '?'} in {namespace}",
+            description=f"memory storage of thread {turn['thread'] or '?'} in {namespace}",
+            id=turn["job"],
+            user=user,
         )
 
     def _redacted(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -503,54 +540,57 @@ class MemoryNodes:
 
         return WriteStep("refresh profile", run, arun)
 
-    # ---------------------------------------------------------------- deferred node
-    def _pending_turn(self, state: Mapping[str, Any]) -> BaseMessage | None:
-        messages = state.get("messages") or []
-        last = messages[-1] if messages else None
-        return last if isinstance(last, AIMessage) and not last.tool_calls else None
-
+    # ---------------------------------------------------------------- storage node
     def finish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        """The deferred `memory_storage` node (sync): wait for this turn's job.
+        """The `memory_storage` node (sync): store the thread's unstored turns, then return.
 
-        A job this process does not know (the run resumed elsewhere) is planned again
-        from the state and run here.
+        It waits for the jobs the agent node submitted, and submits (then waits for)
+        those of turns this process does not know: every turn when storage is not in
+        the background, and turns of a run that resumed here or whose process died
+        before storing them.
         """
-        job_id = state.get("storage_job")
-        if not job_id:
+        turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
+        if not turns:
             return {}
-        if not self.writer.wait(job_id):
-            reply = self._pending_turn(state)
-            job = self.storage_job(state, reply, config) if reply is not None else None
-            if job is not None:
-                self.writer.run(job)
-        return {"storage_job": None}
+        for job in self.replanned(turns, config):
+            self.writer.submit(job)
+        for turn in turns:
+            self.writer.wait(turn["job"])
+        return {"unstored_turns": []}
 
     async def afinish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        """The deferred `memory_storage` node (async twin of `finish`)."""
-        job_id = state.get("storage_job")
-        if not job_id:
+        """The `memory_storage` node (async twin of `finish`)."""
+        turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
+        if not turns:
             return {}
-        if not await self.writer.await_job(job_id):
-            reply = self._pending_turn(state)
-            job = self.storage_job(state, reply, config) if reply is not None else None
-            if job is not None:
-                await self.writer.arun(job)
-        return {"storage_job": None}
+        for job in self.replanned(turns, config):
+            self.writer.asubmit(job)
+        for turn in turns:
+            await self.writer.await_job(turn["job"])
+        return {"unstored_turns": []}
 
-    def store_inline(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        """`memory_storage` without the background writer (sync): write, then return."""
-        reply = self._pending_turn(state)
-        job = self.storage_job(state, reply, config) if reply is not None else None
-        if job is not None:
-            self.writer.run(job)
-        return {}
 
-    async def astore_inline(
-        self, state: Mapping[str, Any], config: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """`memory_storage` without the background writer (async)."""
-        reply = self._pending_turn(state)
-        job = self.storage_job(state, reply, config) if reply is not None else None
-        if job is not None:
-            await self.writer.arun(job)
-        return {}
+def _unless_stored(
+    store: Any, namespace: tuple[str, ...], key: str, steps: list[WriteStep]
+) -> list[WriteStep]:
+    """`steps` after a check for the memory `key`; when it exists they do nothing."""
+    stored: list[bool] = []
+
+    def check() -> None:
+        stored.append(store.get(namespace, key) is not None)
+
+    async def acheck() -> None:
+        stored.append(await store.aget(namespace, key) is not None)
+
+    def guarded(step: WriteStep) -> WriteStep:
+        def run() -> None:
+            if not stored[-1]:
+                step.run()
+
+        async def arun() -> None:
+            if not stored[-1]:
+                await step.arun()
+
+        return WriteStep(step.name, run, arun)
+
+    return [WriteStep("check stored", check, acheck), *map(guarded, steps)]

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from langgraph_tiered_memory._deferred import erasing_writes
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.erasure import (
     DEFAULT_USER_TEMPLATES,
@@ -67,6 +68,9 @@ _log = logging.getLogger("langgraph_tiered_memory.store.erase")
 
 _ALL = 2**31 - 1
 """A `limit` no namespace reaches: every item of a namespace."""
+
+WRITER_JOBS = "writer.jobs"
+"""The receipt's place for the user's background memory writes dropped in this process."""
 
 KEPT_UNATTRIBUTED = (
     "memories in shared namespaces whose value names neither the user nor one of the"
@@ -409,18 +413,23 @@ def erase_store(
     """The store's part of `erase_user` (no sessions): find, then remove.
 
     `sessions` are the ids of the user's sessions, for finding shared memories by
-    session; the caller erases the sessions themselves afterwards.
+    session; the caller erases the sessions themselves afterwards. Meanwhile no memory
+    writer of this process writes the user's data: its jobs of the user are dropped
+    (counted as `"writer.jobs"`), a running one once its current step ends.
     """
-    plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
-    _log.info(
-        "erase_user%s of subject %s: %d namespaces, %d shared items, %d sessions found",
-        " (dry run)" if dry_run else "",
-        ErasureReceipt.for_user(user_id).subject[:12],
-        sum(len(v) for v in plan.owned.values()),
-        plan.shared_count,
-        len(plan.sessions),
-    )
-    return remove(core, plan, dry_run=dry_run)
+    with erasing_writes(user_id, dry_run=dry_run) as dropped:
+        plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
+        _log.info(
+            "erase_user%s of subject %s: %d namespaces, %d shared items, %d sessions found",
+            " (dry run)" if dry_run else "",
+            ErasureReceipt.for_user(user_id).subject[:12],
+            sum(len(v) for v in plan.owned.values()),
+            plan.shared_count,
+            len(plan.sessions),
+        )
+        receipt = remove(core, plan, dry_run=dry_run)
+    receipt.count(WRITER_JOBS, dropped())
+    return receipt
 
 
 class ErasureMethods:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.agent import MemoryWriter, create_memory_agent
@@ -129,15 +130,17 @@ def test_the_triples_are_written_in_the_deferred_storage_not_before_the_reply(
     graph_store: TieredMemoryStore,
 ) -> None:
     opened, writing = threading.Event(), threading.Event()
-    real_put = graph_store.put
+    real_batch = graph_store.batch
     seen_at_reply: list[int] = []
 
-    def gated_put(*args: Any, **kwargs: Any) -> None:
-        writing.set()
-        assert opened.wait(30), "the test never opened the gate"
-        real_put(*args, **kwargs)
+    def gated_batch(ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):  # every write; reads pass
+            writing.set()
+            assert opened.wait(30), "the test never opened the gate"
+        return real_batch(ops)
 
-    graph_store.put = gated_put  # type: ignore[method-assign]
+    graph_store.batch = gated_batch  # type: ignore[method-assign]
     model = RecordingChatModel(replies=["Noted."])
     graph = _agent(model, _extractor(), known_facts=True).compile(
         store=graph_store, checkpointer=InMemorySaver()

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore, Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_tiered_memory._deferred import HELD_STEP
 from langgraph_tiered_memory.agent import (
     ImportanceRules,
     MemoryWriteError,
@@ -190,6 +193,54 @@ def test_jobs_of_one_lane_run_in_order_and_lanes_run_in_parallel() -> None:
     assert writer.wait("unknown-id") is False
 
 
+def test_a_failed_job_holds_its_lane_so_a_users_writes_keep_their_order() -> None:
+    broken = [True]
+    order: list[str] = []
+
+    def first() -> None:
+        if broken[0]:
+            raise ValueError("disk full")
+        order.append("a1")
+
+    writer = MemoryWriter(retry_wait=0.0)
+    a1 = writer.submit(WriteJob("a", [_step("a1", first)]))
+    with pytest.raises(MemoryWriteError, match="disk full"):
+        writer.wait(a1)
+    # the next job of the lane runs the kept one first; it fails again, so a2 waits
+    a2 = writer.submit(WriteJob("a", [_step("a2", lambda: order.append("a2"))]))
+    with pytest.raises(MemoryWriteError, match="held behind"):
+        writer.wait(a2)
+    b1 = writer.submit(WriteJob("b", [_step("b1", lambda: order.append("b1"))]))
+    assert writer.wait(b1) and order == ["b1"]  # other lanes go on
+    assert [(f.job.id, f.step) for f in writer.failed] == [(a1, "a1"), (a2, HELD_STEP)]
+    assert writer.status(a2) == "failed" and writer.status("never-seen") == "unknown"
+    broken[0] = False  # the cause is gone: the lane's next job heals it, in order
+    writer.submit(WriteJob("a", [_step("a3", lambda: order.append("a3"))]))
+    writer.flush(10)
+    assert order == ["b1", "a1", "a2", "a3"] and writer.failed == []
+    assert writer.status(a2) == "done"
+
+
+def test_discarding_a_failed_job_lets_the_jobs_held_behind_it_run() -> None:
+    order: list[str] = []
+
+    def poison() -> None:
+        raise ValueError("cannot be written")
+
+    writer = MemoryWriter(retry_wait=0.0)
+    bad = writer.submit(WriteJob("a", [_step("bad", poison)]))
+    with pytest.raises(MemoryWriteError):
+        writer.wait(bad)
+    later = writer.submit(WriteJob("a", [_step("a2", lambda: order.append("a2"))]))
+    with pytest.raises(MemoryWriteError, match="held behind"):
+        writer.wait(later)
+    [dropped] = writer.discard_failed([bad])
+    assert dropped.job.id == bad and writer.status(bad) == "done"
+    writer.retry_failed()
+    writer.flush(10)
+    assert order == ["a2"] and writer.failed == []
+
+
 async def test_async_jobs_run_on_the_event_loop_and_are_awaited() -> None:
     seen: list[str] = []
     gate = asyncio.Event()
@@ -249,7 +300,7 @@ def test_messages_in_every_form_and_the_context_stays_out_of_the_history() -> No
     assert isinstance(last_prompt[0], SystemMessage) and len(last_prompt) == 6
     assert "as a string" in last_prompt[0].content  # retrieved from the long-term store
     stored = store.search(("memories", "u1"), limit=10)
-    assert len(stored) == 3 and out.get("storage_job") is None
+    assert len(stored) == 3 and out["unstored_turns"] == []
 
 
 def test_a_run_without_a_user_id_fails_and_names_the_fix() -> None:
@@ -304,6 +355,71 @@ def test_redaction_runs_before_anything_is_stored() -> None:
     assert stored and not any("ana@example.com" in str(i.value) for i in stored)
     [turn] = [i for i in stored if i.key.startswith("turn-")]
     assert "[email]" in turn.value["content"] and turn.value["redactions"] == {"email": 2}
+
+
+class FailingWrites(BaseStore):
+    """Delegates to a store; its first writes to the memories raise `failures`."""
+
+    def __init__(self, store: BaseStore, failures: list[BaseException]) -> None:
+        self.store = store
+        self.failures = failures
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        writes = [op for op in ops if isinstance(op, PutOp) and op.namespace[0] == "memories"]
+        if writes and self.failures:
+            raise self.failures.pop(0)
+        return self.store.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return self.batch(ops)
+
+
+def test_an_older_turn_written_after_a_failure_never_replaces_a_newer_fact() -> None:
+    store = InMemoryStore()
+    failing = FailingWrites(store, [ValueError("disk full")])
+    writer = MemoryWriter(retry_wait=0.0)
+    model = RecordingChatModel(replies=["Noted.", "Noted."])
+    agent = create_memory_agent(model, store=failing, writer=writer, profile=False)
+    graph = agent.compile(checkpointer=InMemorySaver())
+    with pytest.raises(MemoryWriteError, match="disk full"):
+        graph.invoke({"messages": "I live in Berlin."}, _cfg("ana", "monday"))
+    graph.invoke({"messages": "I moved to Lisbon."}, _cfg("ana", "friday"))
+    writer.retry_failed()
+    writer.flush(10)
+    facts = [
+        i.value["content"]
+        for i in store.search(("memories", "ana"), limit=20)
+        if i.value.get("source") == "extraction"
+    ]
+    assert facts == ["I moved to Lisbon"]
+    turns = [i for i in store.search(("memories", "ana"), limit=20) if i.key.startswith("turn-")]
+    assert len(turns) == 2 and writer.failed == []
+
+
+async def test_a_turn_left_unstored_is_stored_by_the_threads_next_run_elsewhere() -> None:
+    store, saver = InMemoryStore(), InMemorySaver()
+    config = _cfg("ana", "t1")
+
+    def agent(reply: str, on: BaseStore, writer: MemoryWriter) -> Any:
+        model = RecordingChatModel(replies=[reply])
+        return create_memory_agent(model, store=on, writer=writer, profile=False).compile(
+            checkpointer=saver
+        )
+
+    gone, here = MemoryWriter(retry_wait=0.0), MemoryWriter(retry_wait=0.0)  # two processes
+    failing = FailingWrites(store, [ValueError("disk full")])
+    with pytest.raises(MemoryWriteError, match="disk full"):
+        await agent("Noted.", failing, gone).ainvoke({"messages": "I live in Berlin."}, config)
+    gone.discard_failed()  # that process died with its kept job
+    # the thread's next message, in another process
+    out = await agent("In Berlin.", store, here).ainvoke({"messages": "Where do I live?"}, config)
+    assert out["unstored_turns"] == []
+    found = store.search(("memories", "ana"), limit=20)
+    assert [i.value["content"] for i in found if i.value.get("source") == "extraction"] == [
+        "I live in Berlin"
+    ]
+    assert len([i for i in found if i.key.startswith("turn-")]) == 2
 
 
 def test_pending_writes_finish_and_failures_are_logged_at_exit(tmp_path: Any) -> None:
