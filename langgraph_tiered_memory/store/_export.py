@@ -3,8 +3,10 @@
 The answer to a data-access request. It reads the same places `erase_user` removes,
 found by the same planning code (`_erase.find`): the user's namespaces on every tier,
 the items of shared namespaces whose provenance names the user, the profile cache,
-the knowledge-graph triples, the memory history and, with `checkpointer=`, the user's
-sessions with their running summaries. Reading counts no access and refreshes no TTL.
+the knowledge-graph triples (`_erase.user_graph_part`, the selection erase removes),
+the memory history and, with `checkpointer=`, the sessions erase removes
+(`user_sessions`) with their running summaries. Reading counts no access
+and refreshes no TTL.
 
 The result holds only JSON types (times as ISO 8601 strings in UTC), so
 `json.dumps(store.export_user("u1"))` works as is.
@@ -20,6 +22,8 @@ from typing import Any, cast
 
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.erasure import check_user_id
+from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.types import Triple, TripleRecord
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._erase import (
     ErasePlan,
@@ -28,11 +32,12 @@ from langgraph_tiered_memory.store._erase import (
     find,
     session_ids,
     tier_names,
+    user_graph_part,
     user_graphs,
 )
 from langgraph_tiered_memory.store._protocols import StoreCore
 
-__all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store"]
+__all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store", "user_triples"]
 
 EXPORT_FORMAT = "tiered-memory-user-export/1"
 """The `format` field of an export: bumped when its shape changes."""
@@ -97,20 +102,30 @@ def _top_prefixes(namespaces: Iterable[Namespace]) -> list[Namespace]:
     return sorted(out)
 
 
+def user_triples(graph: GraphStore, plan: ErasePlan) -> list[TripleRecord]:
+    """The triples of `graph` erase takes as the user's (`user_graph_part`), with provenance.
+
+    Every triple erase removes, and every triple that loses the support of a shared
+    memory the erase removes; found without removing anything.
+    """
+    erased, links = user_graph_part(graph, plan, dry_run=True)
+    wanted = {(tuple(t[:-3]), Triple(*t[-3:])) for t in erased.triples}
+    wanted.update((ns, t) for (ns, _), triples in links.items() for t in triples)
+    found: dict[tuple[Namespace, Triple], TripleRecord] = {}
+    for prefix in _top_prefixes(ns for ns, _ in wanted):
+        for rec in graph.triples(prefix, limit=_ALL):
+            if (rec.namespace, rec.triple) in wanted:
+                found[(rec.namespace, rec.triple)] = rec
+    return [found[k] for k in sorted(found)]
+
+
 def _triples(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
-    """Triples of the user's namespaces and of the user's shared memories."""
-    owned = [ns for names in plan.owned.values() for ns in names]
-    shared = plan.shared.get("long", {})
+    """The user's triples in every graph of the store (`user_triples`)."""
     seen: dict[tuple[Any, ...], dict[str, Any]] = {}
     for graph in user_graphs(core):
-        for prefix in _top_prefixes(owned):
-            for rec in graph.triples(prefix, limit=_ALL):
-                seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
-        for ns, keys in shared.items():
-            for rec in graph.triples(ns, limit=_ALL):
-                if rec.namespace == ns and set(rec.memory_keys) & set(keys):
-                    seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
-    return [seen[k] for k in sorted(seen, key=repr)]
+        for rec in user_triples(graph, plan):
+            seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
+    return [seen[k] for k in sorted(seen)]
 
 
 def _history(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
@@ -133,9 +148,10 @@ def export_store(
     *,
     namespaces: Iterable[Sequence[str]] | None = None,
     sessions: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The store's part of `export_user` (everything but `sessions`)."""
-    plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
+    plan = find(core, user_id, namespaces=namespaces, sessions=sessions, names=names)
     now = core.clock()
     memories: list[dict[str, Any]] = []
     short_items: list[dict[str, Any]] = []
@@ -210,6 +226,7 @@ class ExportMethods:
         *,
         namespaces: Iterable[Sequence[str]] | None = None,
         checkpointer: Any = None,
+        names: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Everything held about `user_id`, as JSON-ready data (a data-access request).
 
@@ -217,16 +234,19 @@ class ExportMethods:
         user's, per tier), `memories` (long-term items of the user's namespaces, each
         with its value, times and `statistics`), `shared_memories` (items of shared
         namespaces whose provenance names the user), `short_items`, `profile` (the
-        cached profile records), `triples` (knowledge-graph triples), `history` (the
-        events of each memory, deleted ones included) and `sessions` (with
-        `checkpointer`: each session the user owns, with its running summary; else
-        None). Reading counts no access.
+        cached profile records), `triples` (the knowledge-graph triples `erase_user`
+        removes as the user's, selected by the same function), `history` (the events
+        of each memory, deleted ones included) and `sessions` (with `checkpointer`:
+        each session the user owns, with its running summary; else None). Reading
+        counts no access.
 
         Args:
             user_id: The user.
             namespaces: More namespace templates of the user's data (as for
                 `erase_user`).
             checkpointer: A session saver of `langgraph_tiered_memory.checkpoint`.
+            names: Names the user goes by (as for `erase_user`): the triples of shared
+                namespaces mentioning one are exported too.
 
         Example:
             ```python
@@ -244,7 +264,9 @@ class ExportMethods:
         """
         uid = check_user_id(user_id)
         sessions = session_ids(checkpointer, uid)
-        data = export_store(cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions)
+        data = export_store(
+            cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions, names=names
+        )
         data["sessions"] = None if checkpointer is None else export_sessions(checkpointer, sessions)
         return data
 
@@ -254,6 +276,7 @@ class ExportMethods:
         *,
         namespaces: Iterable[Sequence[str]] | None = None,
         checkpointer: Any = None,
+        names: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Async `export_user`: the store's I/O runs in a worker thread.
 
@@ -263,7 +286,12 @@ class ExportMethods:
         sessions = await asession_ids(checkpointer, uid)
         data = await asyncio.to_thread(
             functools.partial(
-                export_store, cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions
+                export_store,
+                cast(StoreCore, self),
+                uid,
+                namespaces=namespaces,
+                sessions=sessions,
+                names=names,
             )
         )
         data["sessions"] = (

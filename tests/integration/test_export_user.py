@@ -18,6 +18,7 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.graph.types import Namespace, Triple
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -182,3 +183,47 @@ def test_async_export_reads_sessions_of_an_async_saver(
         drop_redis_keys(redis_url, prefix)
     assert [(s["session_id"], s["summary"]) for s in data["sessions"]] == [(f"t-{user}", "said hi")]
     assert data["sessions"][0]["message_count"] >= 1
+
+
+# ----------------------------------------------------------------- one rule of triples
+KB = ("kb",)
+
+
+def _links(store: TieredMemoryStore) -> set[tuple[Namespace, str, Triple]]:
+    """Every (namespace, memory key, triple) support link of the store's graph."""
+    return {
+        (r.namespace, key, r.triple)
+        for r in store.graph_triples((), limit=10_000)
+        for key in r.memory_keys
+    }
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_export_lists_exactly_the_triples_erase_takes(
+    xstore: TieredMemoryStore, users: tuple[str, str], by_name: bool
+) -> None:
+    user, other = users
+    xstore.put(("users", user, "memories"), "home", {"content": "I live in Porto"})
+    xstore.put(("memories", user), "cat", {"content": "My cat eats tuna"})
+    xstore.put(KB, "tea", {"content": "I like green tea", "speaker": user})
+    xstore.put(KB, "carol", {"content": f"Carol met {user}"})
+    xstore.put(KB, "trip", {"content": "Bob lives in Oslo", "provenance": {"user_ids": [user]}})
+    xstore.put(KB, "plain", {"content": "Dave lives in Rome"})
+    theirs = ("users", other, "memories")
+    xstore.put(theirs, "met", {"content": f"I met {user} at the market", "speaker": other})
+    names = {"names": [user]} if by_name else {}
+
+    exported = {
+        (tuple(t["namespace"]), Triple(t["subject"], t["relation"], t["object"]))
+        for t in xstore.export_user(user, **names)["triples"]
+    }
+    before = _links(xstore)
+    xstore.erase_user(user, **names)
+    taken = {(ns, t) for ns, _, t in before - _links(xstore)}
+
+    assert exported == taken
+    assert (KB, Triple("bob", "lives_in", "oslo")) in taken  # by provenance
+    assert ((KB, Triple(user, "likes", "green tea")) in taken) is by_name  # by name only
+    assert (KB, Triple("dave", "lives_in", "rome")) not in taken
+    assert (theirs, Triple(other, "met", user)) not in taken  # another user's, always kept
+    assert not any(ns[:2] == ("users", user) for ns, _, _ in _links(xstore))
