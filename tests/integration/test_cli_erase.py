@@ -153,6 +153,8 @@ def test_export_writes_the_users_data_as_json(
     assert [i["key"] for i in data["short_items"]] == ["turn"]
     assert [m["key"] for m in data["shared_memories"]] == ["t"]
     assert [s["session_id"] for s in data["sessions"]] == [w.thread]
+    said = [(m["type"], m["content"]) for m in data["sessions"][0]["messages"]]
+    assert said == [("human", "hi"), ("ai", "noted")]
     assert "Oslo" not in out.read_text(encoding="utf-8")
 
     monkeypatch.delenv("REDIS_URL", raising=False)
