@@ -31,11 +31,13 @@ from langgraph_tiered_memory.cli_common import (
 __all__ = [
     "FalkorDBUrlOption",
     "GraphNameOption",
+    "NameOption",
     "RedisUrlOption",
     "SessionPrefixOption",
     "TemplateOption",
     "UserOption",
     "UserStores",
+    "checked_names",
     "checked_user",
     "erase",
     "open_user_stores",
@@ -70,6 +72,17 @@ TemplateOption = Annotated[
     ),
 ]
 """`--template`: more namespace templates of the user's data (`namespaces=`)."""
+
+NameOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--name",
+        help="A name the user goes by (repeatable): knowledge-graph triples of shared"
+        " namespaces that mention it are the user's too. The user id is no mention"
+        " unless given here.",
+    ),
+]
+"""`--name`: names the user goes by (`names=`)."""
 
 
 def templates(values: list[str] | None) -> list[tuple[str, ...]]:
@@ -208,6 +221,16 @@ def checked_user(user: str) -> str:
         raise typer.BadParameter(str(e), param_hint="--user") from e
 
 
+def checked_names(names: list[str] | None) -> tuple[str, ...]:
+    """The `--name` values checked (a blank one is a usage error)."""
+    from langgraph_tiered_memory.store._erase import check_names
+
+    try:
+        return check_names(names or [])
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--name") from e
+
+
 def erase(
     user: UserOption,
     dry_run: Annotated[
@@ -217,6 +240,7 @@ def erase(
         bool, typer.Option("--json", help="Print the receipt as JSON (counts and hashes).")
     ] = False,
     template: TemplateOption = None,
+    name: NameOption = None,
     redis_url: RedisUrlOption = None,
     session_prefix: SessionPrefixOption = "tm_session",
     falkordb_url: FalkorDBUrlOption = None,
@@ -233,6 +257,7 @@ def erase(
 
     uid = checked_user(user)
     extra = templates(template)
+    names = checked_names(name)
     receipt = ErasureReceipt.for_user(uid, dry_run=dry_run)
     with (
         reported_errors(redis_url),
@@ -252,7 +277,14 @@ def erase(
         sessions = [] if opened.saver is None else opened.saver.user_sessions(uid)
         for store in opened.stores:
             receipt.merge(
-                erase_store(store, uid, dry_run=dry_run, namespaces=extra, sessions=sessions)
+                erase_store(
+                    store,
+                    uid,
+                    dry_run=dry_run,
+                    namespaces=extra,
+                    sessions=sessions,
+                    names=names,
+                )
             )
         if opened.saver is None:
             receipt.keep(KEPT_NO_SESSIONS)

@@ -1,8 +1,9 @@
 """`tiered-memory export`: everything held about one user, as JSON (a data-access request).
 
 Opens the stores like `tiered-memory erase` (the long-term tier always; with a Redis
-URL the short-term tier and the session saver too) and prints the export as one JSON
-document, or writes it to `--out`. Reading counts no access and refreshes no TTL.
+URL the short-term tier and the session saver too: each session erase removes, with its
+messages and running summary) and prints the export as one JSON document, or writes it
+to `--out`. Reading counts no access and refreshes no TTL.
 The command is registered on the app in `langgraph_tiered_memory.cli`.
 """
 
@@ -22,10 +23,12 @@ from langgraph_tiered_memory.cli_common import (
 from langgraph_tiered_memory.cli_erase import (
     FalkorDBUrlOption,
     GraphNameOption,
+    NameOption,
     RedisUrlOption,
     SessionPrefixOption,
     TemplateOption,
     UserOption,
+    checked_names,
     checked_user,
     open_user_stores,
     reported_errors,
@@ -74,6 +77,7 @@ def export(
         typer.Option(help="Write the JSON to this file (default: print it)."),
     ] = None,
     template: TemplateOption = None,
+    name: NameOption = None,
     redis_url: RedisUrlOption = None,
     session_prefix: SessionPrefixOption = "tm_session",
     falkordb_url: FalkorDBUrlOption = None,
@@ -91,6 +95,7 @@ def export(
     extra = templates(template)
     if out is not None:
         _checked_out(out)
+    names = checked_names(name)
     with (
         reported_errors(redis_url),
         open_user_stores(
@@ -108,7 +113,7 @@ def export(
         sessions = [] if opened.saver is None else opened.saver.user_sessions(uid)
         data = merge_exports(
             [
-                export_store(store, uid, namespaces=extra, sessions=sessions)
+                export_store(store, uid, namespaces=extra, sessions=sessions, names=names)
                 for store in opened.stores
             ]
         )

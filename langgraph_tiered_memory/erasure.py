@@ -75,6 +75,10 @@ class UserNamespaces:
         """Whether `namespace` holds this user's data."""
         return namespace_owner(tuple(namespace), self.label, self.templates) == self.user_id
 
+    def shared(self, namespace: Sequence[str]) -> bool:
+        """Whether `namespace` belongs to no user (neither this one nor another)."""
+        return namespace_owner(tuple(namespace), self.label, self.templates) is None
+
 
 @dataclass(slots=True)
 class ErasureReceipt:

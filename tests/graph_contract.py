@@ -26,7 +26,8 @@ The tests call the protocol only. Besides `graph/protocol.py`, they pin these ru
 - `TripleRecord.memory_keys` lists every memory of its namespace supporting the triple,
   sorted.
 - `erase` returns a `GraphErasure` with sorted lists; a dry run reports exactly what the
-  real run then removes; a second run finds nothing.
+  real run then removes; a second run finds nothing. Scope and mentions reach only the
+  namespaces `shared` accepts: another user's namespace is never touched.
 """
 
 from __future__ import annotations
@@ -460,9 +461,9 @@ class GraphStoreContract:
     ) -> None:
         user = UserNamespaces("u1")
         before = self._left(tenants)
-        planned = erase_user_graph(tenants, user, dry_run=True)
+        planned = erase_user_graph(tenants, user, dry_run=True, names=["u1"])
         assert self._left(tenants) == before  # a dry run removes nothing
-        done = erase_user_graph(tenants, user)
+        done = erase_user_graph(tenants, user, names=["u1"])
         assert done == planned
         assert done.triples == sorted(
             [
@@ -471,7 +472,6 @@ class GraphStoreContract:
                 ("users", "u1", "notes", *LOCATED),
                 ("memories", "u1", "u1", "likes", "tea"),
                 ("tenants", "t9", *CAPITAL),
-                ("memories", "u2", "u2", "met", "u1"),
                 ("shared", "user u1", "likes", "tea"),
                 ("shared", "deep", "u1 smith", "is", "nice"),
             ]
@@ -483,20 +483,19 @@ class GraphStoreContract:
                 ("users", "u1", "notes", "n1", *LOCATED),
                 ("memories", "u1", "a1", "u1", "likes", "tea"),
                 ("tenants", "t9", "x1", *CAPITAL),
-                ("memories", "u2", "a1", "u2", "met", "u1"),
                 ("shared", "s1", "user u1", "likes", "tea"),
                 ("shared", "deep", "s3", "u1 smith", "is", "nice"),
             ]
         )
         assert done.pending == []
-        # Memories outside u1's namespaces that lost triples: reported, kept.
+        # Memories of shared namespaces that lost triples: reported, kept.
         assert done.mentioned == [
-            (("memories", "u2"), "a1"),
             (("shared",), "s1"),
             (("shared", "deep"), "s3"),
             (("tenants", "t9"), "x1"),
         ]
         assert self._left(tenants) == [
+            (("memories", "u2"), ("u2", "met", "u1"), ("a1",)),  # u2's, whatever it names
             (("shared",), ("bob", "likes", "u10"), ("s2",)),  # u10 is not u1
             (("shared",), tuple(CAROL), ("s1",)),
             (("users", "u10", "mem"), tuple(WORKS), ("m1",)),
@@ -515,7 +514,7 @@ class GraphStoreContract:
         assert erase_user_graph(tenants, user) == GraphErasure()  # idempotent
 
     def test_erase_then_write_the_user_again(self, tenants: GraphStore) -> None:
-        erase_user_graph(tenants, UserNamespaces("u1"))
+        erase_user_graph(tenants, UserNamespaces("u1"), names=["u1"])
         tenants.replace([mt(U1, "m1", WORKS), mt(("shared",), "s4", T("u1", "is", "back"))])
         assert tenants.triples(("users", "u1")) == [rec(U1, WORKS, "m1")]
         assert [n.entity for n in tenants.neighbors(("shared",), "u1")] == ["back"]
@@ -524,7 +523,11 @@ class GraphStoreContract:
         only_notes = tenants.erase(lambda ns: ns[-1:] == ("notes",), dry_run=False)
         assert only_notes.triples == [("users", "u1", "notes", *LOCATED)]
         assert only_notes.mentioned == []
-        rest = tenants.erase(lambda ns: False, user_id="u1", mentions=["  'U1' "])
+        everywhere = tenants.erase(lambda ns: False, user_id="u1", mentions=["u1"], dry_run=True)
+        assert everywhere == GraphErasure()  # no `shared` rule: nothing outside `owns`
+        rest = tenants.erase(
+            lambda ns: False, user_id="u1", mentions=["  'U1' "], shared=lambda ns: True
+        )
         assert ("tenants", "t9", *CAPITAL) in rest.triples
         assert (*U1, *WORKS) in rest.triples  # scope u:u1
         assert ("memories", "u1", "u1", "likes", "tea") in rest.triples  # mention
@@ -536,9 +539,9 @@ class GraphStoreContract:
         }
         assert id_hash(*U1, "m1", *WORKS) in receipt.removed["graph.supports"]
         assert receipt.kept  # memories that lost triples are named as kept
-        assert tenants.erase(lambda ns: False, user_id="nobody", mentions=["nobody"]) == (
-            GraphErasure()
-        )
+        assert tenants.erase(
+            lambda ns: False, user_id="nobody", mentions=["nobody"], shared=lambda ns: True
+        ) == (GraphErasure())
 
     def test_erase_of_an_empty_graph(self, graph: GraphStore) -> None:
         assert erase_user_graph(graph, UserNamespaces("u1"), dry_run=True) == GraphErasure()

@@ -3,8 +3,9 @@ r"""Erasing a user from a FalkorDB graph (`FalkorDBGraph.erase`).
 Three reads find what goes (the namespaces of facts and memory nodes, the entity names
 mentioning the user, the facts themselves); one write query then deletes it all under
 FalkorDB's write lock, so other clients see all of it or nothing: the facts with their
-SUBJ/OBJ/SUPPORTS edges, the entities and memory nodes left without facts, every
-memory node of the user's namespaces and every entity of the user's scopes.
+SUBJ/OBJ/SUPPORTS edges, the entities and memory nodes left without facts, and every
+memory node of the user's namespaces. Facts of the user's scope and facts mentioning
+the user are taken in shared namespaces only (`$open`), never in another user's.
 
 FalkorDB also logs queries *with their parameters* (namespaces, keys, the triples'
 words) where any client can read them: the stream ``telemetry{<graph>}`` (the last
@@ -63,8 +64,8 @@ _SPACES = (
 _CANDIDATES = "UNWIND $names AS n MATCH (e:Entity) WHERE e.name CONTAINS n RETURN DISTINCT e.name"
 
 _CHOSEN = (
-    "MATCH (f:Fact) WHERE f.ns_key IN $owned OR f.scope = $scope"
-    " OR f.s IN $entities OR f.o IN $entities"
+    "MATCH (f:Fact) WHERE f.ns_key IN $owned OR (f.ns_key IN $open"
+    " AND (f.scope = $scope OR f.s IN $entities OR f.o IN $entities))"
 )
 
 _FIND = f"""
@@ -118,8 +119,8 @@ CALL {{
   RETURN count(*) AS owned_memories_gone
 }}
 CALL {{
-  MATCH (e:Entity) WHERE e.scope IN $scopes
-  DETACH DELETE e
+  MATCH (e:Entity) WHERE e.scope IN $scopes AND NOT ()-[:SUBJ|OBJ]->(e)
+  DELETE e
   RETURN count(*) AS scope_entities_gone
 }}
 RETURN gone
@@ -138,6 +139,7 @@ def erase(
     *,
     user_id: str | None,
     mentions: Sequence[str],
+    shared: Callable[[Namespace], bool] | None,
     dry_run: bool,
 ) -> GraphErasure:
     """Remove (or, with `dry_run`, find) what the graph holds about one user.
@@ -148,8 +150,13 @@ def erase(
     keys = [k for (k,) in run(_SPACES, {}, read_only=True) if isinstance(k, str)]
     if not keys:
         return GraphErasure()  # no fact or memory node at all (or no graph yet)
-    owned = sorted({k for k in keys if owns(namespace_of_key(k))})
-    names = mention_names(mentions)
+    mine = {k for k in keys if owns(namespace_of_key(k))}
+    owned = sorted(mine)
+    # Scope and mentions reach shared namespaces only, never another user's.
+    common = sorted(
+        {k for k in keys if k not in mine and shared is not None and shared(namespace_of_key(k))}
+    )
+    names = mention_names(mentions) if common else []
     entities: list[str] = []
     if names:
         found = run(_CANDIDATES, {"names": names}, read_only=True)
@@ -158,14 +165,19 @@ def erase(
     scopes = [graph_scope(namespace_of_key(k), None) for k in owned]
     if scope is not None:
         scopes.append(scope)
-    params = {"owned": owned, "scope": scope, "entities": entities, "scopes": scopes}
+    params = {
+        "owned": owned,
+        "open": common,
+        "scope": scope,
+        "entities": entities,
+        "scopes": scopes,
+    }
     if dry_run:
         rows = run(_FIND, params, read_only=True)
     else:
         result = run(_ERASE, params)
         rows = result[0][0] if result else []
     out = GraphErasure()
-    mine = set(owned)
     for ns, ns_key, s, r, o, supported in rows:
         namespace = tuple(ns)
         out.triples.append((*namespace, s, r, o))

@@ -1,20 +1,25 @@
 """Erasing a user from the knowledge graph: what goes, and what a backend reports.
 
-`GraphStore.erase(owns, user_id=..., mentions=...)` removes, in one transaction (SQLite)
-or one write query (FalkorDB):
+`GraphStore.erase(owns, user_id=..., mentions=..., shared=...)` removes, in one
+transaction (SQLite) or one write query (FalkorDB):
 
 - every triple, support and pending record of a namespace `owns` accepts (the user's
   namespaces: `UserNamespaces.owns`);
-- every triple of the user's graph scope (``"u:<user_id>"``), whatever its namespace;
-- in every other namespace (shared ones, and other users'), each triple whose subject or
-  object *mentions* one of `mentions` (by default the user id): the entity is the
-  mention, or holds it as whole words (``"u-42"`` is mentioned by ``"user u-42"``,
-  never by ``"u-420"``). Entity names are data about the user wherever they are.
-  The extractor's anonymous first person (``"user"``) is never a mention.
-  The memory that supported such a triple is not touched (it is not the user's by
-  namespace); it is reported in `GraphErasure.mentioned`, so the caller can erase it
-  by its own rule (provenance) or record that it was kept. A kept memory gives its
-  triples back on `rebuild_graph`.
+- in the namespaces `shared` accepts (those of no user: `UserNamespaces.shared`), each
+  triple of the user's graph scope (``"u:<user_id>"``) and each triple whose subject or
+  object *mentions* one of `mentions`: the entity is the mention, or holds it as whole
+  words (``"ana lopes"`` is mentioned by ``"ana lopes's cat"``, never by
+  ``"ana lopesa"``). The extractor's anonymous first person (``"user"``) is never a
+  mention.
+
+A namespace of another user is never touched: a triple there is that user's, whatever
+it names. Mentions are names the caller gives (`erase_user_graph(..., names=...)`, a
+display name from the profile, say), never the user id on its own: an id such as
+``"2019"`` or ``"paris"`` is also a date or a city in everyone's facts. The memory that
+supported a mention's triple is not touched (it is not the user's by namespace); it is
+reported in `GraphErasure.mentioned`, so the caller can erase it by its own rule
+(provenance) or record that it was kept. A kept memory gives its triples back on
+`rebuild_graph`.
 
 A dry run finds and reports the same and removes nothing; a second run finds nothing.
 """
@@ -62,8 +67,9 @@ class GraphErasure:
     pending: list[tuple[str, ...]] = field(default_factory=list)
     """One per recorded in-flight write that was dropped or lost triples: (*namespace, key)."""
     mentioned: list[tuple[Namespace, str]] = field(default_factory=list)
-    """(namespace, key) of the memories outside the user's namespaces that supported a
-    triple mentioning the user: they lost those triples and were otherwise kept."""
+    """(namespace, key) of the memories of shared namespaces that supported a triple of
+    the user's scope or mentioning the user: they lost those triples and were otherwise
+    kept."""
     kept: list[str] = field(default_factory=list)
     """What the backend could not remove, and why (no content), for `ErasureReceipt.kept`."""
 
@@ -81,9 +87,9 @@ class GraphErasure:
             receipt.keep(reason)
         if self.mentioned:
             receipt.keep(
-                "graph: memories outside the user's namespaces whose triples named the user"
-                " lost those triples; the memories themselves are kept unless their"
-                " provenance names the user (their text may still name the user)"
+                "graph: memories of shared namespaces whose triples named the user lost"
+                " those triples; the memories themselves are kept unless their provenance"
+                " names the user (their text may still name the user)"
             )
         return receipt
 
@@ -140,6 +146,7 @@ class ErasableGraph(Protocol):
         *,
         user_id: str | None = None,
         mentions: Sequence[str] = (),
+        shared: Callable[[Namespace], bool] | None = None,
         dry_run: bool = False,
     ) -> GraphErasure:
         """See `GraphStore.erase`."""
@@ -155,8 +162,9 @@ def erase_user_graph(
 ) -> GraphErasure:
     """Erase (or, with `dry_run`, find) everything `graph` holds about `user`.
 
-    The user's namespaces (`user.owns`), the user's scope, and triples elsewhere that
-    mention the user id or one of `names` (a display name from the profile, say).
+    The user's namespaces (`user.owns`) and, in shared namespaces (`user.shared`), the
+    triples of the user's scope and those mentioning one of `names` (a display name
+    from the profile, say; the user id is a mention only when it is passed here).
 
     ```python
     from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces
@@ -167,18 +175,20 @@ def erase_user_graph(
     graph = SqliteGraph.open(":memory:")
     graph.replace([
         MemoryTriples(("users", "ana"), "m1", (Triple.of("Ana", "likes", "jazz"),), "ana"),
-        MemoryTriples(("shared",), "s1", (Triple.of("Bo", "likes", "tea"),), None),
+        MemoryTriples(("users", "bo"), "b1", (Triple.of("Bo", "met", "Ana"),), "bo"),
+        MemoryTriples(("shared",), "s1", (Triple.of("Ana", "likes", "tea"),), None),
     ])
-    gone = erase_user_graph(graph, UserNamespaces("ana"))
-    assert gone.triples == [("users", "ana", "ana", "likes", "jazz")]
-    assert gone.record(ErasureReceipt.for_user("ana")).counts["graph.triples"] == 1
-    assert [t.namespace for t in graph.triples(())] == [("shared",)]
+    gone = erase_user_graph(graph, UserNamespaces("ana"), names=["Ana"])
+    assert [t[:2] for t in gone.triples] == [("shared", "ana"), ("users", "ana")]
+    assert gone.record(ErasureReceipt.for_user("ana")).counts["graph.triples"] == 2
+    assert [t.namespace for t in graph.triples(())] == [("users", "bo")]  # bo's own
     graph.close()
     ```
     """
     return graph.erase(
         user.owns,
         user_id=user.user_id,
-        mentions=(user.user_id, *names),
+        mentions=names,
+        shared=user.shared,
         dry_run=dry_run,
     )

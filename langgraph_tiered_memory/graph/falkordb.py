@@ -534,6 +534,7 @@ class FalkorDBGraph:
         *,
         user_id: str | None = None,
         mentions: Sequence[str] = (),
+        shared: Callable[[Namespace], bool] | None = None,
         dry_run: bool = False,
     ) -> GraphErasure:
         """Remove a user's facts, entities and memory nodes in one write query.
@@ -542,7 +543,7 @@ class FalkorDBGraph:
         query logs lose this graph's queries (`_falkordb_erase.forget_queries`).
         """
         found = _falkordb_erase.erase(
-            self._run, owns, user_id=user_id, mentions=mentions, dry_run=dry_run
+            self._run, owns, user_id=user_id, mentions=mentions, shared=shared, dry_run=dry_run
         )
         if not dry_run:
             command = self._connected().execute_command

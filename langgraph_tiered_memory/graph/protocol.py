@@ -113,15 +113,17 @@ class GraphStore(Protocol):
         *,
         user_id: str | None = None,
         mentions: Sequence[str] = (),
+        shared: Callable[[Namespace], bool] | None = None,
         dry_run: bool = False,
     ) -> GraphErasure:
         """Remove everything held about one user, all or nothing (see `graph.erase`).
 
-        Every triple, support and pending record of a namespace `owns` accepts; every
-        triple of the scope of `user_id` (``"u:<user_id>"``); in other namespaces, each
-        triple whose subject or object mentions one of `mentions` (normalised like
-        entities; the whole entity or whole words inside it), with its support. The
-        memories of those other namespaces stay (listed in `GraphErasure.mentioned`).
+        Every triple, support and pending record of a namespace `owns` accepts; in the
+        namespaces `shared` accepts (None: none), each triple of the scope of `user_id`
+        (``"u:<user_id>"``) and each triple whose subject or object mentions one of
+        `mentions` (normalised like entities; the whole entity or whole words inside
+        it), with its support. Nothing else is touched: no namespace of another user.
+        The memories of shared namespaces stay (listed in `GraphErasure.mentioned`).
         With `dry_run`, nothing is removed and the same is reported.
         """
 

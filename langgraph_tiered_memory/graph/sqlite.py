@@ -216,6 +216,7 @@ class SqliteGraph:
         *,
         user_id: str | None = None,
         mentions: Sequence[str] = (),
+        shared: Callable[[Namespace], bool] | None = None,
         dry_run: bool = False,
     ) -> GraphErasure:
         """Remove a user's triples, support and pending rows, in one transaction.
@@ -223,7 +224,12 @@ class SqliteGraph:
         See `GraphStore.erase`. With `dry_run`, only reads (nothing is removed).
         """
         found: GraphErasure = self._file().graph_erase(
-            self.prefix, owns, user_id=user_id, mentions=list(mentions), dry_run=dry_run
+            self.prefix,
+            owns,
+            user_id=user_id,
+            mentions=list(mentions),
+            shared=shared,
+            dry_run=dry_run,
         )
         return found
 

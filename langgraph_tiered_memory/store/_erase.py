@@ -11,10 +11,13 @@ find what the crash left:
    a checkpointer is given).
 2. **Remove**, leaf data before registries: the memory history becomes content-free
    tombstones (found by the rule and by recorded provenance, so also for memories no
-   registry lists any more), graph triples go, then the shared items, then every
-   record of the user's namespaces (the tiers drop each namespace's registry entry
-   last), and finally the checkpointer's sessions (it holds the session ids a re-run
-   needs to find shared memories by session).
+   registry lists any more), the shared memories' triples go from the graph, then the
+   shared items, then every record of the user's namespaces (the tiers drop each
+   namespace's registry entry last), then the user's graph triples
+   (`user_graph_part`, the selection `export_user` lists too: after the memories, so
+   a write that lands meanwhile leaves no triple of a deleted memory), and finally the
+   checkpointer's sessions (it holds the session ids a re-run needs to find shared
+   memories by session).
 
 A dry run does the first phase and asks every place what it *would* remove, so its
 receipt has the same counts and removes nothing. The receipt and the log lines carry
@@ -38,12 +41,11 @@ from langgraph_tiered_memory.erasure import (
     check_user_id,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.graph.erase import erase_user_graph
+from langgraph_tiered_memory.graph.erase import GraphErasure, erase_user_graph
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
-from langgraph_tiered_memory.graph.types import MemoryTriples
+from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.history import acting
-from langgraph_tiered_memory.ownership import namespace_owner
 from langgraph_tiered_memory.provenance import names_user
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
@@ -52,7 +54,9 @@ __all__ = [
     "STORE_USER_TEMPLATES",
     "ErasePlan",
     "ErasureMethods",
+    "SharedLinks",
     "asession_ids",
+    "check_names",
     "compact_sqlite_files",
     "erasable_tier",
     "erase_store",
@@ -60,6 +64,7 @@ __all__ = [
     "remove",
     "session_ids",
     "tier_names",
+    "user_graph_part",
     "user_graphs",
     "user_rule",
 ]
@@ -133,9 +138,13 @@ def user_rule(
     return UserNamespaces(check_user_id(user_id), label=label, templates=templates)
 
 
-def _is_shared(rule: UserNamespaces, namespace: Namespace) -> bool:
-    """Whether `namespace` belongs to no user (no user scope, no per-user template)."""
-    return namespace_owner(namespace, rule.label, rule.templates) is None
+def check_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The names a user goes by, checked (a bare string would be read letter by letter)."""
+    if isinstance(names, str) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise ValueError(
+            f"names must be a list of non-empty strings such as ['Ana Lopes'], got {names!r}."
+        )
+    return tuple(names)
 
 
 # ----------------------------------------------------------------------------- find
@@ -148,6 +157,9 @@ class ErasePlan:
     user_id: str
     rule: UserNamespaces
     sessions: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    """Names the user goes by (`erase_user(names=...)`): graph triples of shared
+    namespaces that mention one are the user's too."""
     owned: dict[TierName, list[Namespace]] = field(default_factory=dict)
     """Per tier, the user's namespaces."""
     shared: dict[TierName, dict[Namespace, list[str]]] = field(default_factory=dict)
@@ -176,7 +188,7 @@ def _shared_matches(
     tier = erasable_tier(core, name)
     rule = plan.rule
     found: dict[Namespace, list[str]] = {}
-    for ns in tier.user_namespaces(lambda n: _is_shared(rule, n)):
+    for ns in tier.user_namespaces(rule.shared):
         hits = tier.search(
             ns,
             query_vector=None,
@@ -200,6 +212,7 @@ def find(
     *,
     namespaces: Iterable[Sequence[str]] | None = None,
     sessions: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> ErasePlan:
     """Everything the store's tiers hold about `user_id` (reads only).
 
@@ -207,7 +220,7 @@ def find(
     erased (they may know namespaces the registries no longer list).
     """
     rule = user_rule(user_id, core.scoring.user_label, namespaces)
-    plan = ErasePlan(user_id, rule, tuple(sorted(set(sessions))))
+    plan = ErasePlan(user_id, rule, tuple(sorted(set(sessions))), check_names(names))
     now = core.clock()
     for name in tier_names(core):
         plan.owned[name] = list(erasable_tier(core, name).user_namespaces(rule.owns))
@@ -274,44 +287,72 @@ def _tombstone(
         receipt.keep(KEPT_TOMBSTONES)
 
 
-def _detach_shared(
-    graph: GraphStore,
-    shared: Mapping[Namespace, Sequence[str]],
-    receipt: ErasureReceipt,
-    *,
-    dry_run: bool,
-) -> None:
-    """Take the triples of the shared memories to erase off the graph.
+SharedLinks = dict[tuple[Namespace, str], tuple[Triple, ...]]
+"""(namespace, key) of a shared memory -> the triples it supports."""
 
-    A graph outside the tier's transaction (FalkorDB) learns of deletes from the
-    store's write path, which erasing a tier's keys does not take; triples their
-    memories alone supported go with them.
+
+def _detach(
+    graph: GraphStore, keys: Mapping[Namespace, Sequence[str]], *, dry_run: bool
+) -> SharedLinks:
+    """Make the memories `keys` support nothing (with `dry_run`, only find their triples).
+
+    A triple one of them alone supported goes with it. A graph outside the tier's
+    transaction (FalkorDB) learns of deletes from the store's write path, which erasing
+    a tier's keys does not take, so the erase does it here.
     """
-    changes = []
-    links = []
-    for ns, keys in shared.items():
-        for key, triples in graph.memory_triples(ns, keys).items():
-            changes.append(MemoryTriples(ns, key, (), None))
-            links += [(*ns, key, *t) for t in triples]
-    receipt.add("graph.shared_supports", links)
-    if changes and not dry_run:
-        graph.replace(changes)
+    links: SharedLinks = {}
+    for ns, wanted in keys.items():
+        for key, triples in graph.memory_triples(ns, wanted).items():
+            links[(ns, key)] = triples
+    if links and not dry_run:
+        graph.replace([MemoryTriples(ns, key, (), None) for ns, key in links])
+    return links
+
+
+def _record_links(receipt: ErasureReceipt, links: SharedLinks) -> None:
+    receipt.add(
+        "graph.shared_supports",
+        [(*ns, key, *t) for (ns, key), triples in links.items() for t in triples],
+    )
+
+
+def user_graph_part(
+    graph: GraphStore, plan: ErasePlan, *, dry_run: bool
+) -> tuple[GraphErasure, SharedLinks]:
+    """Take the user's part off `graph` (with `dry_run`, find it): erase's and export's rule.
+
+    The user's part is what `erase_user_graph` selects (every triple of the user's
+    namespaces; in shared namespaces, the triples of the user's scope and those
+    mentioning one of `plan.names`) and the support the shared memories of the plan
+    give (`plan.shared`; a triple only they support goes). `export_user` lists exactly
+    what this finds, `erase_user` removes it.
+
+    Returns:
+        The graph's erasure and, per shared memory of the plan, the triples it supported.
+    """
+    links = _detach(graph, plan.shared.get("long", {}), dry_run=dry_run)
+    # The graph's erase goes last on each graph: FalkorDB then clears its query logs,
+    # which hold the parameters of every query sent before, these included.
+    return erase_user_graph(graph, plan.rule, names=plan.names, dry_run=dry_run), links
 
 
 def remove(core: StoreCore, plan: ErasePlan, *, dry_run: bool) -> ErasureReceipt:
     """Remove (or, with `dry_run`, count) what `plan` found; leaf data first.
 
-    History and graph go first: they are found by the rule, so a crash after them
-    leaves records a re-run finds. The shared items go before the user's namespaces,
-    whose registry entries the tiers remove last.
+    History goes first: it is found by the rule, so a crash after it leaves records a
+    re-run finds. The shared memories' support goes from each graph before the shared
+    items (a re-run no longer finds them by value), the shared items before the user's
+    namespaces, whose registry entries the tiers remove last. The graph's erase comes
+    after the memories: a write that lands while the erase runs then leaves no triple
+    of a memory the erase deleted, and a crash before it is finished by a re-run (the
+    graph finds the user's namespaces by the rule).
     """
     receipt = ErasureReceipt.for_user(plan.user_id, dry_run=dry_run)
     _tombstone(core, receipt, plan, dry_run=dry_run)
-    for graph in user_graphs(core):
-        # The graph's erase goes last on each graph: FalkorDB then clears its query
-        # logs, which hold the parameters of every query sent before, these included.
-        _detach_shared(graph, plan.shared.get("long", {}), receipt, dry_run=dry_run)
-        erase_user_graph(graph, plan.rule, dry_run=dry_run).record(receipt)
+    graphs = user_graphs(core)
+    if not dry_run:
+        for graph in graphs:
+            _record_links(receipt, _detach(graph, plan.shared.get("long", {}), dry_run=False))
     with acting("system", "erase_user"):
         for name in tier_names(core):
             if shared := plan.shared.get(name):
@@ -325,6 +366,11 @@ def remove(core: StoreCore, plan: ErasePlan, *, dry_run: bool) -> ErasureReceipt
         for name in tier_names(core):
             erased = erasable_tier(core, name).erase_namespaces(plan.owned[name], dry_run=dry_run)
             _add_places(receipt, erased)
+    for graph in graphs:
+        # Again for the shared memories: support a write gave them meanwhile.
+        part, links = user_graph_part(graph, plan, dry_run=dry_run)
+        _record_links(receipt, links)
+        part.record(receipt)
     if not dry_run:
         # Events the removals appended (not counted: they are of the same memories). A
         # crash before this line is caught by the next run's first tombstone step.
@@ -409,6 +455,7 @@ def erase_store(
     dry_run: bool = False,
     namespaces: Iterable[Sequence[str]] | None = None,
     sessions: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> ErasureReceipt:
     """The store's part of `erase_user` (no sessions): find, then remove.
 
@@ -418,7 +465,7 @@ def erase_store(
     (counted as `"writer.jobs"`), a running one once its current step ends.
     """
     with erasing_writes(user_id, dry_run=dry_run) as dropped:
-        plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
+        plan = find(core, user_id, namespaces=namespaces, sessions=sessions, names=names)
         _log.info(
             "erase_user%s of subject %s: %d namespaces, %d shared items, %d sessions found",
             " (dry run)" if dry_run else "",
@@ -442,14 +489,16 @@ class ErasureMethods:
         dry_run: bool = False,
         namespaces: Iterable[Sequence[str]] | None = None,
         checkpointer: Any = None,
+        names: Sequence[str] = (),
     ) -> ErasureReceipt:
         """Remove everything the store (and `checkpointer`) holds about `user_id`.
 
         Removes the user's namespaces on every tier (items, vectors, the SQLite
         document copy, keyword index and statistics, namespace registries), the
-        profile cache, the graph triples of those namespaces and of the user's scope,
-        memories of shared namespaces whose provenance names the user or one of the
-        user's sessions, and the content of the memory history (left as content-free
+        profile cache, the graph triples of those namespaces (and, in shared
+        namespaces, those of the user's scope or mentioning one of `names`), memories
+        of shared namespaces whose provenance names the user or one of the user's
+        sessions, and the content of the memory history (left as content-free
         tombstones). With `checkpointer`, the user's sessions go too: checkpoints,
         writes, registry entries and running summaries. Idempotent: a second run,
         or a run after a crash midway, removes what is left.
@@ -464,12 +513,17 @@ class ErasureMethods:
                 whose user scope (the label after `"users"`) is the user.
             checkpointer: A sync session saver of `langgraph_tiered_memory.checkpoint`
                 whose `erase_user` runs too; its receipt is merged.
+            names: Names the user goes by (`["Ana Lopes"]`): graph triples of shared
+                namespaces whose subject or object mentions one go too. The user id
+                is no mention unless listed here; namespaces of other users are never
+                touched.
 
         Returns:
             The `ErasureReceipt`: counts per place and hashes of the removed ids.
 
         Raises:
-            ValueError: `user_id` is empty or has surrounding spaces.
+            ValueError: `user_id` is empty or has surrounding spaces, or `names` is
+                not a list of non-empty strings.
             ConfigurationError: `checkpointer` is not a sync session saver.
 
         Example:
@@ -488,7 +542,9 @@ class ErasureMethods:
         uid = check_user_id(user_id)
         core = cast(StoreCore, self)
         sessions = session_ids(checkpointer, uid)
-        receipt = erase_store(core, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions)
+        receipt = erase_store(
+            core, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions, names=names
+        )
         if checkpointer is None:
             receipt.keep(KEPT_NO_SESSIONS)
         else:
@@ -503,6 +559,7 @@ class ErasureMethods:
         dry_run: bool = False,
         namespaces: Iterable[Sequence[str]] | None = None,
         checkpointer: Any = None,
+        names: Sequence[str] = (),
     ) -> ErasureReceipt:
         """Async `erase_user`: the store's I/O runs in a worker thread.
 
@@ -513,7 +570,13 @@ class ErasureMethods:
         core = cast(StoreCore, self)
         sessions = await asession_ids(checkpointer, uid)
         receipt = await asyncio.to_thread(
-            erase_store, core, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions
+            erase_store,
+            core,
+            uid,
+            dry_run=dry_run,
+            namespaces=namespaces,
+            sessions=sessions,
+            names=names,
         )
         if checkpointer is None:
             receipt.keep(KEPT_NO_SESSIONS)

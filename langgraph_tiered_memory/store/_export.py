@@ -3,8 +3,10 @@
 The answer to a data-access request. It reads the same places `erase_user` removes,
 found by the same planning code (`_erase.find`): the user's namespaces on every tier,
 the items of shared namespaces whose provenance names the user, the profile cache,
-the knowledge-graph triples, the memory history and, with `checkpointer=`, the user's
-sessions with their running summaries. Reading counts no access and refreshes no TTL.
+the knowledge-graph triples (`_erase.user_graph_part`, the selection erase removes),
+the memory history and, with `checkpointer=`, the sessions erase removes
+(`user_sessions`) with their running summaries and messages. Reading counts no access
+and refreshes no TTL.
 
 The result holds only JSON types (times as ISO 8601 strings in UTC), so
 `json.dumps(store.export_user("u1"))` works as is.
@@ -18,8 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, cast
 
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.erasure import check_user_id
+from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.graph.types import Triple, TripleRecord
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._erase import (
     ErasePlan,
@@ -28,13 +36,14 @@ from langgraph_tiered_memory.store._erase import (
     find,
     session_ids,
     tier_names,
+    user_graph_part,
     user_graphs,
 )
 from langgraph_tiered_memory.store._protocols import StoreCore
 
-__all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store"]
+__all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store", "user_triples"]
 
-EXPORT_FORMAT = "tiered-memory-user-export/1"
+EXPORT_FORMAT = "tiered-memory-user-export/2"
 """The `format` field of an export: bumped when its shape changes."""
 
 _ALL = 2**31 - 1
@@ -97,20 +106,30 @@ def _top_prefixes(namespaces: Iterable[Namespace]) -> list[Namespace]:
     return sorted(out)
 
 
+def user_triples(graph: GraphStore, plan: ErasePlan) -> list[TripleRecord]:
+    """The triples of `graph` erase takes as the user's (`user_graph_part`), with provenance.
+
+    Every triple erase removes, and every triple that loses the support of a shared
+    memory the erase removes; found without removing anything.
+    """
+    erased, links = user_graph_part(graph, plan, dry_run=True)
+    wanted = {(tuple(t[:-3]), Triple(*t[-3:])) for t in erased.triples}
+    wanted.update((ns, t) for (ns, _), triples in links.items() for t in triples)
+    found: dict[tuple[Namespace, Triple], TripleRecord] = {}
+    for prefix in _top_prefixes(ns for ns, _ in wanted):
+        for rec in graph.triples(prefix, limit=_ALL):
+            if (rec.namespace, rec.triple) in wanted:
+                found[(rec.namespace, rec.triple)] = rec
+    return [found[k] for k in sorted(found)]
+
+
 def _triples(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
-    """Triples of the user's namespaces and of the user's shared memories."""
-    owned = [ns for names in plan.owned.values() for ns in names]
-    shared = plan.shared.get("long", {})
+    """The user's triples in every graph of the store (`user_triples`)."""
     seen: dict[tuple[Any, ...], dict[str, Any]] = {}
     for graph in user_graphs(core):
-        for prefix in _top_prefixes(owned):
-            for rec in graph.triples(prefix, limit=_ALL):
-                seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
-        for ns, keys in shared.items():
-            for rec in graph.triples(ns, limit=_ALL):
-                if rec.namespace == ns and set(rec.memory_keys) & set(keys):
-                    seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
-    return [seen[k] for k in sorted(seen, key=repr)]
+        for rec in user_triples(graph, plan):
+            seen.setdefault((rec.namespace, rec.triple), rec.to_dict())
+    return [seen[k] for k in sorted(seen)]
 
 
 def _history(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
@@ -133,9 +152,10 @@ def export_store(
     *,
     namespaces: Iterable[Sequence[str]] | None = None,
     sessions: Sequence[str] = (),
+    names: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The store's part of `export_user` (everything but `sessions`)."""
-    plan = find(core, user_id, namespaces=namespaces, sessions=sessions)
+    plan = find(core, user_id, namespaces=namespaces, sessions=sessions, names=names)
     now = core.clock()
     memories: list[dict[str, Any]] = []
     short_items: list[dict[str, Any]] = []
@@ -168,36 +188,92 @@ def export_store(
     }
 
 
-def _session_record(meta: Any, summary: str | None) -> dict[str, Any]:
+def _message_record(message: BaseMessage) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": message.id, "type": message.type, "content": message.content}
+    if message.name:
+        record["name"] = message.name
+    if isinstance(message, AIMessage) and message.tool_calls:
+        record["tool_calls"] = [dict(call) for call in message.tool_calls]
+    return record
+
+
+def _conversation(tuples: Sequence[CheckpointTuple]) -> tuple[list[dict[str, Any]], str | None]:
+    """A thread's messages over all its checkpoints, and its summary.
+
+    `tuples` are the thread's checkpoints, newest first (`saver.list`), every
+    namespace. Each message is listed once (by id), oldest first: older checkpoints
+    hold messages a summary folded away since, and erase removes them all. The newest
+    checkpoint of each namespace adds its pending writes (a run that stopped midway;
+    older checkpoints' writes are in the checkpoints after them). The summary is the
+    newest `summary` channel value, if any.
+    """
+    newest: dict[str, CheckpointTuple] = {}
+    for tup in tuples:
+        newest.setdefault(tup.config["configurable"].get("checkpoint_ns", ""), tup)
+    found: dict[Any, dict[str, Any]] = {}
+    summary: str | None = None
+    for tup in reversed(tuples):
+        values = tup.checkpoint.get("channel_values", {})
+        batches = [values.get("messages")]
+        if tup in newest.values():
+            batches += [v for _, channel, v in tup.pending_writes or [] if channel == "messages"]
+        for batch in batches:
+            if batch is None:
+                continue
+            for message in convert_to_messages(batch if isinstance(batch, list) else [batch]):
+                if message.type != "remove":
+                    record = _message_record(message)
+                    found.setdefault(message.id or repr(record), record)
+        if isinstance(values.get("summary"), str):
+            summary = values["summary"]
+    return list(found.values()), summary
+
+
+def _session_record(
+    sid: str, meta: Any, summary: str | None, tuples: Sequence[CheckpointTuple]
+) -> dict[str, Any]:
+    messages, state_summary = _conversation(tuples)
     return {
-        "session_id": meta.session_id,
-        "status": meta.status,
-        "created_at": meta.created_at.isoformat() if meta.created_at else None,
-        "last_active": meta.last_active.isoformat(),
-        "message_count": meta.message_count,
-        "participants": list(meta.participants),
-        "summary": summary,
+        "session_id": sid,
+        "status": None if meta is None else meta.status,
+        "created_at": meta.created_at.isoformat() if meta and meta.created_at else None,
+        "last_active": None if meta is None else meta.last_active.isoformat(),
+        "message_count": None if meta is None else meta.message_count,
+        "participants": [] if meta is None else list(meta.participants),
+        "summary": summary if summary is not None else state_summary,
+        "messages": messages,
     }
 
 
+def _thread(sid: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": sid}}
+
+
 def export_sessions(checkpointer: Any, ids: Sequence[str]) -> list[dict[str, Any]]:
-    """The sessions `ids` of a sync saver, with their running summaries."""
-    out = []
-    for sid in ids:
-        meta = checkpointer.get_session(sid)
-        if meta is not None:
-            out.append(_session_record(meta, checkpointer.get_summary(sid)))
-    return out
+    """The sessions `ids` of a sync saver: registry entry, summary and messages.
+
+    `ids` are the sessions erase removes (`user_sessions`), each exported whole: every
+    checkpoint of every namespace, so also a session whose registry entry is gone.
+    """
+    return [
+        _session_record(
+            sid,
+            checkpointer.get_session(sid),
+            checkpointer.get_summary(sid),
+            list(checkpointer.list(_thread(sid))),
+        )
+        for sid in ids
+    ]
 
 
 async def _asessions(checkpointer: Any, ids: Sequence[str]) -> list[dict[str, Any]]:
-    if not hasattr(checkpointer, "aget_session") or not hasattr(checkpointer, "aget_summary"):
+    if not hasattr(checkpointer, "aget_session"):  # a sync saver
         return await asyncio.to_thread(export_sessions, checkpointer, ids)
     out = []
     for sid in ids:
+        tuples = [t async for t in checkpointer.alist(_thread(sid))]
         meta = await checkpointer.aget_session(sid)
-        if meta is not None:
-            out.append(_session_record(meta, await checkpointer.aget_summary(sid)))
+        out.append(_session_record(sid, meta, await checkpointer.aget_summary(sid), tuples))
     return out
 
 
@@ -210,6 +286,7 @@ class ExportMethods:
         *,
         namespaces: Iterable[Sequence[str]] | None = None,
         checkpointer: Any = None,
+        names: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Everything held about `user_id`, as JSON-ready data (a data-access request).
 
@@ -217,16 +294,20 @@ class ExportMethods:
         user's, per tier), `memories` (long-term items of the user's namespaces, each
         with its value, times and `statistics`), `shared_memories` (items of shared
         namespaces whose provenance names the user), `short_items`, `profile` (the
-        cached profile records), `triples` (knowledge-graph triples), `history` (the
-        events of each memory, deleted ones included) and `sessions` (with
-        `checkpointer`: each session the user owns, with its running summary; else
-        None). Reading counts no access.
+        cached profile records), `triples` (the knowledge-graph triples `erase_user`
+        removes as the user's, selected by the same function), `history` (the events
+        of each memory, deleted ones included) and `sessions` (with `checkpointer`:
+        each session `erase_user` removes, with its registry entry, running summary
+        and `messages`, each message of every checkpoint once with its `id`, `type`
+        and `content`; else None). Reading counts no access.
 
         Args:
             user_id: The user.
             namespaces: More namespace templates of the user's data (as for
                 `erase_user`).
             checkpointer: A session saver of `langgraph_tiered_memory.checkpoint`.
+            names: Names the user goes by (as for `erase_user`): the triples of shared
+                namespaces mentioning one are exported too.
 
         Example:
             ```python
@@ -244,7 +325,9 @@ class ExportMethods:
         """
         uid = check_user_id(user_id)
         sessions = session_ids(checkpointer, uid)
-        data = export_store(cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions)
+        data = export_store(
+            cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions, names=names
+        )
         data["sessions"] = None if checkpointer is None else export_sessions(checkpointer, sessions)
         return data
 
@@ -254,6 +337,7 @@ class ExportMethods:
         *,
         namespaces: Iterable[Sequence[str]] | None = None,
         checkpointer: Any = None,
+        names: Sequence[str] = (),
     ) -> dict[str, Any]:
         """Async `export_user`: the store's I/O runs in a worker thread.
 
@@ -263,7 +347,12 @@ class ExportMethods:
         sessions = await asession_ids(checkpointer, uid)
         data = await asyncio.to_thread(
             functools.partial(
-                export_store, cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions
+                export_store,
+                cast(StoreCore, self),
+                uid,
+                namespaces=namespaces,
+                sessions=sessions,
+                names=names,
             )
         )
         data["sessions"] = (

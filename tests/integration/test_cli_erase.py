@@ -131,6 +131,9 @@ def test_erase_without_redis_reaches_the_long_tier_only(
 def test_erase_refuses_a_blank_user_and_a_missing_store(tmp_path: Path) -> None:
     blank = _run("erase", "--user", " ", "--chroma-path", str(tmp_path))
     assert blank.exit_code == 2 and "user_id" in _flat(blank.output)
+    for command in ("erase", "export"):
+        nameless = _run(command, "--user", "u1", "--name", " ", "--chroma-path", str(tmp_path))
+        assert nameless.exit_code == 2 and "names must be" in _flat(nameless.output)
     missing = _run("erase", "--user", "u1", "--chroma-path", str(tmp_path / "nope"))
     assert missing.exit_code == 2 and "does not exist" in _flat(missing.output)
 
@@ -150,6 +153,8 @@ def test_export_writes_the_users_data_as_json(
     assert [i["key"] for i in data["short_items"]] == ["turn"]
     assert [m["key"] for m in data["shared_memories"]] == ["t"]
     assert [s["session_id"] for s in data["sessions"]] == [w.thread]
+    said = [(m["type"], m["content"]) for m in data["sessions"][0]["messages"]]
+    assert said == [("human", "hi"), ("ai", "noted")]
     assert "Oslo" not in out.read_text(encoding="utf-8")
 
     monkeypatch.delenv("REDIS_URL", raising=False)
@@ -190,3 +195,30 @@ def test_erase_and_export_reach_a_falkordb_graph(
 
     lone = _run("erase", "--user", user, *args, "--graph-name", name)
     assert lone.exit_code == 2 and "--falkordb-url" in _flat(lone.output)
+
+
+def test_export_and_erase_take_the_same_triples_by_name(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    user, other = f"nm-{uuid.uuid4().hex[:8]}", f"no-{uuid.uuid4().hex[:8]}"
+    chroma = str(tmp_path / "chroma")
+    options: dict[str, Any] = {"chroma_path": chroma, "key_prefix": key_prefix, "graph": True}
+    with TieredMemoryStore(redis_url=redis_url, **options) as store:
+        store.put(("users", user), "home", {"content": "I live in Porto"})
+        store.put(("kb",), "carol", {"content": f"Carol met {user}"})
+        store.put(("users", other), "met", {"content": f"I met {user}", "speaker": other})
+    args = ["--chroma-path", chroma, "--key-prefix", key_prefix]
+
+    def exported(*extra: str) -> list[tuple[str, ...]]:
+        result = _run("export", "--user", user, *args, *extra)
+        assert result.exit_code == 0, result.output
+        return [(*t["namespace"], t["object"]) for t in json.loads(result.output)["triples"]]
+
+    assert exported() == [("users", user, "porto")]
+    named = exported("--name", user)
+    assert named == [("kb", user), ("users", user, "porto")]  # never the other user's
+    erased = _run("erase", "--user", user, *args, "--name", user, "--json")
+    assert erased.exit_code == 0, erased.output
+    assert json.loads(erased.output)["counts"]["graph.triples"] == len(named)
+    with TieredMemoryStore(redis_url=redis_url, **options) as store:
+        assert [t.object for t in store.graph_triples(())] == [user]  # the other user's

@@ -412,3 +412,49 @@ def test_a_falkordb_graph_loses_the_triples_of_erased_shared_memories(
         assert store.graph_triples(("users", user)) == []
         assert receipt.counts["graph.shared_supports"] == 1
         assert preview.counts == receipt.counts
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "falkordb"])
+def test_a_put_that_lands_while_erase_runs_leaves_no_triple_of_a_deleted_memory(
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+    clock: Clock,
+    users: tuple[str, str, str],
+    backend: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    user, other, _ = users
+    options = _options(redis_url, key_prefix, tmp_path, clock)
+    if backend == "falkordb":
+        url = request.getfixturevalue("falkordb_url")
+        options["graph"] = {"backend": "falkordb", "url": url, "graph_name": f"{key_prefix}_race"}
+    ns = ("users", user, "memories")
+    with TieredMemoryStore(**options) as store:
+        store.setup()
+        store.put(ns, "home", {"content": "I live in Porto"})
+        store.put(("users", other, "memories"), "home", {"content": "I live in Oslo"})
+        long_tier = store.tiers["long"]
+        erase_namespaces = long_tier.erase_namespaces
+
+        def put_then_erase(namespaces: Any, *, dry_run: bool = False) -> Any:
+            # The user's agent writes once more, just before the memories go.
+            store.put(ns, "late", {"content": "I work at Acme"})
+            assert store.graph_triples(ns, object="acme")
+            return erase_namespaces(namespaces, dry_run=dry_run)
+
+        monkeypatch.setattr(long_tier, "erase_namespaces", put_then_erase)
+        store.erase_user(user)
+        monkeypatch.undo()
+
+        assert store.get(ns, "late") is None  # the memory step took the late memory
+        left = store.graph_triples((), limit=1000)
+        orphans = [
+            (r.namespace, key)
+            for r in left
+            for key in r.memory_keys
+            if store.get(r.namespace, key) is None
+        ]
+        assert orphans == []
+        assert [r.object for r in left] == ["oslo"]

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
+from langchain_core.messages import RemoveMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_tiered_memory import (
@@ -18,6 +20,7 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.graph.types import Namespace, Triple
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -182,3 +185,103 @@ def test_async_export_reads_sessions_of_an_async_saver(
         drop_redis_keys(redis_url, prefix)
     assert [(s["session_id"], s["summary"]) for s in data["sessions"]] == [(f"t-{user}", "said hi")]
     assert data["sessions"][0]["message_count"] >= 1
+    said = [(m["type"], m["content"]) for m in data["sessions"][0]["messages"]]
+    assert said == [("human", "hi"), ("ai", "ok")]
+
+
+def test_export_holds_the_messages_of_every_session_erase_removes(
+    xstore: TieredMemoryStore, saver: RedisSessionSaver, users: tuple[str, str], redis_url: str
+) -> None:
+    user, _ = users
+
+    class State(MessagesState):
+        summary: str
+
+    builder = StateGraph(State)
+
+    def reply(state: State) -> dict[str, Any]:
+        # The second turn folds the first one away into the summary, as a summarizer
+        # does: only the older checkpoints still hold it.
+        if len(state["messages"]) <= 2:
+            return {"messages": [("ai", "noted")]}
+        folded = [RemoveMessage(id=m.id) for m in state["messages"][:2] if m.id]
+        return {"messages": [*folded, ("ai", "noted")], "summary": "said where they live"}
+
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    graph = builder.compile(checkpointer=saver)
+    threads = [f"t1-{user}", f"t2-{user}"]
+    for thread in threads:
+        config = {"configurable": {"thread_id": thread, "user_id": user}}
+        graph.invoke({"messages": [("user", f"I live in Porto ({thread})")]}, config)
+        graph.invoke({"messages": [("user", "and I like tea")]}, config)
+    saver.flush_sessions()
+    saver.set_summary(threads[0], "lives in Porto")
+    # A session erase still finds by the user's index after its registry entry is gone.
+    with redis.Redis.from_url(redis_url) as client:
+        client.delete(saver.sessions.keys.session(threads[1]))
+    assert sorted(saver.user_sessions(user)) == threads
+
+    data = xstore.export_user(user, checkpointer=saver)
+
+    json.dumps(data, allow_nan=False)
+    sessions = {s["session_id"]: s for s in data["sessions"]}
+    assert sorted(sessions) == threads  # what erase removes
+    for thread in threads:
+        said = [(m["type"], m["content"]) for m in sessions[thread]["messages"]]
+        assert said == [
+            ("human", f"I live in Porto ({thread})"),  # folded away, still in old checkpoints
+            ("ai", "noted"),
+            ("human", "and I like tea"),
+            ("ai", "noted"),
+        ]
+    assert sessions[threads[0]]["summary"] == "lives in Porto"  # the saver's
+    assert sessions[threads[1]]["summary"] == "said where they live"  # the state's
+    assert sessions[threads[1]]["status"] is None  # no registry entry left
+    receipt = xstore.erase_user(user, checkpointer=saver)
+    assert receipt.counts["sessions"] == 1 and receipt.counts["checkpoints"] >= 2 * 2
+    assert xstore.export_user(user, checkpointer=saver)["sessions"] == []
+
+
+# ----------------------------------------------------------------- one rule of triples
+KB = ("kb",)
+
+
+def _links(store: TieredMemoryStore) -> set[tuple[Namespace, str, Triple]]:
+    """Every (namespace, memory key, triple) support link of the store's graph."""
+    return {
+        (r.namespace, key, r.triple)
+        for r in store.graph_triples((), limit=10_000)
+        for key in r.memory_keys
+    }
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_export_lists_exactly_the_triples_erase_takes(
+    xstore: TieredMemoryStore, users: tuple[str, str], by_name: bool
+) -> None:
+    user, other = users
+    xstore.put(("users", user, "memories"), "home", {"content": "I live in Porto"})
+    xstore.put(("memories", user), "cat", {"content": "My cat eats tuna"})
+    xstore.put(KB, "tea", {"content": "I like green tea", "speaker": user})
+    xstore.put(KB, "carol", {"content": f"Carol met {user}"})
+    xstore.put(KB, "trip", {"content": "Bob lives in Oslo", "provenance": {"user_ids": [user]}})
+    xstore.put(KB, "plain", {"content": "Dave lives in Rome"})
+    theirs = ("users", other, "memories")
+    xstore.put(theirs, "met", {"content": f"I met {user} at the market", "speaker": other})
+    names = {"names": [user]} if by_name else {}
+
+    exported = {
+        (tuple(t["namespace"]), Triple(t["subject"], t["relation"], t["object"]))
+        for t in xstore.export_user(user, **names)["triples"]
+    }
+    before = _links(xstore)
+    xstore.erase_user(user, **names)
+    taken = {(ns, t) for ns, _, t in before - _links(xstore)}
+
+    assert exported == taken
+    assert (KB, Triple("bob", "lives_in", "oslo")) in taken  # by provenance
+    assert ((KB, Triple(user, "likes", "green tea")) in taken) is by_name  # by name only
+    assert (KB, Triple("dave", "lives_in", "rome")) not in taken
+    assert (theirs, Triple(other, "met", user)) not in taken  # another user's, always kept
+    assert not any(ns[:2] == ("users", user) for ns, _, _ in _links(xstore))

@@ -103,9 +103,9 @@ def test_sqlite_rows_and_pending_writes_of_the_user_are_gone(
     before = _rows(tmp_path / MIRROR_FILE)
     assert any(UID in repr(row) for row in before)
 
-    planned = erase_user_graph(sqlite_graph, UserNamespaces(UID), dry_run=True)
+    planned = erase_user_graph(sqlite_graph, UserNamespaces(UID), dry_run=True, names=[UID])
     assert _rows(tmp_path / MIRROR_FILE) == before
-    done = erase_user_graph(sqlite_graph, UserNamespaces(UID))
+    done = erase_user_graph(sqlite_graph, UserNamespaces(UID), names=[UID])
     assert done == planned
     assert done.pending == [(*SHARED, "s2"), (*drafts, "d1")]
     assert len(done.triples) == 3 and done.mentioned == [(SHARED, "s1")]
@@ -117,7 +117,7 @@ def test_sqlite_rows_and_pending_writes_of_the_user_are_gone(
     pending = [row for table, row in after if table == "g_pending"]
     assert [json.loads(str(row[-1])) for row in pending] == [[["carol", "owns", "a car"]]]
     assert [r.user_id for r in sqlite_graph.triples(("users",))] == [OTHER]
-    assert erase_user_graph(sqlite_graph, UserNamespaces(UID)).total == 0
+    assert erase_user_graph(sqlite_graph, UserNamespaces(UID), names=[UID]).total == 0
     # Nor do the file's bytes (free pages, WAL): every UID left is part of OTHER.
     raw = b"".join(f.read_bytes() for f in tmp_path.iterdir() if f.is_file())
     assert b"plover" not in raw and b"a boat" not in raw
@@ -152,9 +152,9 @@ def test_falkordb_nodes_of_the_user_are_gone(
     _fill(falkor_graph)
     before = _nodes(falkordb_url, falkor_graph.graph_name)
     assert sum(UID in row and OTHER not in row for row in before) >= 6
-    planned = erase_user_graph(falkor_graph, UserNamespaces(UID), dry_run=True)
+    planned = erase_user_graph(falkor_graph, UserNamespaces(UID), dry_run=True, names=[UID])
     assert _nodes(falkordb_url, falkor_graph.graph_name) == before
-    done = erase_user_graph(falkor_graph, UserNamespaces(UID))
+    done = erase_user_graph(falkor_graph, UserNamespaces(UID), names=[UID])
     assert done == planned and len(done.triples) == 3
     after = _nodes(falkordb_url, falkor_graph.graph_name)
     assert [row for row in after if UID in row and OTHER not in row] == []
@@ -162,7 +162,7 @@ def test_falkordb_nodes_of_the_user_are_gone(
     # shared bob-likes-jazz fact (same), nothing else.
     assert len(after) == 2 * 7
     assert not any("plover" in row or "'tea'" in row for row in after)
-    assert erase_user_graph(falkor_graph, UserNamespaces(UID)).total == 0
+    assert erase_user_graph(falkor_graph, UserNamespaces(UID), names=[UID]).total == 0
 
 
 # ------------------------------------------------------------------ both
@@ -188,3 +188,26 @@ def test_a_user_named_like_the_anonymous_speaker_erases_no_one_elses_triples(
     assert [t[:2] for t in done.triples] == [("users", "user")]
     kept = sorted((r.namespace, r.triple.subject) for r in any_graph.triples(("users",)))
     assert kept == [(alice, "user"), (bob, "user")]
+
+
+def test_an_id_that_is_a_common_word_takes_no_other_users_triple(any_graph: GraphStore) -> None:
+    # "2019" is a user id and a year in everyone's facts.
+    mine, anas, bos = ("users", "2019", "mem"), ("users", "ana", "mem"), ("memories", "bo")
+    any_graph.replace(
+        [
+            MemoryTriples(mine, "m1", (T("2019", "joined", "acme"),), "2019"),
+            MemoryTriples(anas, "a1", (T("boston", "date", "2019"),), "ana"),
+            MemoryTriples(bos, "b1", (T("2019", "founded", "paris"),), None),  # bo's layout
+            MemoryTriples(SHARED, "s1", (T("expo", "held in", "2019"),), None),
+        ]
+    )
+    others = {(anas, T("boston", "date", "2019")), (bos, T("2019", "founded", "paris"))}
+    by_id = erase_user_graph(any_graph, UserNamespaces("2019"), dry_run=True)
+    assert by_id.triples == [(*mine, "2019", "joined", "acme")]  # the id is no mention
+    named = erase_user_graph(any_graph, UserNamespaces("2019"), names=["2019"])
+    assert named.triples == [
+        (*SHARED, "expo", "held_in", "2019"),
+        (*mine, "2019", "joined", "acme"),
+    ]
+    assert named.mentioned == [(SHARED, "s1")]
+    assert {(r.namespace, r.triple) for r in any_graph.triples(())} == others

@@ -497,6 +497,7 @@ class DocMirror:
         *,
         user_id: str | None,
         mentions: Sequence[str],
+        shared: Callable[[Namespace], bool] | None,
         dry_run: bool,
     ) -> Any:
         """Erase a user's graph rows in one transaction (`sqlite_graph_erase`).
@@ -507,7 +508,13 @@ class DocMirror:
 
         with self._db.locked() if dry_run else self._db.transaction() as c:
             found = erase_graph_rows(
-                c, prefix, owns, user_id=user_id, mentions=mentions, dry_run=dry_run
+                c,
+                prefix,
+                owns,
+                user_id=user_id,
+                mentions=mentions,
+                shared=shared,
+                dry_run=dry_run,
             )
         if not dry_run and found.total:
             self._db.checkpoint()

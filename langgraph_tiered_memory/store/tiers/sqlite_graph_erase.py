@@ -6,7 +6,8 @@ erase is all or nothing and a re-run after a crash finds what is left.
 
 Triples mentioning the user are found by entity: the subjects and objects holding a
 mention (`instr`, a scan of the graph's rows: erasures are rare) are checked for whole
-words, then their triples are selected by the entity indexes.
+words, then their triples are selected by the entity indexes; those of the user's
+scope by the scope index. Of both, only the triples of shared namespaces are taken.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def erase_graph_rows(
     *,
     user_id: str | None,
     mentions: Sequence[str],
+    shared: Callable[[Namespace], bool] | None,
     dry_run: bool,
 ) -> GraphErasure:
     """Remove (or, with `dry_run`, find) a user's graph rows of store prefix `prefix`."""
@@ -73,9 +75,16 @@ def erase_graph_rows(
         (prefix,),
     ).fetchall()
     owned = {nsid: ns for nsid, ns in spaces if owns(ns_of(ns))}
-    names = mention_names(mentions)
+    # Scope and mentions reach shared namespaces only, never another user's.
+    common = {
+        nsid: ns
+        for nsid, ns in spaces
+        if nsid not in owned and shared is not None and shared(ns_of(ns))
+    }
+    names = mention_names(mentions) if common else []
     entities = _mentioned(c, prefix, names)
-    scope = user_scope_of(user_id)
+    scope = user_scope_of(user_id) if common else None
+    reach = {*owned.values(), *common.values()}
 
     rows: dict[int, tuple[str, str, str, str]] = {}
 
@@ -84,7 +93,8 @@ def erase_graph_rows(
             f"SELECT tid, ns, subject, relation, object FROM g_triple WHERE prefix = ? AND {where}",
             [prefix, *args],
         ):
-            rows[tid] = (ns, s, r, o)
+            if ns in reach:
+                rows[tid] = (ns, s, r, o)
 
     for ns in set(owned.values()):
         select("ns = ?", [ns])
@@ -113,9 +123,11 @@ def erase_graph_rows(
     for nsid, key, ns, user, triples in c.execute(
         "SELECT nsid, key, ns, user, triples FROM g_pending WHERE prefix = ?", (prefix,)
     ).fetchall():
-        if nsid in owned or (user_id is not None and user == user_id):
+        if nsid in owned or (nsid in common and user_id is not None and user == user_id):
             drops.append((nsid, key))
             out.pending.append((*ns_of(ns), key))
+            continue
+        if nsid not in common:
             continue
         listed = json.loads(triples)
         kept = [t for t in listed if not (mentions_any(t[0], names) or mentions_any(t[2], names))]
