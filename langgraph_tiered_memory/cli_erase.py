@@ -25,6 +25,7 @@ from langgraph_tiered_memory.cli_common import (
     MemoryIndexPathOption,
     existing_chroma_path,
     fail,
+    namespace_labels,
     open_store,
 )
 
@@ -93,16 +94,7 @@ def templates(values: list[str] | None) -> list[tuple[str, ...]]:
         >>> templates(["notes/{user_id}"])
         [('notes', '{user_id}')]
     """
-    out = []
-    for value in values or []:
-        parts = tuple(value.split("/"))
-        if not value.strip() or any(not p for p in parts):
-            raise typer.BadParameter(
-                f"--template {value!r} has an empty label: give labels joined by '/' such as"
-                " notes/{user_id}."
-            )
-        out.append(parts)
-    return out
+    return [namespace_labels(value, "--template") for value in values or []]
 
 
 FalkorDBUrlOption = Annotated[

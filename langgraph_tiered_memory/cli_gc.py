@@ -7,10 +7,17 @@ import json
 from typing import Annotated, Any, cast
 
 import typer
+from langgraph.store.base import InvalidNamespaceError
 from rich.console import Console
 from rich.table import Table
 
-from langgraph_tiered_memory.cli_common import ChromaPathOption, CreateFlag, existing_chroma_path
+from langgraph_tiered_memory.cli_common import (
+    ChromaPathOption,
+    CreateFlag,
+    existing_chroma_path,
+    namespace_labels,
+)
+from langgraph_tiered_memory.store._validate import validate_namespace
 
 __all__ = ["gc"]
 
@@ -18,25 +25,19 @@ __all__ = ["gc"]
 def _gc_prefix(namespace: str | None, labels: list[str] | None) -> tuple[str, ...]:
     """The namespace prefix of `gc`: whole store only when neither option is given.
 
-    An empty or malformed `--namespace` (an unset shell variable, `/`, `a//b`) is an
-    error rather than the whole store.
+    An empty or malformed `--namespace` (an unset shell variable, `/`, `a//b`) or a
+    label the store refuses (a period, a NUL) is an error rather than the whole store.
     """
     if namespace is not None and labels:
         raise typer.BadParameter("Pass either --namespace or --label, not both.")
     if labels:
         if any(not lab for lab in labels):
             raise typer.BadParameter("--label must not be empty.")
-        return tuple(labels)
-    if namespace is None:
-        return ()
-    parts = namespace.split("/")
-    if not namespace.strip() or any(not p for p in parts):
-        raise typer.BadParameter(
-            f"--namespace {namespace!r} has an empty label: give labels joined by '/' such"
-            " as users/u1 (omit --namespace to run on the whole store, or use --label for"
-            " labels that contain '/')."
-        )
-    return tuple(parts)
+        try:
+            return validate_namespace(tuple(labels))
+        except InvalidNamespaceError as e:
+            raise typer.BadParameter(f"--label {labels!r} is not a valid namespace: {e}") from e
+    return () if namespace is None else namespace_labels(namespace)
 
 
 def _no_embedding(texts: list[str]) -> list[list[float]]:

@@ -140,6 +140,9 @@ def test_every_command_refuses_a_namespace_label_with_a_period(
         ("--namespace", ["inspect", "--namespace", namespace, *store]),
         ("NAMESPACE", ["search", namespace, "porto", *store]),  # not "no memories under"
         ("--namespace", ["graph", "--namespace", namespace, *store]),
+        ("--namespace", ["gc", "--namespace", namespace, "--dry-run", *store]),
+        ("--template", ["erase", "--user", "u1", "--template", namespace, "--dry-run", *store]),
+        ("--template", ["export", "--user", "u1", "--template", namespace, *store]),
     ]
     for option, args in commands:
         assert _message(_run(*args)) == (
@@ -147,6 +150,9 @@ def test_every_command_refuses_a_namespace_label_with_a_period(
             f" namespace label {label} in {tuple(namespace.split('/'))!r}: labels cannot"
             " contain periods ('.'). Split it into separate labels instead."
         )
+    literal = _run("gc", "--label", "users", "--label", "u1.x", "--dry-run", *store)
+    assert literal.exit_code == 2
+    assert "labels cannot contain periods" in _message(literal)
     assert [i.key for i in _items(chroma_dir)] == ["m1"]
 
 
