@@ -79,7 +79,10 @@ class StoreSpec:
         dims: Size of the embeddings; the indexed field is ``content``.
         prefix: Prefix of the run's Redis keys and Chroma collections (``bench_<run id>``).
         redis_url: Redis for the ``short`` and ``redisstore`` stores.
-        chroma_path: Chroma directory for the ``long`` and ``hybrid`` stores.
+        chroma_path: Chroma directory for the ``long`` and ``hybrid`` stores; with
+            `chroma_host`, the directory of their memory index.
+        chroma_host: A Chroma server (`chroma run`) for them instead of `chroma_path`.
+        chroma_port: Its port.
     """
 
     name: str
@@ -87,6 +90,8 @@ class StoreSpec:
     prefix: str
     redis_url: str | None = None
     chroma_path: str | None = None
+    chroma_host: str | None = None
+    chroma_port: int = 8000
 
     def redis_patterns(self) -> tuple[list[str], list[str]]:
         """The key patterns and search indexes this store writes to Redis.
@@ -134,9 +139,27 @@ def open_store(spec: StoreSpec, embeddings: Embeddings) -> Iterator[BaseStore]:
             if spec.name == "hybrid"
             else {"mode": "similarity"}
         )
+        chroma: dict[str, Any] = {"chroma_path": None if short else spec.chroma_path}
+        if spec.chroma_host is not None and not short:
+            import chromadb
+            from chromadb.config import Settings
+
+            if spec.chroma_path is None:
+                raise StoreBenchmarkError(
+                    "A store on a Chroma server needs a memory index directory."
+                )
+            os.makedirs(spec.chroma_path, exist_ok=True)
+            chroma = {
+                "chroma_client": chromadb.HttpClient(
+                    host=spec.chroma_host,
+                    port=spec.chroma_port,
+                    settings=Settings(anonymized_telemetry=False),
+                ),
+                "memory_index_path": os.path.join(spec.chroma_path, "memory-index.sqlite3"),
+            }
         store = TieredMemoryStore(
             redis_url=spec.redis_url if short else None,
-            chroma_path=None if short else spec.chroma_path,
+            **chroma,
             index=index,  # type: ignore[arg-type]
             tiers=policy,
             key_prefix=f"{spec.prefix}_{spec.name}",
