@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from langgraph_tiered_memory._redact import mask_urls_in
-from langgraph_tiered_memory.cli_common import JsonFlag
+from langgraph_tiered_memory.cli_common import ChromaPortOption, JsonFlag
 
 __all__ = ["bench_retrieval", "bench_store"]
 
@@ -53,11 +53,12 @@ def _parse_sizes(text: str) -> list[int]:
     return sizes
 
 
-def _parse_stores(text: str) -> list[str]:
+def _parse_stores(text: str, choices: tuple[str, ...] | None = None) -> list[str]:
     """Parse ``long,short`` into store names, checking them against the known ones.
 
     Args:
         text: Comma-separated store names.
+        choices: The accepted names (default: the stores of `bench store`).
 
     Returns:
         The names, in the order given.
@@ -67,12 +68,12 @@ def _parse_stores(text: str) -> list[str]:
     """
     from langgraph_tiered_memory.bench.store import STORE_CHOICES
 
+    choices = choices or STORE_CHOICES
     stores = [s.strip().lower() for s in text.split(",") if s.strip()]
-    unknown = [s for s in stores if s not in STORE_CHOICES]
+    unknown = [s for s in stores if s not in choices]
     if unknown or not stores:
         raise typer.BadParameter(
-            f"unknown store(s) {', '.join(unknown) or '(none)'}; choose from"
-            f" {','.join(STORE_CHOICES)}."
+            f"unknown store(s) {', '.join(unknown) or '(none)'}; choose from {','.join(choices)}."
         )
     return stores
 
@@ -117,14 +118,31 @@ def bench_store(
             help="Items per namespace with --namespaces (default 20).",
         ),
     ] = None,
-    stores: Annotated[
-        str,
+    writes: Annotated[
+        bool,
         typer.Option(
-            help="Stores to compare: long (Chroma tier, similarity ranking), hybrid (Chroma"
-            " tier, memory ranking), short (Redis tier), inmemory (LangGraph InMemoryStore),"
-            " redisstore (upstream RedisStore)."
+            "--writes",
+            help="Measure write cost against raw Chroma instead: --singles one-item puts"
+            " (p50, p95) and --batches batches of --batch-size (default 20) items/s, one"
+            " user's namespace per call, with each column's ratio to raw Chroma.",
         ),
-    ] = "long,short,inmemory,redisstore",
+    ] = False,
+    singles: Annotated[
+        int, typer.Option(min=1, help="With --writes: timed one-item puts per column.")
+    ] = 300,
+    batches: Annotated[
+        int, typer.Option(min=1, help="With --writes: timed batch writes per column.")
+    ] = 30,
+    stores: Annotated[
+        str | None,
+        typer.Option(
+            help="Stores to compare (default long,short,inmemory,redisstore): long (Chroma"
+            " tier, similarity ranking), hybrid (Chroma tier, memory ranking), short (Redis"
+            " tier), inmemory (LangGraph InMemoryStore), redisstore (upstream RedisStore)."
+            " With --writes: raw (plain Chroma, always measured), long, hybrid, redisstore"
+            " (default all four).",
+        ),
+    ] = None,
     gets: Annotated[int, typer.Option(min=1, help="Timed store.get calls per size.")] = 200,
     searches: Annotated[int, typer.Option(min=1, help=_SEARCHES_HELP)] = 100,
     cold: Annotated[
@@ -143,7 +161,10 @@ def bench_store(
             " session-sized namespaces).",
         ),
     ] = 10_000,
-    batch_size: Annotated[int, typer.Option(min=1, help="Items per store.batch call.")] = 500,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(min=1, help="Items per store.batch call (default 500; 20 with --writes)."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random vectors and workload.")] = 0,
     data: Annotated[
         str,
@@ -161,6 +182,11 @@ def bench_store(
             file_okay=False,
         ),
     ] = None,
+    chroma_host: Annotated[
+        str | None,
+        typer.Option(help="With --writes: a Chroma server (`chroma run`) instead of embedded."),
+    ] = None,
+    chroma_port: ChromaPortOption = 8000,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure put throughput, search latency and more of each store, side by side.
@@ -180,7 +206,30 @@ def bench_store(
     It measures the ANN index for similarity ranking; memory ranking (hybrid) reorders
     by design and does not try to match that list, so its lower recall@10 is expected;
     read its source@1 (the item the query was made from ranks first) instead.
+
+    With --writes: the same items written through a raw Chroma collection (upsert, one
+    record per item) and each store, the columns taking turns call by call, embedded or
+    on a Chroma server (--chroma-host); ratios are each column's cost over raw Chroma's.
     """
+    if writes:
+        _bench_writes(
+            singles=singles,
+            batches=batches,
+            stores=stores,
+            batch_size=batch_size,
+            chroma_path=chroma_path,
+            chroma_host=chroma_host,
+            chroma_port=chroma_port,
+            as_json=as_json,
+            conflicts={
+                "--sizes": sizes,
+                "--namespaces": namespaces,
+                "--per-namespace": per_namespace,
+            },
+        )
+        return
+    if chroma_host is not None:
+        raise typer.BadParameter("--chroma-host is only measured with --writes.")
     from langgraph_tiered_memory.bench.store import (
         NamespaceBenchConfig,
         StoreBenchConfig,
@@ -195,9 +244,9 @@ def bench_store(
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 150  # log files: keep each table row on one line
     common: dict[str, Any] = {
-        "stores": _parse_stores(stores),
+        "stores": _parse_stores(stores or "long,short,inmemory,redisstore"),
         "searches": searches,
-        "batch_size": batch_size,
+        "batch_size": batch_size or 500,
         "seed": seed,
         "chroma_path": str(chroma_path) if chroma_path is not None else None,
     }
@@ -232,6 +281,55 @@ def bench_store(
         console.print(_RECALL_NOTE, highlight=False)
     if as_json:
         # Plain echo, not rich: the JSON must stay on one unwrapped line.
+        typer.echo(json.dumps(report.to_dict(), allow_nan=False))
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+def _bench_writes(
+    *,
+    singles: int,
+    batches: int,
+    stores: str | None,
+    batch_size: int | None,
+    chroma_path: Path | None,
+    chroma_host: str | None,
+    chroma_port: int,
+    as_json: bool,
+    conflicts: dict[str, object],
+) -> None:
+    """`bench store --writes`: write cost of each column against raw Chroma."""
+    from langgraph_tiered_memory.bench._store_data import StoreBenchmarkError
+    from langgraph_tiered_memory.bench._store_writes import (
+        WRITE_COLUMNS,
+        WriteBenchConfig,
+        render_write_report,
+        run_write_benchmark,
+    )
+
+    given = [name for name, value in conflicts.items() if value is not None]
+    if given:
+        raise typer.BadParameter(f"--writes measures its own shape; drop {', '.join(given)}.")
+    if chroma_host is not None and chroma_path is not None:
+        raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
+    config = WriteBenchConfig(
+        singles=singles,
+        batches=batches,
+        batch_size=batch_size or 20,
+        stores=_parse_stores(stores or ",".join(WRITE_COLUMNS), WRITE_COLUMNS),
+        chroma_path=str(chroma_path) if chroma_path is not None else None,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+    )
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 150  # log files: keep each table row on one line
+    try:
+        report = run_write_benchmark(config, console=console)
+    except StoreBenchmarkError as e:
+        raise typer.BadParameter(mask_urls_in(str(e))) from e
+    render_write_report(report, console)
+    if as_json:
         typer.echo(json.dumps(report.to_dict(), allow_nan=False))
     if report.failed:
         raise typer.Exit(code=1)

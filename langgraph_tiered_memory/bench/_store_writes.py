@@ -215,7 +215,7 @@ def _raw_column(client: Any, name: str, embeddings: SeededEmbeddings) -> Iterato
             ids=["/".join((*ns, key)) for ns, key, _ in items],
             embeddings=embeddings.embed_documents([text for _, _, text in items]),
             documents=[text for _, _, text in items],
-            metadatas=[_raw_metadata(i) for i in items],  # type: ignore[misc]
+            metadatas=[_raw_metadata(i) for i in items],
         )
 
     yield _Column(write, col.count, WriteBenchResult("raw", _LABELS["raw"]))
