@@ -2,9 +2,12 @@
 
 Every column writes the same items, one user's namespace per call, in one run:
 
-- ``raw``: a plain Chroma collection (cosine space), ``upsert`` of one record per item
-  with the item's text as document, its namespace, key and JSON value as metadata and
-  the same vector the stores get;
+- ``raw``: a plain Chroma collection, ``upsert`` of one record per item with the item's
+  text as document, its namespace, key and JSON value as metadata and the same vector
+  the stores get. Its HNSW settings are those of the long tier's bucket collections
+  (cosine, 8 neighbours, construction ef 16), so the ratios measure the tier's own
+  work, not a cheaper index; ``raw-default`` is the same with Chroma's default HNSW
+  settings (16 neighbours, construction ef 100), what a plain Chroma user gets;
 - ``long`` / ``hybrid``: `TieredMemoryStore`'s long tier in similarity / memory scoring;
 - ``redisstore``: upstream `RedisStore`, as a reference.
 
@@ -56,6 +59,7 @@ from langgraph_tiered_memory.bench._store_open import (
     open_store,
     redis_for_run,
 )
+from langgraph_tiered_memory.store.tiers.chroma_layout import BUCKET_HNSW
 
 __all__ = [
     "WRITE_COLUMNS",
@@ -68,11 +72,12 @@ __all__ = [
 
 logger = logging.getLogger("langgraph_tiered_memory.bench.store_writes")
 
-WRITE_COLUMNS: tuple[str, ...] = ("raw", "long", "hybrid", "redisstore")
+WRITE_COLUMNS: tuple[str, ...] = ("raw", "raw-default", "long", "hybrid", "redisstore")
 """Columns of the write benchmark; ``raw`` (plain Chroma) is the reference."""
 
 _LABELS = {
     "raw": "raw Chroma",
+    "raw-default": "raw, default HNSW",
     "long": "long (similarity)",
     "hybrid": "long (memory)",
     "redisstore": "RedisStore",
@@ -205,9 +210,12 @@ def _raw_metadata(item: Item) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _raw_column(client: Any, name: str, embeddings: SeededEmbeddings) -> Iterator[_Column]:
+def _raw_column(
+    client: Any, prefix: str, column: str, embeddings: SeededEmbeddings
+) -> Iterator[_Column]:
+    hnsw = dict(BUCKET_HNSW) if column == "raw" else {"space": "cosine"}
     col = client.get_or_create_collection(
-        name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        f"{prefix}_{column}", embedding_function=None, configuration={"hnsw": hnsw}
     )
 
     def write(items: list[Item]) -> None:
@@ -218,7 +226,7 @@ def _raw_column(client: Any, name: str, embeddings: SeededEmbeddings) -> Iterato
             metadatas=[_raw_metadata(i) for i in items],
         )
 
-    yield _Column(write, col.count, WriteBenchResult("raw", _LABELS["raw"]))
+    yield _Column(write, col.count, WriteBenchResult(column, _LABELS[column]))
 
 
 @contextlib.contextmanager
@@ -352,8 +360,11 @@ def run_write_benchmark(
         client = _chroma_client(config, os.path.join(root, "raw"))
         if config.chroma_host is not None:
             stack.callback(_drop_server_collections, client, prefix)
-        columns = [stack.enter_context(_raw_column(client, f"{prefix}_raw", embeddings))]
-        for name in config.stores[1:]:
+        columns: list[_Column] = []
+        for name in config.stores:
+            if name.startswith("raw"):
+                columns.append(stack.enter_context(_raw_column(client, prefix, name, embeddings)))
+                continue
             spec = StoreSpec(
                 name,
                 config.dims,
@@ -425,8 +436,9 @@ def render_write_report(report: WriteBenchReport, console: Console) -> None:
     console.print(table)
     env = report.environment
     console.print(
-        "[dim]raw: chromadb collection.upsert, one record per item; long: the long tier,"
-        " similarity scoring; hybrid: memory scoring; RedisStore: upstream, a reference."
+        "[dim]raw: chromadb collection.upsert, one record per item, HNSW settings of the"
+        " long tier's buckets (raw, default HNSW: Chroma's defaults); long: the long tier,"
+        " similarity / memory scoring; RedisStore: upstream, a reference."
         " One user's namespace per call; columns take turns call by call. Ratios: x times"
         f" raw Chroma's cost. Python {env['python']}, {env['cpus']} CPUs, Redis:"
         f" {env['redis'] or 'not used'}; total {report.seconds:,.1f} s[/dim]"

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 runner = CliRunner()
 
 SINGLES, BATCHES, BATCH = 6, 2, 3
-COLUMNS = ["raw", "long", "hybrid", "redisstore"]
+COLUMNS = ["raw", "raw-default", "long", "hybrid", "redisstore"]
 
 
 def run_writes(*args: str) -> tuple[dict[str, Any], str]:
