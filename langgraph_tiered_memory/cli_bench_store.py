@@ -139,9 +139,9 @@ def bench_store(
             help="Stores to compare (default long,short,inmemory,redisstore): long (Chroma"
             " tier, similarity ranking), hybrid (Chroma tier, memory ranking), short (Redis"
             " tier), inmemory (LangGraph InMemoryStore), redisstore (upstream RedisStore)."
-            " With --writes: raw (plain Chroma with the long tier's HNSW settings, always"
-            " measured), raw-default (Chroma's default HNSW), long, hybrid, redisstore"
-            " (default all).",
+            " With --writes: raw (Chroma upserts of records shaped like the long tier's,"
+            " always measured), raw-default (text as document, Chroma's default HNSW),"
+            " long, hybrid, redisstore (default all).",
         ),
     ] = None,
     gets: Annotated[int, typer.Option(min=1, help="Timed store.get calls per size.")] = 200,

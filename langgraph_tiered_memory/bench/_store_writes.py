@@ -2,12 +2,14 @@
 
 Every column writes the same items, one user's namespace per call, in one run:
 
-- ``raw``: a plain Chroma collection, ``upsert`` of one record per item with the item's
-  text as document, its namespace, key and JSON value as metadata and the same vector
-  the stores get. Its HNSW settings are those of the long tier's bucket collections
-  (cosine, 8 neighbours, construction ef 16), so the ratios measure the tier's own
-  work, not a cheaper index; ``raw-default`` is the same with Chroma's default HNSW
-  settings (16 neighbours, construction ef 100), what a plain Chroma user gets;
+- ``raw``: a Chroma collection, ``upsert`` of one record per item shaped like the long
+  tier's own record: the same vector, no Chroma document, one metadata field holding
+  the item as JSON (namespace, key, times, value), and the HNSW settings of the tier's
+  bucket collections (cosine, 8 neighbours, construction ef 16). So the ratios measure
+  the tier's work around that record, not a different record or index;
+- ``raw-default``: what a plain Chroma user writes: the text as Chroma document
+  (full-text indexed), namespace, key and JSON value as three metadata fields, Chroma's
+  default HNSW settings (16 neighbours, construction ef 100);
 - ``long`` / ``hybrid``: `TieredMemoryStore`'s long tier in similarity / memory scoring;
 - ``redisstore``: upstream `RedisStore`, as a reference.
 
@@ -77,7 +79,7 @@ WRITE_COLUMNS: tuple[str, ...] = ("raw", "raw-default", "long", "hybrid", "redis
 
 _LABELS = {
     "raw": "raw Chroma",
-    "raw-default": "raw, default HNSW",
+    "raw-default": "raw, plain",
     "long": "long (similarity)",
     "hybrid": "long (memory)",
     "redisstore": "RedisStore",
@@ -204,26 +206,34 @@ class _Column:
         self.batch_seconds = 0.0
 
 
-def _raw_metadata(item: Item) -> dict[str, str]:
+def _raw_record(item: Item, *, plain: bool) -> dict[str, Any]:
+    """One item's record fields besides id and vector (see the module docstring)."""
     ns, key, text = item
-    return {"ns": "/".join(ns), "key": key, "v": json.dumps({"content": text})}
+    value = json.dumps({"content": text})
+    if plain:
+        return {"document": text, "metadata": {"ns": "/".join(ns), "key": key, "v": value}}
+    now = time.time()
+    doc = {"ns": list(ns), "key": key, "c": now, "u": now, "t": None, "value": {"content": text}}
+    return {"metadata": {"_d": json.dumps(doc, separators=(",", ":"))}}
 
 
 @contextlib.contextmanager
 def _raw_column(
     client: Any, prefix: str, column: str, embeddings: SeededEmbeddings
 ) -> Iterator[_Column]:
-    hnsw = dict(BUCKET_HNSW) if column == "raw" else {"space": "cosine"}
+    plain = column == "raw-default"
+    hnsw = {"space": "cosine"} if plain else dict(BUCKET_HNSW)
     col = client.get_or_create_collection(
         f"{prefix}_{column}", embedding_function=None, configuration={"hnsw": hnsw}
     )
 
     def write(items: list[Item]) -> None:
+        records = [_raw_record(i, plain=plain) for i in items]
         col.upsert(
             ids=["/".join((*ns, key)) for ns, key, _ in items],
             embeddings=embeddings.embed_documents([text for _, _, text in items]),
-            documents=[text for _, _, text in items],
-            metadatas=[_raw_metadata(i) for i in items],
+            documents=[r["document"] for r in records] if plain else None,
+            metadatas=[r["metadata"] for r in records],
         )
 
     yield _Column(write, col.count, WriteBenchResult(column, _LABELS[column]))
@@ -436,8 +446,9 @@ def render_write_report(report: WriteBenchReport, console: Console) -> None:
     console.print(table)
     env = report.environment
     console.print(
-        "[dim]raw: chromadb collection.upsert, one record per item, HNSW settings of the"
-        " long tier's buckets (raw, default HNSW: Chroma's defaults); long: the long tier,"
+        "[dim]raw: chromadb collection.upsert, one record per item shaped like the long"
+        " tier's (item JSON in one metadata field, the tier's bucket HNSW settings); raw,"
+        " plain: text as document, 3 metadata fields, Chroma's default HNSW; long: the tier,"
         " similarity / memory scoring; RedisStore: upstream, a reference."
         " One user's namespace per call; columns take turns call by call. Ratios: x times"
         f" raw Chroma's cost. Python {env['python']}, {env['cpus']} CPUs, Redis:"
