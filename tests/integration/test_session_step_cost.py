@@ -38,8 +38,14 @@ ROUND_TRIPS, TIMEOUT_CHANGES = "round trips", "socket timeout changes"
 
 
 def _off_step_path() -> bool:
-    """Whether the current thread is the session recorder's timer (batched records)."""
-    return isinstance(threading.current_thread(), threading.Timer)
+    """Whether this is the session recorder writing its batched records (its timer)."""
+    if isinstance(threading.current_thread(), threading.Timer):
+        return True
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop in this thread
+        return False
+    return task is not None and task.get_coro().__qualname__ == "AsyncRecorder.flush"
 
 
 @pytest.fixture
