@@ -7,6 +7,9 @@ A client built here from a URL:
 - charges every round trip to the current *call* (see `redis_call`): inside one call
   the reads together wait at most `timeout` seconds, however many round trips the
   call makes; a round trip started after that fails at once with a `TimeoutError`.
+  One round trip waits at most the socket timeout, `timeout` less a slack (10%, at
+  most 1 s); only a call that has already waited longer than the slack gives its
+  reads the shorter timeout it has left.
 
 The store opens a call around each batch and each tier operation, the savers around
 each public method (and each step of a listing).
@@ -55,6 +58,7 @@ DEFAULT_REDIS_TIMEOUT = 15.0
 """Seconds one store or saver call waits on Redis at most, by default."""
 
 _CONNECT_TIMEOUT = 5.0
+_SLACK = 1.0
 _BOUNDED_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
@@ -110,38 +114,56 @@ def redis_call() -> Iterator[None]:
         _CALL.reset(token)
 
 
-def _time_left(budget: float) -> float | None:
+_OUTSIDE: tuple[None, float, None] = (None, 0.0, None)
+
+
+def _begin(budget: float) -> tuple[_Call | None, float, float | None]:
+    """Start a round trip: (the call to charge, its start time, the time the call has left).
+
+    Outside a call: (None, 0, None). A round trip inside one already charged (a health
+    check redis-py sends within a command) is checked but not charged twice (call None).
+    Plain calls rather than a context manager: this runs twice per round trip.
+
+    Raises:
+        TimeoutError: The call has already spent its budget.
+    """
     call = _CALL.get()
     if call is None:
-        return None
+        return _OUTSIDE
     left = budget - call.spent
     if left <= 0:
         raise RedisTimeoutError(
             f"this call has already waited {call.spent:.1f} s on Redis (redis_timeout={budget:g})"
         )
-    return left
-
-
-@contextmanager
-def _charged() -> Iterator[None]:
-    call = _CALL.get()
-    if call is None or call.depth:
-        yield  # not in a call, or already timed by an enclosing round trip
-        return
+    if call.depth:
+        return None, 0.0, left
     call.depth += 1
-    start = time.monotonic()
-    try:
-        yield
-    finally:
+    return call, time.monotonic(), left
+
+
+def _end(call: _Call | None, start: float) -> None:
+    """Charge the round trip started by `_begin` to its call."""
+    if call is not None:
         call.depth -= 1
         call.spent += time.monotonic() - start
 
 
-def _read_timeout(conn: Any, left: float | None) -> float | None:
-    if left is None:
-        return None
+def _tightened(conn: Any, left: float | None) -> bool:
+    """Whether a read must wait less than the socket's own timeout: what the call has left."""
     own = conn.socket_timeout
-    return left if own is None else min(float(own), left)
+    return left is not None and (own is None or left < own)
+
+
+def _round_trip_bound(budget: float) -> float:
+    """The socket timeout of a bounded connection: the budget less a slack.
+
+    A read needs a timeout of its own only once its call has less time left than
+    this, i.e. has waited longer than the slack, so the reads of a healthy call leave
+    the socket as it is. A read with its own timeout sets the socket's timeout and
+    restores it: two system calls that each release the GIL (a thread writing
+    checkpoints then waits to take it back), or an asyncio timer per read.
+    """
+    return budget - min(_SLACK, budget * 0.1)
 
 
 class _BoundedConnection:
@@ -150,22 +172,25 @@ class _BoundedConnection:
     budget: float = DEFAULT_REDIS_TIMEOUT
 
     def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        _time_left(self.budget)
-        with _charged():
+        call, start, _ = _begin(self.budget)
+        try:
             super().send_packed_command(command, check_health)  # type: ignore[misc]
+        finally:
+            _end(call, start)
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
-        if "timeout" not in kwargs:  # an explicit timeout (pub/sub) is kept
-            try:
-                left = _time_left(self.budget)
-            except RedisTimeoutError:
-                self.disconnect()  # type: ignore[attr-defined]  # a reply is still pending
-                raise
-            timeout = _read_timeout(self, left)
-            if timeout is not None:
-                kwargs["timeout"] = timeout
-        with _charged():
+        try:
+            call, start, left = _begin(self.budget)
+        except RedisTimeoutError:
+            self.disconnect()  # type: ignore[attr-defined]  # a reply is still pending
+            raise
+        # An explicit timeout (pub/sub) is kept.
+        if "timeout" not in kwargs and _tightened(self, left):
+            kwargs["timeout"] = left
+        try:
             return super().read_response(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            _end(call, start)
 
 
 class _AsyncBoundedConnection:
@@ -174,9 +199,11 @@ class _AsyncBoundedConnection:
     budget: float = DEFAULT_REDIS_TIMEOUT
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        _time_left(self.budget)
-        with _charged():
+        call, start, _ = _begin(self.budget)
+        try:
             await super().send_packed_command(command, check_health)  # type: ignore[misc]
+        finally:
+            _end(call, start)
 
     async def read_response(self, *args: Any, **kwargs: Any) -> Any:
         # An explicit timeout (pub/sub) is kept. Passing one would also change what a
@@ -184,13 +211,12 @@ class _AsyncBoundedConnection:
         if kwargs.get("timeout") is not None or len(args) >= 2:
             return await super().read_response(*args, **kwargs)  # type: ignore[misc]
         try:
-            left = _time_left(self.budget)
+            call, start, left = _begin(self.budget)
         except RedisTimeoutError:
             await self.disconnect(nowait=True)  # type: ignore[attr-defined]  # reply pending
             raise
-        own = self.socket_timeout  # type: ignore[attr-defined]
-        with _charged():
-            if left is None or (own is not None and own <= left):
+        try:
+            if not _tightened(self, left):
                 return await super().read_response(*args, **kwargs)  # type: ignore[misc]
             try:
                 async with async_timeout(left):
@@ -200,6 +226,8 @@ class _AsyncBoundedConnection:
                 raise RedisTimeoutError(
                     f"Timeout reading from {self._host_error()}"  # type: ignore[attr-defined]
                 ) from e
+        finally:
+            _end(call, start)
 
 
 def _driver_options() -> dict[str, Any]:
@@ -227,7 +255,7 @@ def _bounded_class(base: type, mixin: type, budget: float) -> type:
 def _options(url: str, timeout: float, parse: Any, mixin: type) -> dict[str, Any]:
     options: dict[str, Any] = {
         "socket_connect_timeout": min(_CONNECT_TIMEOUT, timeout),
-        "socket_timeout": timeout,
+        "socket_timeout": _round_trip_bound(timeout),
         "health_check_interval": 30,
         # Connection errors only: a timeout is never retried.
         "retry": Retry(

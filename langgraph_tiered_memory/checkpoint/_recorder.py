@@ -3,8 +3,9 @@
 A graph writes a checkpoint per super-step; the registry only needs the latest
 activity of each session, so records are coalesced and written by a timer `interval`
 seconds after the first pending one, in one round trip (plus one for the owners'
-indexes). Reads of the registry, deletes and `close()` write pending records first, so
-they see every acknowledged checkpoint.
+indexes and redis-py's check that the record script is loaded). Reads of the registry,
+deletes and `close()` write pending records first, so they see every acknowledged
+checkpoint.
 
 Coalescing never decides ownership by timing: a pending record keeps every user id it
 saw, oldest first, so the registry gives the session to the first one (if it has no

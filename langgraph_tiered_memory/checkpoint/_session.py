@@ -385,7 +385,7 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
 
         Checkpoints are recorded in the session registry at most once a second (the
         latest activity of each session, in one round trip plus one for the owners'
-        user indexes), so the registry adds no
+        user indexes and redis-py's script check), by a timer, so the registry adds no
         round trip to a graph's super-steps. This saver's own reads flush first.
         """
         self._recorder.flush()

@@ -27,7 +27,8 @@ Key layout, for a key prefix P (hash tags keep one session's keys in one cluster
 
 The index lives in another cluster slot than the session, so a record takes two round
 trips: one script per session (owner, participants, counts, TTLs; it returns the owner),
-then the index writes of the owners, one pipeline per batch.
+then the index writes of the owners, one pipeline per batch. Before the first, redis-py
+checks in a round trip of its own that the script is loaded.
 """
 
 from __future__ import annotations
@@ -243,6 +244,8 @@ class SessionRegistry(_Registry):
 
     def record_many(self, records: Mapping[str, tuple[UserIds, int | None]]) -> None:
         """`record` several sessions: one round trip, plus one for the owners' indexes.
+
+        redis-py checks first, in a round trip of its own, that the script is loaded.
 
         Args:
             records: Session id -> (user id or ids, message count).
