@@ -295,11 +295,11 @@ def test_consolidation_interrupted_keeps_the_sources_triples(
         nonlocal calls
         calls += 1
         if calls == 2:  # the batch deleting the sources
-            raise RuntimeError("crash")
+            raise RuntimeError("injected crash deleting the sources")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(store, "_run_batch", crash_on_second)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash deleting the sources$"):
         store.consolidate(U1)
     monkeypatch.undo()
     (merged,) = [it.key for it in store.search(U1) if it.key.startswith("consolidated-")]
