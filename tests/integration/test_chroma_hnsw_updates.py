@@ -45,7 +45,7 @@ _YEAR = textwrap.dedent(
 
     DAY, START = 86_400.0, 1_767_225_600.0
     TOPICS = ["tea", "running", "the garden", "work", "the cat", "books", "cooking"]
-    rng = random.Random(7)
+    rng = random.Random(int(sys.argv[2]))
     now = [START]
     store = TieredMemoryStore(
         chroma_path=sys.argv[1], tiers={"default": "long"}, key_prefix="yr",
@@ -112,16 +112,19 @@ def test_buckets_get_a_graph_that_survives_deletes(tmp_path: Path) -> None:
 
 
 def test_a_year_of_rewrites_and_deletes_does_not_crash(tmp_path: Path) -> None:
-    # The crash was not deterministic (about one run in four with `max_neighbors` 2):
-    # three independent years, in separate processes since a crash kills the process.
+    # A soak test: `test_buckets_get_a_graph_that_survives_deletes` is the deterministic
+    # guard of the setting. The crash depends on Chroma's own timing, not on the
+    # workload: with `max_neighbors` 2, 4 of 10 seeded years crashed, and the same seed
+    # crashed in one run of three. So three years with different workloads (fixed seeds),
+    # in separate processes since a crash kills the process.
     procs = [
         subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-c", _YEAR, str(tmp_path / f"y{i}")],
+            [sys.executable, "-X", "faulthandler", "-c", _YEAR, str(tmp_path / f"y{seed}"), seed],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for i in range(3)
+        for seed in ("2", "5", "8")
     ]
     for proc in procs:
         out, err = proc.communicate(timeout=600)

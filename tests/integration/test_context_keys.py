@@ -211,12 +211,12 @@ def test_a_write_interrupted_before_chroma_leaves_no_key_vector_behind(
     dense = _dense(store, clock)
 
     def crash(self: Any, targets: Any) -> None:
-        raise RuntimeError("crash before Chroma")
+        raise RuntimeError("injected crash before Chroma")
 
     monkeypatch.setattr(ChromaWrites, "_send", crash)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash before Chroma$"):
         store.put(NS, "m4", {"content": "Hana now works day shifts."})
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash before Chroma$"):
         store.put(NS, "m6", {"content": FACTS[6]})
     assert len(_copied(store, prefix)) == len(before) + 2  # written ahead of Chroma
     assert _dense(store, clock) == dense  # their write ids are not Chroma's: ignored

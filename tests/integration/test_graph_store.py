@@ -18,6 +18,8 @@ from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple, TripleRecord
 from tests.fakes import Clock
 
+pytestmark = pytest.mark.integration
+
 U1 = ("users", "u1", "memories")
 U2 = ("users", "u2", "memories")
 
@@ -295,11 +297,11 @@ def test_consolidation_interrupted_keeps_the_sources_triples(
         nonlocal calls
         calls += 1
         if calls == 2:  # the batch deleting the sources
-            raise RuntimeError("crash")
+            raise RuntimeError("injected crash deleting the sources")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(store, "_run_batch", crash_on_second)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash deleting the sources$"):
         store.consolidate(U1)
     monkeypatch.undo()
     (merged,) = [it.key for it in store.search(U1) if it.key.startswith("consolidated-")]

@@ -204,11 +204,11 @@ def test_a_growing_namespace_moves_to_its_own_collection_despite_crashes(
     assert layout.lookup(namespace_id(ns))[1] is not None
 
     def crash(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("crash")
+        raise RuntimeError("injected crash")
 
     # 1. Crash after the copy, before the registry flip: still read from the bucket.
     monkeypatch.setattr(layout, "flip", crash)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash$"):
         store.put(ns, "k4", {"text": "fact 4"})
     monkeypatch.undo()
     assert layout.lookup(namespace_id(ns))[1] is not None
@@ -218,7 +218,7 @@ def test_a_growing_namespace_moves_to_its_own_collection_despite_crashes(
     store.delete(ns, "k0")  # a change the stale copy does not have
     # 2. The next write reruns the move; crash after the flip, before the bucket is emptied.
     monkeypatch.setattr(layout, "clear_bucket", crash)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash$"):
         store.put(ns, "k5", {"text": "fact 5"})
     monkeypatch.undo()
     assert layout.lookup(namespace_id(ns))[1] is None  # reads follow the own collection

@@ -20,6 +20,8 @@ from langgraph_tiered_memory import (
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
+pytestmark = pytest.mark.integration
+
 DAY = 86_400.0
 
 

@@ -39,7 +39,9 @@ from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, Se
 from langgraph_tiered_memory.embedded import EmbeddedRedis
 from tests.net import free_port
 
-BOUND = 2.0
+pytestmark = pytest.mark.integration
+
+BOUND = 1.0
 MARGIN = 1.5  # scheduling slack on a busy machine
 
 
@@ -81,6 +83,22 @@ def _fails_in_time(call: Callable[[], Any], port: int, bound: float) -> BackendU
     assert f"127.0.0.1:{port}" in str(info.value)
     assert info.value.__cause__ is not None
     return info.value
+
+
+def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll `condition` until it holds; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
+        time.sleep(0.02)
+
+
+async def _await_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """`_wait_until` on the event loop (the loop keeps running the recorder's timer)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {timeout:g} s"
+        await asyncio.sleep(0.02)
 
 
 # ----------------------------------------------------------------------------- store
@@ -286,8 +304,9 @@ def test_failed_registry_writes_warn_once_and_land_after_recovery(
         key = saver.sessions.session_keys(thread)[0]
         server.stop()
         # What `put` submits after a checkpoint; the timer writes it in the background.
+        saver._recorder._interval = 0.1  # retry sooner than the default second
         saver._recorder.submit(thread, "u1", 2)
-        time.sleep(3.5)  # about three failed attempts, one second apart
+        _wait_until(lambda: saver._recorder._streak.failures >= 3, "three failed attempts")
         records = [r for r in caplog.records if r.name == "langgraph_tiered_memory.checkpoint"]
         warnings = [r for r in records if r.levelno == logging.WARNING]
         assert len(warnings) == 1, [r.getMessage() for r in records]
@@ -295,18 +314,17 @@ def test_failed_registry_writes_warn_once_and_land_after_recovery(
         server.start()  # same port
         client = redis.Redis(port=port)
         try:
-            deadline = time.monotonic() + 10
-            while not client.exists(key) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            _wait_until(lambda: bool(client.exists(key)), "session record")
             assert client.hget(key, "message_count") == b"2"
             assert client.hget(key, "user_id") == b"u1"
         finally:
             client.close()
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not any(
-            r.levelno == logging.INFO and "after" in r.getMessage() for r in caplog.records
-        ):
-            time.sleep(0.05)
+        _wait_until(
+            lambda: any(
+                r.levelno == logging.INFO and "after" in r.getMessage() for r in caplog.records
+            ),
+            "recovery record",
+        )
         infos = [
             r
             for r in caplog.records
@@ -338,10 +356,7 @@ def test_the_ttl_sweeper_survives_failures_warns_once_and_sweeps_again(
         return real_sweep(now=now)
 
     def wait_for(what: str, count: int) -> None:
-        deadline = time.monotonic() + 10
-        while state[what] < count and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert state[what] >= count, state
+        _wait_until(lambda: state[what] >= count, f"{count} {what} sweeps ({state})")
 
     tier.sweep = flaky_sweep  # type: ignore[method-assign]
     try:
@@ -378,12 +393,13 @@ def test_async_recorder_logs_one_warning_per_streak(
     async def scenario() -> None:
         async with AsyncRedisSessionSaver.from_conn_string(server.url, redis_timeout=BOUND) as s:
             server.stop()
+            s._recorder._interval = 0.1  # retry sooner than the default second
             s._recorder.submit(thread, "u2", 4)
-            await asyncio.sleep(3.5)
+            await _await_until(lambda: s._recorder._streak.failures >= 3, "three failed attempts")
             warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
             assert len(warnings) == 1 and f"127.0.0.1:{port}" in warnings[0].getMessage()
             server.start()
-            await asyncio.sleep(2.5)
+            await _await_until(lambda: s._recorder._streak.failures == 0, "the records written")
             meta = await s.sessions.get_session(thread)
             assert meta is not None and meta.message_count == 4
 

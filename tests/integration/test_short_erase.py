@@ -132,10 +132,10 @@ def test_a_run_stopped_before_the_registry_step_is_finished_by_a_rerun(
     tier = _tier(store)
 
     def crash(encs: Any) -> None:
-        raise RuntimeError("crash before the registry step")
+        raise RuntimeError("injected crash before the registry step")
 
     monkeypatch.setattr(tier, "_unregister", crash)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^injected crash before the registry step$"):
         tier.erase_namespaces(tier.user_namespaces(UserNamespaces(user)))
     monkeypatch.undo()
     # The items went first; the registry still names the namespaces, so a re-run finds them.

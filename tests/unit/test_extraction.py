@@ -383,29 +383,44 @@ def test_nothing_to_extract_does_no_store_io() -> None:
 
 
 # --------------------------------------------------------------------------- async twin
+def _twin_run(extract: Any) -> tuple[list[ExtractionResult], list[str], list[str]]:
+    """One scenario through `extract` (sync-shaped): (results, contents, prompt texts).
+
+    Memory keys are random, so they are renamed K0, K1, ... in order of appearance in
+    the returned reprs and prompts.
+    """
+    store = _store(index=True)
+    model = RecordedChatModel(structured=[_memories(("The user lives in Berlin", "fact", 0.6))])
+    results = [extract(store, NS, [("user", "I live in Berlin")], model=model)]
+    model.structured.extend(
+        [
+            _memories(("The user moved to Lisbon", "fact", 0.7)),
+            {"action": "DELETE", "memory_id": results[0].added[0]},
+        ]
+    )
+    results.append(extract(store, NS, [("user", "I moved to Lisbon")], model=model))
+    results.append(extract(store, NS, "I moved to Porto"))
+    return results, _contents(store), [_text(p) for p in model.structured_prompts]
+
+
+def _renamed(results: list[ExtractionResult], texts: list[str]) -> list[str]:
+    keys = [k for r in results for k in r.added]
+    out = [repr(results), *texts]
+    for i, key in enumerate(keys):
+        out = [t.replace(key, f"K{i}") for t in out]
+    return out
+
+
 def test_async_twin_matches_the_sync_run() -> None:
-    def scenario() -> tuple[RecordedChatModel, list[list[Any]]]:
-        model = RecordedChatModel(structured=[_memories(("The user lives in Berlin", "fact", 0.6))])
-        turns = [[("user", "I live in Berlin")], [("user", "I moved to Lisbon")]]
-        return model, turns
-
-    async def run_async() -> tuple[list[ExtractionResult], list[str]]:
-        store = _store(index=True)
-        model, turns = scenario()
-        results = [await aextract_memories(store, NS, turns[0], model=model)]
-        model.structured.extend(
-            [
-                _memories(("The user moved to Lisbon", "fact", 0.7)),
-                {"action": "DELETE", "memory_id": results[0].added[0]},
-            ]
-        )
-        results.append(await aextract_memories(store, NS, turns[1], model=model))
-        heuristic = await aextract_memories(store, NS, "I moved to Porto")
-        results.append(heuristic)
-        return results, _contents(store)
-
-    results, contents = asyncio.run(run_async())
+    results, contents, prompts = _twin_run(extract_memories)
     assert [len(r.added) for r in results] == [1, 1, 1]
     assert results[1].deleted == results[0].added
     assert results[2].deleted == results[1].added  # heuristic: same residence slot
     assert contents == ["I moved to Porto"]
+
+    def run_async(*args: Any, **kwargs: Any) -> ExtractionResult:
+        return asyncio.run(aextract_memories(*args, **kwargs))
+
+    aresults, acontents, aprompts = _twin_run(run_async)
+    assert acontents == contents
+    assert _renamed(aresults, aprompts) == _renamed(results, prompts)

@@ -21,7 +21,6 @@ from langgraph_tiered_memory.agent import (
     WriteJob,
     WriteStep,
     create_memory_agent,
-    flush_memory_writes,
     interaction_importance,
     is_transient,
     used_memories,
@@ -154,15 +153,17 @@ def test_a_failed_job_is_kept_until_retried_and_flush_raises_it() -> None:
     job_id = writer.submit(WriteJob("u1", [_step("write", write)], description="job A"))
     with pytest.raises(MemoryWriteError, match="job A.*bad value"):
         writer.wait(job_id)
-    with pytest.raises(MemoryWriteError):
+    with pytest.raises(MemoryWriteError, match="job A.*bad value"):
         writer.flush()
-    with pytest.raises(MemoryWriteError):
-        flush_memory_writes()
+    assert writer.status(job_id) == "failed"  # kept: waiting again raises again
+    with pytest.raises(MemoryWriteError, match="job A.*bad value"):
+        writer.wait(job_id)
     assert [f.step for f in writer.failed] == ["write"]
     broken[0] = False
-    writer.retry_failed()
+    assert writer.retry_failed() == [job_id]
+    assert writer.wait(job_id) is True
     writer.flush()
-    assert written == ["ok"] and writer.failed == []
+    assert written == ["ok"] and writer.failed == [] and writer.status(job_id) == "done"
 
 
 def test_transient_errors_that_outlast_the_attempts_are_kept() -> None:
