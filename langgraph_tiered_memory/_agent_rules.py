@@ -180,8 +180,10 @@ class UnstoredTurn(TypedDict):
 
     job: str
     """Id of its storage job."""
-    namespace: list[str]
-    user: str | None
+    owner: str
+    """Whose turn it is: a hash of the thread and user ids (`turn_owner`), never the id
+    itself, since the checkpoint outlives an erasure of a guest in another's thread.
+    Only a run of the same user stores it, in the namespace that run's config gives."""
     thread: str
     key: str
     """Key of its interaction memory, the last memory the turn writes."""

@@ -388,8 +388,7 @@ class MemoryNodes:
         retrieved = cast(list[RetrievedMemory], state.get("retrieved_memories") or [])
         return UnstoredTurn(
             job=uuid.uuid4().hex,
-            namespace=list(fill_namespace(self.namespace, config)),
-            user=self._user(config),
+            owner=self._owner(config),
             thread=thread,
             key="turn-" + hashlib.sha256(ident).hexdigest()[:24],
             user_text=user_text,
@@ -397,17 +396,27 @@ class MemoryNodes:
             used=used_memories(reply_text, retrieved),
         )
 
+    @classmethod
+    def _owner(cls, config: Mapping[str, Any]) -> str:
+        """The `UnstoredTurn.owner` of a run: a hash of its thread and user ids."""
+        ident = f"{cls._thread(config)}\x00{cls._user(config) or ''}".encode()
+        return hashlib.sha256(ident).hexdigest()[:32]
+
     def earlier_turns(self, state: Mapping[str, Any]) -> list[UnstoredTurn]:
         """The state's unstored turns this process has not settled (their storage is due)."""
         turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
         return [t for t in turns if self.writer.status(t["job"]) != "done"]
 
     def replanned(self, turns: Sequence[UnstoredTurn], config: Mapping[str, Any]) -> list[WriteJob]:
-        """Jobs of the turns this writer does not know (planned again, checked first)."""
+        """Jobs of the run's user's turns that this writer does not know (checked first).
+
+        Another user's turns (a guest's, in a shared thread) wait for a run of theirs.
+        """
+        owner = self._owner(config)
         return [
             self.storage_job(t, config, recheck=True)
             for t in turns
-            if self.writer.status(t["job"]) == "unknown"
+            if t["owner"] == owner and self.writer.status(t["job"]) == "unknown"
         ]
 
     def storage_job(
@@ -422,7 +431,11 @@ class MemoryNodes:
         before its process died) a first step looks for it and skips the rest.
         """
         store = self.resolve_store()
-        namespace, key, user = tuple(turn["namespace"]), turn["key"], turn["user"]
+        namespace, key, user = (
+            fill_namespace(self.namespace, config),
+            turn["key"],
+            self._user(config),
+        )
         value: dict[str, Any] = {
             "content": f"User: {turn['user_text']}\nAssistant: {turn['reply_text']}",
             "memory_type": "experience",
@@ -554,9 +567,7 @@ class MemoryNodes:
             return {}
         for job in self.replanned(turns, config):
             self.writer.submit(job)
-        for turn in turns:
-            self.writer.wait(turn["job"])
-        return {"unstored_turns": []}
+        return {"unstored_turns": [t for t in turns if not self.writer.wait(t["job"])]}
 
     async def afinish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         """The `memory_storage` node (async twin of `finish`)."""
@@ -565,9 +576,7 @@ class MemoryNodes:
             return {}
         for job in self.replanned(turns, config):
             self.writer.asubmit(job)
-        for turn in turns:
-            await self.writer.await_job(turn["job"])
-        return {"unstored_turns": []}
+        return {"unstored_turns": [t for t in turns if not await self.writer.await_job(t["job"])]}
 
 
 def _unless_stored(

@@ -423,6 +423,40 @@ async def test_a_turn_left_unstored_is_stored_by_the_threads_next_run_elsewhere(
     assert len([i for i in found if i.key.startswith("turn-")]) == 2
 
 
+async def test_a_guests_unstored_turn_waits_for_the_guest_and_names_no_user() -> None:
+    store, saver = InMemoryStore(), InMemorySaver()
+
+    def agent(reply: str, on: BaseStore, writer: MemoryWriter) -> Any:
+        model = RecordingChatModel(replies=[reply])
+        return create_memory_agent(model, store=on, writer=writer, profile=False).compile(
+            checkpointer=saver
+        )
+
+    gone, here = MemoryWriter(retry_wait=0.0), MemoryWriter(retry_wait=0.0)  # two processes
+    failing = FailingWrites(store, [ValueError("disk full")])
+    with pytest.raises(MemoryWriteError, match="disk full"):
+        await agent("Noted.", failing, gone).ainvoke(
+            {"messages": "I live in Oslo."}, _cfg("guest-7", "party")
+        )
+    gone.discard_failed()  # that process died with its kept job
+    left = (await saver.aget_tuple(_cfg("guest-7", "party"))).checkpoint  # type: ignore[union-attr]
+    assert "guest-7" not in repr(left["channel_values"]["unstored_turns"])
+    # the owner's next message stores the owner's turn only; the guest's turn waits
+    out = await agent("Hi.", store, here).ainvoke({"messages": "Hello all."}, _cfg("host", "party"))
+    assert len(out["unstored_turns"]) == 1
+    assert store.search(("memories", "guest-7")) == []
+    assert [i.key[:5] for i in store.search(("memories", "host"))] == ["turn-"]
+    # the guest's next message stores it, in the guest's namespace
+    out = await agent("Oslo.", store, here).ainvoke(
+        {"messages": "Where do I live?"}, _cfg("guest-7", "party")
+    )
+    assert out["unstored_turns"] == []
+    found = store.search(("memories", "guest-7"), limit=20)
+    assert [i.value["content"] for i in found if i.value.get("source") == "extraction"] == [
+        "I live in Oslo"
+    ]
+
+
 def test_pending_writes_finish_and_failures_are_logged_at_exit(tmp_path: Any) -> None:
     import subprocess
     import sys
