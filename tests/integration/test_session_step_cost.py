@@ -78,9 +78,12 @@ def _checkpoint_args(thread: str) -> tuple[dict[str, Any], Any, dict[str, Any], 
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {"messages": messages}
     checkpoint["channel_versions"] = {"messages": 1}
-    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "user_id": "u1"}}
-    return config, checkpoint, {"source": "loop", "step": 1, "user_id": "u1"}, {"messages": 1}
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "user_id": USER}}
+    return config, checkpoint, {"source": "loop", "step": 1, "user_id": USER}, {"messages": 1}
 
+
+USER = "step-cost-user"
+"""The sessions' owner: no other test's user, so their sessions are listed nowhere else."""
 
 _WRITES = [("messages", [AIMessage(content="step 1: noted.")]), ("step", 1)]
 
@@ -110,33 +113,35 @@ def upstream(redis_url: str) -> Iterator[RedisSaver]:
 
 
 def test_a_super_step_costs_no_more_round_trips_or_socket_changes_than_upstream(
-    redis_url: str, upstream: RedisSaver, counted: Counter[str]
+    redis_url: str, key_prefix: str, upstream: RedisSaver, counted: Counter[str]
 ) -> None:
     baseline = _step_cost(upstream, counted, f"cost-{uuid.uuid4().hex}")
     thread = f"cost-{uuid.uuid4().hex}"
-    with RedisSessionSaver.from_conn_string(redis_url) as saver:
+    with RedisSessionSaver.from_conn_string(redis_url, session_prefix=key_prefix) as saver:
         ours = _step_cost(saver, counted, thread)
         meta = saver.get_session(thread)  # the records, written off the step path
     assert baseline[ROUND_TRIPS] > 0
     assert ours[ROUND_TRIPS] <= baseline[ROUND_TRIPS], (ours, baseline)
     # The call budget tightens no read of a healthy call: the socket is left as it is.
     assert ours[TIMEOUT_CHANGES] <= baseline[TIMEOUT_CHANGES], (ours, baseline)
-    assert meta is not None and meta.user_id == "u1"
+    assert meta is not None and meta.user_id == USER
 
 
 async def test_an_async_super_step_costs_no_more_round_trips_than_upstream(
-    redis_url: str, counted: Counter[str]
+    redis_url: str, key_prefix: str, counted: Counter[str]
 ) -> None:
     async with AsyncRedisSaver.from_conn_string(redis_url, ttl=_UPSTREAM_TTL) as upstream:
         await upstream.asetup()
         baseline = await _astep_cost(upstream, counted, f"cost-{uuid.uuid4().hex}")
     thread = f"cost-{uuid.uuid4().hex}"
-    async with AsyncRedisSessionSaver.from_conn_string(redis_url) as saver:
+    async with AsyncRedisSessionSaver.from_conn_string(
+        redis_url, session_prefix=key_prefix
+    ) as saver:
         ours = await _astep_cost(saver, counted, thread)
         meta = await saver.aget_session(thread)
     assert baseline[ROUND_TRIPS] > 0
     assert ours[ROUND_TRIPS] <= baseline[ROUND_TRIPS], (ours, baseline)
-    assert meta is not None and meta.user_id == "u1"
+    assert meta is not None and meta.user_id == USER
 
 
 def test_reads_of_a_healthy_call_change_no_socket_timeout(
