@@ -398,23 +398,34 @@ def test_an_older_turn_written_after_a_failure_never_replaces_a_newer_fact() -> 
     assert len(turns) == 2 and writer.failed == []
 
 
+def _agent(saver: InMemorySaver, reply: str, on: BaseStore, writer: MemoryWriter) -> Any:
+    """A memory agent on `on` whose writes go through `writer` (one per simulated process)."""
+    model = RecordingChatModel(replies=[reply])
+    return create_memory_agent(model, store=on, writer=writer, profile=False).compile(
+        checkpointer=saver
+    )
+
+
+async def _turn_left_unstored(
+    saver: InMemorySaver, store: BaseStore, config: Any, text: str
+) -> None:
+    """A turn whose storage failed in a process that then died with its kept job."""
+    gone = MemoryWriter(retry_wait=0.0)
+    failing = FailingWrites(store, [ValueError("disk full")])
+    with pytest.raises(MemoryWriteError, match="disk full"):
+        await _agent(saver, "Noted.", failing, gone).ainvoke({"messages": text}, config)
+    gone.discard_failed()
+
+
 async def test_a_turn_left_unstored_is_stored_by_the_threads_next_run_elsewhere() -> None:
     store, saver = InMemoryStore(), InMemorySaver()
     config = _cfg("ana", "t1")
-
-    def agent(reply: str, on: BaseStore, writer: MemoryWriter) -> Any:
-        model = RecordingChatModel(replies=[reply])
-        return create_memory_agent(model, store=on, writer=writer, profile=False).compile(
-            checkpointer=saver
-        )
-
-    gone, here = MemoryWriter(retry_wait=0.0), MemoryWriter(retry_wait=0.0)  # two processes
-    failing = FailingWrites(store, [ValueError("disk full")])
-    with pytest.raises(MemoryWriteError, match="disk full"):
-        await agent("Noted.", failing, gone).ainvoke({"messages": "I live in Berlin."}, config)
-    gone.discard_failed()  # that process died with its kept job
+    await _turn_left_unstored(saver, store, config, "I live in Berlin.")
     # the thread's next message, in another process
-    out = await agent("In Berlin.", store, here).ainvoke({"messages": "Where do I live?"}, config)
+    here = MemoryWriter(retry_wait=0.0)
+    out = await _agent(saver, "In Berlin.", store, here).ainvoke(
+        {"messages": "Where do I live?"}, config
+    )
     assert out["unstored_turns"] == []
     found = store.search(("memories", "ana"), limit=20)
     assert [i.value["content"] for i in found if i.value.get("source") == "extraction"] == [
@@ -425,29 +436,19 @@ async def test_a_turn_left_unstored_is_stored_by_the_threads_next_run_elsewhere(
 
 async def test_a_guests_unstored_turn_waits_for_the_guest_and_names_no_user() -> None:
     store, saver = InMemoryStore(), InMemorySaver()
-
-    def agent(reply: str, on: BaseStore, writer: MemoryWriter) -> Any:
-        model = RecordingChatModel(replies=[reply])
-        return create_memory_agent(model, store=on, writer=writer, profile=False).compile(
-            checkpointer=saver
-        )
-
-    gone, here = MemoryWriter(retry_wait=0.0), MemoryWriter(retry_wait=0.0)  # two processes
-    failing = FailingWrites(store, [ValueError("disk full")])
-    with pytest.raises(MemoryWriteError, match="disk full"):
-        await agent("Noted.", failing, gone).ainvoke(
-            {"messages": "I live in Oslo."}, _cfg("guest-7", "party")
-        )
-    gone.discard_failed()  # that process died with its kept job
+    await _turn_left_unstored(saver, store, _cfg("guest-7", "party"), "I live in Oslo.")
+    here = MemoryWriter(retry_wait=0.0)  # another process
     left = (await saver.aget_tuple(_cfg("guest-7", "party"))).checkpoint  # type: ignore[union-attr]
     assert "guest-7" not in repr(left["channel_values"]["unstored_turns"])
     # the owner's next message stores the owner's turn only; the guest's turn waits
-    out = await agent("Hi.", store, here).ainvoke({"messages": "Hello all."}, _cfg("host", "party"))
+    out = await _agent(saver, "Hi.", store, here).ainvoke(
+        {"messages": "Hello all."}, _cfg("host", "party")
+    )
     assert len(out["unstored_turns"]) == 1
     assert store.search(("memories", "guest-7")) == []
     assert [i.key[:5] for i in store.search(("memories", "host"))] == ["turn-"]
     # the guest's next message stores it, in the guest's namespace
-    out = await agent("Oslo.", store, here).ainvoke(
+    out = await _agent(saver, "Oslo.", store, here).ainvoke(
         {"messages": "Where do I live?"}, _cfg("guest-7", "party")
     )
     assert out["unstored_turns"] == []
