@@ -10,6 +10,7 @@ embedded Chroma keeps its SQLite graph.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +20,10 @@ import chromadb
 import pytest
 import redis
 from chromadb.config import Settings
+from typer.testing import CliRunner
 
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
+from langgraph_tiered_memory.cli import app
 from langgraph_tiered_memory.embedded import EmbeddedRedis
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
@@ -241,3 +244,22 @@ def test_a_chroma_server_named_by_the_environment_also_gets_the_shared_graph(
         assert isinstance(store.graph, FalkorDBGraph)
         store.put(ANNA, "m1", {"content": "Anna lives in Paris."})
         assert _facts(store) == {(ANNA, "anna", "lives_in", "paris", ("m1",))}
+
+
+def test_the_graph_command_reads_a_server_stores_graph_from_its_redis(
+    replicas: Replicas, prefixes: list[str], redis_url: str
+) -> None:
+    prefix = _prefix(prefixes)
+    replicas.open(prefix).put(ANNA, "m1", {"content": "Anna lives in Paris."})
+    host, port = replicas.server
+    server = ["graph", "--namespace", "users/anna", "--key-prefix", prefix, "--format", "json"]
+    server += ["--chroma-host", host, "--chroma-port", str(port)]
+    result = CliRunner().invoke(app, [*server, "--falkordb-url", redis_url])
+    assert result.exit_code == 0, result.output
+    triples = json.loads(result.stdout)["triples"]
+    assert [(t["subject"], t["relation"], t["object"]) for t in triples] == [
+        ("anna", "lives_in", "paris")
+    ]
+    refused = CliRunner().invoke(app, server)
+    assert refused.exit_code == 2
+    assert "--falkordb-url" in refused.output and "store's Redis" in refused.output
