@@ -263,3 +263,24 @@ def test_the_graph_command_reads_a_server_stores_graph_from_its_redis(
     refused = CliRunner().invoke(app, server)
     assert refused.exit_code == 2
     assert "--falkordb-url" in refused.output and "store's Redis" in refused.output
+
+
+def test_a_redis_user_refused_module_list_gets_an_error_naming_the_falkordb_option(
+    replicas: Replicas, prefixes: list[str]
+) -> None:
+    with EmbeddedRedis() as server:
+        admin = redis.Redis.from_url(server.url)
+        try:
+            admin.acl_setuser(
+                "app", enabled=True, passwords=["+s3cret"], keys=["*"], channels=["*"],
+                commands=["+@all", "-module"],
+            )  # fmt: skip
+        finally:
+            admin.close()
+        url = server.url.replace("redis://", "redis://app:s3cret@")
+        store = replicas.open(_prefix(prefixes), redis_url=url)
+        with pytest.raises(ConfigurationError) as err:
+            store.setup()
+        message = str(err.value)
+        assert "MODULE LIST failed" in message and "s3cret" not in message
+        assert "graph={'backend': 'falkordb', 'url':" in message
