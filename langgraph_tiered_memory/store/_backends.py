@@ -32,6 +32,7 @@ from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
 __all__ = [
     "build_graph",
+    "chroma_is_server",
     "build_tiers",
     "redis_from_url",
     "chroma_from_path",
@@ -307,28 +308,72 @@ def build_tiers(
     return tiers
 
 
-def build_graph(spec: GraphSpec, long_tier: MemoryTier) -> tuple[GraphStore, bool]:
+def chroma_is_server(chroma_client: Any | None, chroma_path: str | None) -> bool:
+    """Whether the long tier's Chroma is a server, from the store's options alone.
+
+    A server is a given `HttpClient` or `CloudClient` (its settings name the HTTP API),
+    or, without `chroma_client` and `chroma_path`, the server the environment names
+    (`chroma_from_env`). Nothing connects.
+    """
+    if chroma_client is not None:
+        settings = chroma_client.get_settings()
+        return "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
+    return chroma_path is None and chroma_from_env() is not None
+
+
+def build_graph(
+    spec: GraphSpec,
+    long_tier: MemoryTier,
+    *,
+    chroma_server: bool = False,
+    redis_client: Any = None,
+) -> tuple[GraphStore, bool]:
     """The knowledge graph a checked `graph=` option names, and whether the store owns it.
+
+    The default graph (`graph=True`) is the SQLite graph beside an embedded Chroma. With
+    a Chroma server (`chroma_server`) it is FalkorDB on the store's Redis
+    (`redis_client`, the short tier's), so that every process of a deployment shares
+    it; its first call checks that this Redis has the FalkorDB module.
 
     Nothing connects here: the SQLite graph lives in the long tier's index file (opened
     on first use), FalkorDB clients connect on their first command.
 
     Raises:
-        ConfigurationError: FalkorDB without the `graph` extra, or a caller's graph
-            that claims to write in the tier's transaction.
+        ConfigurationError: FalkorDB without the `graph` extra, the default graph on a
+            Chroma server without a Redis of the store, or a caller's graph that claims
+            to write in the tier's transaction.
     """
     backend = spec.backend
-    if backend == "sqlite":
+    if backend == "default" and chroma_server:
+        shared = (
+            "The knowledge graph of a store on a Chroma server needs a backend that every"
+            " process of the deployment shares: graph=True keeps it in FalkorDB on the"
+            " store's own Redis"
+        )
+        explicit = "graph={'backend': 'falkordb', 'url': 'redis://<FalkorDB server>:6379'}"
+        if redis_client is None:
+            raise ConfigurationError(
+                f"{shared}, and this store has no Redis (its tiers= policy routes nothing to"
+                f" 'short'). Pass {explicit}."
+            )
+        _import_falkordb(f"{shared}, which needs the FalkorDB client")
+        from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
+
+        assert spec.graph_name is not None  # set in _config
+        return FalkorDBGraph(redis_client=redis_client, graph_name=spec.graph_name), True
+    if backend in ("default", "sqlite"):
         from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 
-        return SqliteGraph.for_tier(long_tier), True
+        graph = SqliteGraph.for_tier(long_tier)
+        if chroma_server:
+            logger.warning(
+                "graph='sqlite' with a Chroma server keeps the triples in this process's"
+                " memory index file: other processes of the deployment do not see them"
+                " (graph=True keeps them in FalkorDB on the store's Redis)"
+            )
+        return graph, True
     if backend == "falkordb":
-        try:
-            import falkordb  # noqa: F401  (the client the backend needs)
-        except ImportError as e:
-            raise ConfigurationError(
-                f"graph backend 'falkordb' needs the FalkorDB client: {GRAPH_EXTRA_HINT}."
-            ) from e
+        _import_falkordb("graph backend 'falkordb' needs the FalkorDB client")
         from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 
         assert spec.url is not None and spec.graph_name is not None  # checked in _config
@@ -341,3 +386,11 @@ def build_graph(spec: GraphSpec, long_tier: MemoryTier) -> tuple[GraphStore, boo
             " graph='sqlite' for the embedded graph of this store's long tier."
         )
     return backend, False
+
+
+def _import_falkordb(need: str) -> None:
+    """Raise a `ConfigurationError` naming the extra when the FalkorDB client is missing."""
+    try:
+        import falkordb  # noqa: F401  (the client the backend needs)
+    except ImportError as e:
+        raise ConfigurationError(f"{need}: {GRAPH_EXTRA_HINT}.") from e

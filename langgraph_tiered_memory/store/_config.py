@@ -178,13 +178,17 @@ _GRAPH_KEYS = frozenset({"backend", "url", "graph_name", "extractor"})
 class GraphConfig(TypedDict, total=False):
     """The `graph=` option of the stores as a dict: which backend keeps the triples.
 
-    Every key is optional; `{}` is the embedded SQLite graph with the rule extractor.
+    Every key is optional; `{}` is the default graph (as `graph=True`) with the rule
+    extractor.
     """
 
     backend: Literal["sqlite", "falkordb"] | GraphStore
-    """`"sqlite"` (default): tables in the long tier's SQLite file, written in each
-    memory's own transaction. `"falkordb"`: a FalkorDB server (extra `graph`). Or a
-    `GraphStore` instance (the caller owns and closes it)."""
+    """Without it, the default graph: the embedded SQLite graph beside an embedded
+    Chroma; with a Chroma server, FalkorDB on the store's own Redis (graph
+    `<key_prefix>_graph`), which every process of the deployment shares. `"sqlite"`:
+    tables in the long tier's SQLite file, written in each memory's own transaction.
+    `"falkordb"`: a FalkorDB server (extra `graph`). Or a `GraphStore` instance (the
+    caller owns and closes it)."""
     url: str
     """FalkorDB only: its URL, `redis://[[user]:password@]host:port` (required)."""
     graph_name: str
@@ -198,9 +202,11 @@ class GraphSpec(NamedTuple):
     """A checked `graph=` option (no backend connected yet)."""
 
     backend: str | GraphStore
-    """`"sqlite"`, `"falkordb"` or a caller's `GraphStore`."""
+    """`"default"` (`graph=True`: chosen by the Chroma client, see `build_graph`),
+    `"sqlite"`, `"falkordb"` or a caller's `GraphStore`."""
     url: str | None
     graph_name: str | None
+    """The FalkorDB graph (`"default"` and `"falkordb"`)."""
     extractor: Any
     """What `graph.extract.resolve_extractor` takes (None: the rule extractor)."""
 
@@ -210,6 +216,11 @@ class GraphSpec(NamedTuple):
             f"GraphSpec(backend={self.backend!r}, url={url!r}, graph_name={self.graph_name!r},"
             f" extractor={self.extractor!r})"
         )
+
+
+def default_graph_name(key_prefix: str) -> str:
+    """The FalkorDB graph of a store with `key_prefix` unless `graph_name` says otherwise."""
+    return f"{key_prefix}_graph"
 
 
 def _describe_graph_option(graph: Any) -> str:
@@ -224,8 +235,8 @@ def check_graph(
 ) -> GraphSpec | None:
     """Validate the `graph=` option: None when the store keeps no graph.
 
-    Accepted: None or False (off), True or `"sqlite"` (embedded), a `GraphStore`
-    instance, or a `GraphConfig` dict.
+    Accepted: None or False (off), True (the default graph), `"sqlite"` (embedded),
+    a `GraphStore` instance, or a `GraphConfig` dict.
 
     Raises:
         ConfigurationError: anything else, or a graph on a store without memory
@@ -233,7 +244,9 @@ def check_graph(
     """
     if graph is None or graph is False:
         return None
-    if graph is True or graph == "sqlite":
+    if graph is True:
+        spec = GraphSpec("default", None, default_graph_name(key_prefix), None)
+    elif graph == "sqlite":
         spec = GraphSpec("sqlite", None, None, None)
     elif isinstance(graph, dict):
         spec = _check_graph_config(graph, key_prefix)
@@ -265,7 +278,7 @@ def _check_graph_config(graph: dict[str, Any], key_prefix: str) -> GraphSpec:
         raise ConfigurationError(
             f"Unknown graph keys {sorted(unknown)} in {shown}; use {sorted(_GRAPH_KEYS)}."
         )
-    backend = graph.get("backend", "sqlite")
+    backend = graph.get("backend")
     url = graph.get("url")
     name = graph.get("graph_name")
     if backend == "falkordb":
@@ -275,23 +288,23 @@ def _check_graph_config(graph: dict[str, Any], key_prefix: str) -> GraphSpec:
                 f" got {shown}."
             )
         if name is None:
-            name = f"{key_prefix}_graph"
+            name = default_graph_name(key_prefix)
         elif not isinstance(name, str) or not name.strip():
             raise ConfigurationError(
                 f"graph['graph_name'] must be a non-empty string, got {name!r}."
             )
         return GraphSpec("falkordb", url, name, graph.get("extractor"))
-    if isinstance(backend, str) and backend != "sqlite":
-        raise ConfigurationError(
-            f"graph['backend'] must be 'sqlite', 'falkordb' or a GraphStore, got {backend!r}."
-        )
-    if isinstance(backend, type) or not isinstance(backend, (str, GraphStore)):
-        raise ConfigurationError(
-            f"graph['backend'] must be 'sqlite', 'falkordb' or a GraphStore, got {backend!r}."
-        )
     for option in ("url", "graph_name"):
         if graph.get(option) is not None:
             raise ConfigurationError(
                 f"graph[{option!r}] is a FalkorDB option; set 'backend': 'falkordb' to use it."
             )
+    if "backend" not in graph:  # the default graph, as graph=True
+        return GraphSpec("default", None, default_graph_name(key_prefix), graph.get("extractor"))
+    if backend != "sqlite" and (
+        isinstance(backend, (str, type)) or not isinstance(backend, GraphStore)
+    ):
+        raise ConfigurationError(
+            f"graph['backend'] must be 'sqlite', 'falkordb' or a GraphStore, got {backend!r}."
+        )
     return GraphSpec(backend, None, None, graph.get("extractor"))

@@ -52,8 +52,8 @@ def _require_graph(store: Any, method: str) -> GraphStore:
     graph = getattr(store, "graph", None)
     if graph is None:
         raise ConfigurationError(
-            f"{method} needs a knowledge graph: create the store with graph=True (embedded"
-            " SQLite) or graph={'backend': 'falkordb', 'url': ...}."
+            f"{method} needs a knowledge graph: create the store with graph=True (see"
+            " docs/graph.md) or graph={'backend': 'falkordb', 'url': ...}."
         )
     return cast(GraphStore, graph)
 

@@ -33,7 +33,7 @@ from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking import Scoring
 from langgraph_tiered_memory.redaction import Redactor
-from langgraph_tiered_memory.store._backends import build_graph, build_tiers
+from langgraph_tiered_memory.store._backends import build_graph, build_tiers, chroma_is_server
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     StoredItem,
@@ -161,7 +161,8 @@ class TieredStoreCore:
         )
         if graph_spec is not None:
             try:
-                self._configure_graph(graph_spec, extractor)
+                server = chroma_is_server(chroma_client, chroma_path)
+                self._configure_graph(graph_spec, extractor, chroma_server=server)
             except BaseException:
                 for tier in self._tiers.values():
                     tier.close()
@@ -172,10 +173,16 @@ class TieredStoreCore:
         if interval:
             self._start_sweeper(float(interval) * 60)
 
-    def _configure_graph(self, spec: GraphSpec, extractor: Any) -> None:
+    def _configure_graph(self, spec: GraphSpec, extractor: Any, *, chroma_server: bool) -> None:
         """Build the checked graph beside the long tier (nothing connects yet)."""
         long_tier = self._long()
-        self.graph, self._owns_graph = build_graph(spec, long_tier)
+        short = self._tiers.get("short")
+        self.graph, self._owns_graph = build_graph(
+            spec,
+            long_tier,
+            chroma_server=chroma_server,
+            redis_client=getattr(short, "client", None),
+        )
         self.graph_extractor = extractor
         if not self.graph.in_tier_transaction:
             # The tier's own deletes (TTL sweeps) must reach a graph it does not write.

