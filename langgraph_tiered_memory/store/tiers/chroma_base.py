@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from langgraph_tiered_memory.errors import ConfigurationError
@@ -38,14 +38,24 @@ from langgraph_tiered_memory.store.tiers.chroma_vectors import (
     VectorSource,
 )
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow
+from langgraph_tiered_memory.store.tiers.redis_locks import (
+    DEFAULT_LEASE,
+    DEFAULT_WAIT,
+    NamespaceLocks,
+)
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, RecoveredHistory
 
-__all__ = ["ChromaBase", "Entry"]
+__all__ = ["ChromaBase", "Entry", "is_chroma_server"]
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.chroma_base")
 
 Entry = tuple[Namespace, bool, "int | None"]
 """A registry entry: namespace, has held TTL items, bucket (None: own collection)."""
+
+
+def is_chroma_server(settings: Any) -> bool:
+    """Whether a Chroma client's settings are those of a server's client (HttpClient)."""
+    return "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
 
 
 def _write_id(meta: dict[str, Any]) -> str:
@@ -72,6 +82,10 @@ class ChromaBase:
         memory_index_path: str | None = None,
         buckets: int | None = None,
         graduate_at: int = DEFAULT_GRADUATE_AT,
+        redis: Any = None,
+        owns_redis: bool = False,
+        lock_lease: float = DEFAULT_LEASE,
+        lock_wait: float = DEFAULT_WAIT,
     ):
         if client is None and client_factory is None:
             raise ValueError("ChromaTier needs a client or a client_factory.")
@@ -100,15 +114,91 @@ class ChromaBase:
         self._describe = describe
         self._memory_index_path = memory_index_path
         self._memindex: DocMirror | None = None
+        self._redis = redis
+        self._owns_redis = owns_redis
+        self._lock_options = (lock_lease, lock_wait)
+        self._locks: NamespaceLocks | None = None  # with a Chroma server: in Redis
+        self._epoch = 0  # the prefix's erase count when the layout cache was checked
+        self._generations: dict[str, int] = {}  # nsid -> layout count checked
 
-    def exclusive(self) -> AbstractContextManager[Any]:
-        """The tier's writer lock, for a read and the write that follows it.
+    def exclusive(self, namespace: Namespace | None = None) -> AbstractContextManager[Any]:
+        """The writer lock, for a read and the write that follows it.
 
-        Held across both, no other writer of this process changes the items in
-        between (a delete cannot be undone by a rewrite of what was read). Reentrant:
-        the write takes it again.
+        Held across both, no other writer changes the items in between (a delete
+        cannot be undone by a rewrite of what was read). Reentrant: the write takes it
+        again. Without `namespace`, the lock of this process's writers; with it, and
+        a Chroma server, also the namespace's lock in Redis, which the writers of
+        every process take.
+
+        Raises:
+            NamespaceLockedError: Another process held the namespace past the wait.
         """
-        return self._lock
+        if namespace is None:
+            return self._lock
+        return self._writing([tuple(namespace)])
+
+    @contextmanager
+    def _writing(self, namespaces: Sequence[Namespace]) -> Iterator[None]:
+        """Hold the writer locks of `namespaces`, with their cached layout checked.
+
+        The process's lock always; with a Chroma server, the namespaces' locks in
+        Redis too, after which a namespace another process moved or removed is read
+        again from the registry.
+        """
+        with self._lock:
+            self._open()
+            if self._locks is None:
+                yield
+                return
+            nsids = [namespace_id(ns) for ns in namespaces]
+            with self._locks.hold(nsids, namespaces):
+                self._check_layout(nsids)
+                yield
+
+    def _check_layout(self, nsids: Sequence[str]) -> bool:
+        """Forget the cached layout of namespaces moved or erased since it was read.
+
+        Returns:
+            Whether anything was forgotten.
+        """
+        assert self._locks is not None
+        epoch, counts = self._locks.generations(nsids)
+        stale = False
+        if epoch != self._epoch:
+            self._layout.forget_namespaces()
+            self._generations.clear()
+            self._epoch = epoch
+            stale = True
+        for nsid, count in zip(nsids, counts, strict=True):
+            if self._generations.get(nsid, 0) != count:
+                self._layout.forget_namespace(nsid)
+                self._generations[nsid] = count
+                stale = True
+        return stale
+
+    def _read_docs(self, ns: Namespace, col: Any, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Primary metadata of the (distinct) `keys` that exist.
+
+        A bucket that misses some of them is asked again where the namespace lives
+        now, if another process moved it or erased it since its layout was cached.
+        """
+        nsid = namespace_id(ns)
+        metas = self._docs.get(nsid, col, keys)
+        if (
+            len(metas) < len(keys)
+            and isinstance(col, NamespaceView)
+            and self._locks is not None
+            and self._check_layout([nsid])
+        ):
+            moved = self._collection(ns, create=False)
+            metas = {} if moved is None else self._docs.get(nsid, moved, keys)
+        return metas
+
+    def _layout_changing(self, nsid: str) -> None:
+        """Tell other processes that the namespace's place changes (under its lock)."""
+        if self._locks is not None:
+            self._locks.changed(nsid)
+            self._generations[nsid] = self._generations.get(nsid, 0) + 1
 
     @property
     def client(self) -> Any:
@@ -134,6 +224,17 @@ class ChromaBase:
                 return
             settings = self.client.get_settings()
             directory = getattr(settings, "persist_directory", None)
+            if is_chroma_server(settings):
+                if self._redis is None:
+                    raise ConfigurationError(
+                        "A long tier on a Chroma server keeps its index, memory history and"
+                        " writer locks in Redis, so that every process using the server"
+                        " agrees: pass redis_url='redis://host:6379' (or redis_client=, or"
+                        " set REDIS_URL), a Redis with the search module (Redis 8, or"
+                        " Redis Stack)."
+                    )
+                lease, wait = self._lock_options
+                self._locks = NamespaceLocks(self._redis, self.prefix, lease=lease, wait=wait)
             if getattr(settings, "is_persistent", False) and directory:
                 self._open_copies(directory)
             else:
@@ -141,7 +242,13 @@ class ChromaBase:
                 self._vector_source = ChromaVectors()
             # Finish the moves to own collections that an interruption left half done.
             for nsid, bucket in self._layout.moving().items():
-                self._finish_move(nsid, bucket)
+                if self._locks is None:
+                    self._finish_move(nsid, bucket)
+                    continue
+                with self._locks.hold([nsid]):  # not while another process moves it
+                    left = self._layout.move_left(nsid)
+                    if left is not None:
+                        self._finish_move(nsid, left)
             self._opened = True
 
     @property
@@ -417,6 +524,9 @@ class ChromaBase:
             if close is not None:
                 self._client = None
                 close()
+            if self._owns_redis and self._redis is not None:
+                self._redis.close()
+                self._redis = None
 
     def _collection(self, namespace: Namespace, *, create: bool) -> Any | None:
         """The namespace's own collection or a view of its bucket (None: none yet)."""

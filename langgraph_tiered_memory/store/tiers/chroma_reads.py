@@ -54,7 +54,7 @@ class ChromaReads(ChromaBase):
 
     # ----------------------------------------------------------------- documents
     def _load_docs(self, ns: Namespace, col: Any, keys: list[str]) -> dict[str, Doc]:
-        metas = self._docs.get(namespace_id(ns), col, keys)
+        metas = self._read_docs(ns, col, keys)
         return {k: self._decode(ns, k, m) for k, m in metas.items()}
 
     def get(
@@ -65,7 +65,7 @@ class ChromaReads(ChromaBase):
             return {}
         unique = list(dict.fromkeys(keys))
         col = self._collection(namespace, create=False)  # cached; checks the dimensions
-        metas = self._docs.get(namespace_id(namespace), col, unique)
+        metas = self._read_docs(namespace, col, unique)
         out: dict[str, StoredItem] = {}
         for key, meta in metas.items():
             item = self._decode(namespace, key, meta)[0]

@@ -176,13 +176,14 @@ class LongErase(ChromaWrites):
             if not dry_run:
                 self._erasing()
             for ns in dict.fromkeys(tuple(n) for n in namespaces):
-                found = self._find(ns)
-                items.extend((*ns, k) for k in sorted(found.keys))
-                if found.registered:
-                    names.append(ns)
-                if dry_run or found.empty:
-                    continue
-                self._remove(found, topics)
+                with self._writing([ns]):
+                    found = self._find(ns)
+                    items.extend((*ns, k) for k in sorted(found.keys))
+                    if found.registered:
+                        names.append(ns)
+                    if dry_run or found.empty:
+                        continue
+                    self._remove(found, topics)
             if not dry_run:
                 # Also when nothing was left: a run that crashed midway may have let
                 # Chroma persist its indexes (with heap bytes) after its last scrub.
@@ -214,6 +215,9 @@ class LongErase(ChromaWrites):
         for idx in self._sqlite_files():
             idx.erase_namespace(self.prefix, nsid, encode_namespace(found.ns))
         self._docs.unregistered(found.ns)
+        if self._locks is not None:
+            self._locks.erased(nsid)
+            self._generations.pop(nsid, None)
         self._layout.unregister(nsid)
         topics.setdefault(str(registry.id), []).append(nsid)
         logger.info("erased namespace %s of prefix %s", nsid, self.prefix)
@@ -300,12 +304,13 @@ class LongErase(ChromaWrites):
                 wanted = set(keys)
                 if not wanted:
                     continue
-                found = self._find(ns)
-                hit = sorted(wanted & found.keys)
-                out.extend((*ns, k) for k in hit)
-                if dry_run or not hit:
-                    continue
-                self._remove_keys(found, set(hit), topics)
+                with self._writing([ns]):
+                    found = self._find(ns)
+                    hit = sorted(wanted & found.keys)
+                    out.extend((*ns, k) for k in hit)
+                    if dry_run or not hit:
+                        continue
+                    self._remove_keys(found, set(hit), topics)
             if topics:
                 self._scrub_chroma(topics)
             elif not dry_run:
