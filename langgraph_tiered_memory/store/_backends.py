@@ -289,15 +289,15 @@ def build_tiers(
                     "Both a Chroma server (TIERED_MEMORY_CHROMA_URL or _HOST) and"
                     " TIERED_MEMORY_CHROMA_PATH are set: unset one."
                 )
+        server = factory is not None or (
+            chroma_client is not None and is_chroma_server(chroma_client.get_settings())
+        )
         if factory is None and chroma_client is None:
 
             def factory() -> tuple[Any, Callable[[], None]]:
                 return chroma_from_path(path)
 
         long_redis, owns_redis = redis_client, False
-        server = factory is not None or (
-            chroma_client is not None and is_chroma_server(chroma_client.get_settings())
-        )
         if server and long_redis is None:
             url = redis_url or os.environ.get("REDIS_URL")
             if not url:

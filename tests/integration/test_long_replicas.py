@@ -179,3 +179,68 @@ def test_a_namespace_lock_is_reentrant_bounded_and_outlives_no_dead_holder(
     finally:
         c1.close()
         c2.close()
+
+
+@pytest.fixture
+def memory_replicas(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+) -> Iterator[tuple[TieredMemoryStore, TieredMemoryStore]]:
+    now = [1_700_000_000.0]
+    a = _replica(chroma_server, redis_url, key_prefix, clock=lambda: now[0])
+    b = _replica(chroma_server, redis_url, key_prefix, clock=lambda: now[0])
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_memory_mode_replicas_agree_on_scores_counts_history_and_deletes(
+    memory_replicas: tuple[TieredMemoryStore, TieredMemoryStore],
+) -> None:
+    a, b = memory_replicas
+    ns = ("users", "shared")
+    a.put(ns, "tea", {"text": "Green tea with invoice XK-4471", "importance": 0.8})
+    b.put(ns, "coffee", {"text": "Black coffee every morning", "importance": 0.3})
+    a.put(ns, "cake", {"text": "Cheesecake after the invoice meeting", "importance": 0.5})
+    b.put(ns, "tea", {"text": "Green tea with invoice XK-4471, paid", "importance": 0.8})
+
+    def ranked(store: TieredMemoryStore, query: str) -> list[tuple[str, float | None]]:
+        hits = store.search(ns, query=query, filter={"$count_access": False}, limit=5)
+        return [(h.key, h.score) for h in hits]
+
+    for query in ("invoice", "green tea", "coffee morning"):
+        assert ranked(a, query) == ranked(b, query)
+    keyword = {"$retrieval": "keyword", "$count_access": False}
+
+    def found(store: TieredMemoryStore, query: str) -> list[str]:
+        return [h.key for h in store.search(ns, query=query, filter=keyword, limit=3)]
+
+    assert found(b, "XK-4471")[0] == "tea" and found(a, "XK-4471") == found(b, "XK-4471")
+    # Accesses counted by either replica add up, whichever replica reads them.
+    a.search(ns, query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
+    b.search(ns, query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
+    b.get(ns, "tea")
+    for store in (a, b):
+        entry = store.get_memory(ns, "tea")
+        assert entry is not None and entry.access_count == 3
+    # One history, with the events of both replicas' writes.
+    events_a, events_b = a.memory_history(ns, "tea"), b.memory_history(ns, "tea")
+    assert [e.event for e in events_a] == ["add", "update"]
+    assert events_a == events_b
+    # A delete by one replica leaves the other's keyword search at once.
+    a.delete(ns, "tea")
+    assert "tea" not in found(b, "XK-4471")
+    assert found(b, "invoice")[0] == "cake"
+    assert [e.event for e in b.memory_history(ns, "tea")] == ["add", "update", "deleted"]
+
+
+def test_similarity_mode_on_a_chroma_server_records_memory_history(
+    replicas: tuple[TieredMemoryStore, TieredMemoryStore],
+) -> None:
+    a, b = replicas
+    ns = ("users", "plain")
+    a.put(ns, "k", {"text": "one"})
+    b.put(ns, "k", {"text": "two"})
+    assert [e.event for e in b.memory_history(ns, "k")] == ["add", "update"]
+    assert a.memory_history(ns, "k") == b.memory_history(ns, "k")

@@ -29,10 +29,10 @@ from langgraph_tiered_memory.store._common import (
     rank_key,
 )
 from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, ScoredItem
-from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
+from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Tags, key_of, text_tag
-from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryStats
+from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryStats
 
 __all__ = ["Candidate", "ChromaReads"]
 
@@ -387,7 +387,7 @@ class ChromaReads(ChromaBase):
 
     def _keyword(
         self,
-        idx: DocMirror,
+        idx: LongIndex,
         ns: Namespace,
         col: Any,
         match: Sequence[str],
@@ -529,7 +529,7 @@ class ChromaReads(ChromaBase):
         return len(missing)
 
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
-        """Count an access of each item (one atomic SQLite update)."""
+        """Count an access of each item (one atomic update of the index, SQLite or Redis)."""
         idx = self.memindex
         if idx is None or not items:
             return

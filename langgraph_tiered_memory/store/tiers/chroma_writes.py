@@ -194,7 +194,7 @@ class ChromaWrites(ChromaBase):
             for w, wid in zip(upserts, write_ids, strict=True)
             if w.triples is not None
         ]
-        self._begin(p, memindex, triples)
+        self._begin(p, self._write_index, triples)
         if self.record_history:
             previous = {k: d.value for k, d in old_docs.items()}
             p.history = plan_events(
@@ -334,7 +334,7 @@ class ChromaWrites(ChromaBase):
 
     def _commit(self, p: _Pending) -> None:
         """Copy one namespace's part of the batch into the SQLite copies."""
-        mirror, memindex = self.mirror, self.memindex
+        mirror, memindex = self.mirror, self._write_index
         separate = memindex is not None and memindex is not mirror
         extra: dict[str, Any] = {} if p.graph is None or separate else {"graph": p.graph}
         history = (p.ns, p.history) if p.history else None
@@ -521,7 +521,7 @@ class ChromaWrites(ChromaBase):
         # Like a delete: the next memory's context vector was made with the swept text.
         doomed.extend(self._unkey_successors(ns, col, gone, gone))
         nsid = namespace_id(ns)
-        memindex = self.memindex
+        memindex = self._write_index
         separate = memindex if memindex is not None and memindex is not self.mirror else None
         self._docs.begin(nsid, gone)
         if separate is not None:
