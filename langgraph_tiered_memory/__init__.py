@@ -22,6 +22,7 @@ from langgraph_tiered_memory.errors import (
     ConfigurationError,
     InvalidFilterError,
     InvalidItemError,
+    NamespaceLockedError,
     TieredMemoryError,
 )
 from langgraph_tiered_memory.extraction import (
@@ -142,6 +143,7 @@ __all__ = [
     "MemoryWriteError",
     "MemoryWriter",
     "ModelExtractor",
+    "NamespaceLockedError",
     "Neighbor",
     "PatternRedactor",
     "PresidioRedactor",

@@ -52,11 +52,12 @@ ChromaPortOption = Annotated[
 MemoryIndexPathOption = Annotated[
     str | None,
     typer.Option(
-        help="SQLite file of the memory index, for a store on a Chroma server (its"
-        " memory_index_path=); with an embedded Chroma it lives in the directory."
+        help="Legacy: a Chroma server store's index now lives in Redis (REDIS_URL) and"
+        " this file is ignored (a warning is logged); with an embedded Chroma it lives"
+        " in the directory."
     ),
 ]
-"""`--memory-index-path`: the store's `memory_index_path=` (Chroma server stores)."""
+"""`--memory-index-path`: the store's `memory_index_path=` (legacy, ignored on a server)."""
 
 KeyPrefixOption = Annotated[str, typer.Option(help="The store's key_prefix.")]
 """`--key-prefix`: the store's `key_prefix=` (default "tm")."""
@@ -246,6 +247,7 @@ def open_store(
     chroma_host: str | None = None,
     chroma_port: int = 8000,
     memory_index_path: str | None = None,
+    redis_url: str | None = None,
     key_prefix: str = "tm",
     embed: str | None = None,
     dims: int | None = None,
@@ -253,7 +255,9 @@ def open_store(
 ) -> Any:
     """A long-tier `TieredMemoryStore` on a checked Chroma directory, or a Chroma server.
 
-    Every namespace is routed to Chroma (no Redis is needed). The directory must exist
+    Every namespace is routed to Chroma. Beside a directory no Redis is needed; on a
+    Chroma server the long tier's index is in `redis_url` (default `REDIS_URL`). The
+    directory must exist
     unless `create` is true (see `existing_chroma_path`). With `embed`, the store
     embeds with it (`dims`, default 384). Without it, the store is opened with the
     embedding size its data was written with (`dims`, or found by reading one item)
@@ -275,6 +279,8 @@ def open_store(
         import chromadb
 
         options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
+        if redis_url is not None:
+            options["redis_url"] = redis_url
     else:
         options["chroma_path"] = existing_chroma_path(chroma_path, create=create)
     if memory_index_path is not None:

@@ -169,6 +169,7 @@ def open_user_stores(
             chroma_host=chroma_host,
             chroma_port=chroma_port,
             memory_index_path=memory_index_path,
+            redis_url=redis_url,
             key_prefix=key_prefix,
         )
         stack.callback(long_store.close)

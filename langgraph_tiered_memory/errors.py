@@ -14,6 +14,7 @@ __all__ = [
     "InvalidItemError",
     "InvalidFilterError",
     "BackendUnavailableError",
+    "NamespaceLockedError",
 ]
 
 
@@ -43,3 +44,7 @@ class InvalidFilterError(TieredMemoryError, ValueError):
 
 class BackendUnavailableError(TieredMemoryError, ConnectionError):
     """Redis or Chroma cannot be reached or lacks what the tier needs."""
+
+
+class NamespaceLockedError(TieredMemoryError, TimeoutError):
+    """A long-term namespace stayed locked by another writer past the wait bound."""

@@ -186,18 +186,17 @@ def _chroma(env: Mapping[str, str]) -> dict[str, Any]:
         )
     if not server:
         return {"chroma_path": path} if path else {}
-    index = _get(env, "TIERED_MEMORY_MEMORY_INDEX_PATH")
-    if not index:
-        raise ConfigurationError(
-            "With a Chroma server, memory scoring keeps its keyword index and access"
-            " statistics in a local SQLite file: set TIERED_MEMORY_MEMORY_INDEX_PATH"
-            " (for example /data/memory-index.sqlite3)."
-        )
     factory = chroma_from_env(env)  # host/port/ssl or URL, token and headers
     if factory is None:  # unreachable: a server variable is set
         raise ConfigurationError("No Chroma server is configured.")
     client, _ = factory()
-    return {"chroma_client": client, "memory_index_path": index}
+    options: dict[str, Any] = {"chroma_client": client}
+    # The long tier's index lives in Redis (REDIS_URL); a file named here is only
+    # passed on, to be reported as ignored.
+    index = _get(env, "TIERED_MEMORY_MEMORY_INDEX_PATH")
+    if index:
+        options["memory_index_path"] = index
+    return options
 
 
 def _graph(env: Mapping[str, str]) -> bool | None:

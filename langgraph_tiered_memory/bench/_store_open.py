@@ -104,6 +104,10 @@ class StoreSpec:
         if self.name == "redisstore":
             store, vectors = f"{self.prefix}_store", f"{self.prefix}_vectors"
             return [f"{store}:*", f"{vectors}:*"], [store, vectors]
+        if self.name in ("long", "hybrid") and self.chroma_host is not None:
+            # A long tier on a Chroma server keeps its index and locks in Redis.
+            prefix = f"{self.prefix}_{self.name}"
+            return [f"{prefix}:*"], [f"{prefix}:lt:kw"]
         return [], []
 
 
@@ -144,21 +148,19 @@ def open_store(spec: StoreSpec, embeddings: Embeddings) -> Iterator[BaseStore]:
             import chromadb
             from chromadb.config import Settings
 
-            if spec.chroma_path is None:
+            if spec.redis_url is None:
                 raise StoreBenchmarkError(
-                    "A store on a Chroma server needs a memory index directory."
+                    "A store on a Chroma server keeps its index in Redis: give a Redis URL."
                 )
-            os.makedirs(spec.chroma_path, exist_ok=True)
             chroma = {
                 "chroma_client": chromadb.HttpClient(
                     host=spec.chroma_host,
                     port=spec.chroma_port,
                     settings=Settings(anonymized_telemetry=False),
                 ),
-                "memory_index_path": os.path.join(spec.chroma_path, "memory-index.sqlite3"),
             }
         store = TieredMemoryStore(
-            redis_url=spec.redis_url if short else None,
+            redis_url=spec.redis_url if short or spec.chroma_host is not None else None,
             **chroma,
             index=index,  # type: ignore[arg-type]
             tiers=policy,

@@ -363,7 +363,10 @@ def run_write_benchmark(
     singles, batches = _calls(config)
     embeddings = SeededEmbeddings(config.dims)
     with ExitStack() as stack:
-        redis_url, origin = redis_for_run(stack, config.redis_url, "redisstore" in config.stores)
+        server = config.chroma_host is not None  # the long tier's index is then in Redis
+        redis_url, origin = redis_for_run(
+            stack, config.redis_url, "redisstore" in config.stores or server
+        )
         environment["redis"] = origin or None
         root = tempfile.mkdtemp(prefix="tiered-memory-bench-", dir=config.chroma_path)
         stack.callback(shutil.rmtree, root, ignore_errors=True)
@@ -384,7 +387,7 @@ def run_write_benchmark(
                 chroma_host=config.chroma_host,
                 chroma_port=config.chroma_port,
             )
-            if name == "redisstore" and origin in ("given", "REDIS_URL"):
+            if spec.redis_patterns()[0] and origin in ("given", "REDIS_URL"):
                 stack.callback(drop_redis_keys, spec)
             columns.append(stack.enter_context(_store_column(spec, embeddings, config.items)))
         warmup: Item = (("memories", "user-warmup"), common.item_key(0), common.item_text(0))

@@ -27,6 +27,7 @@ from langgraph_tiered_memory.store._config import (
 from langgraph_tiered_memory.store._dirlock import lock_directory
 from langgraph_tiered_memory.store.routing import TierRouter
 from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
+from langgraph_tiered_memory.store.tiers.chroma_base import is_chroma_server
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
@@ -256,13 +257,15 @@ def build_tiers(
 ) -> dict[TierName, Tier]:
     """Create the tiers the routing policy uses, owning the clients built here.
 
-    The long tier is a `MemoryTier` (the store's `_long()` relies on it).
+    The long tier is a `MemoryTier` (the store's `_long()` relies on it). On a Chroma
+    server it gets the short tier's Redis client, or one from `redis_url`/`REDIS_URL`
+    (its index and writer locks live there); beside an embedded Chroma it needs none.
     """
     tiers: dict[TierName, Tier] = {}
     used = router.used_tiers
+    if redis_client is not None and redis_url is not None:
+        raise ConfigurationError("Pass either redis_client or redis_url, not both.")
     if "short" in used:
-        if redis_client is not None and redis_url is not None:
-            raise ConfigurationError("Pass either redis_client or redis_url, not both.")
         owns = redis_client is None
         if redis_client is None:
             url = redis_url or os.environ.get("REDIS_URL")
@@ -287,11 +290,32 @@ def build_tiers(
                     "Both a Chroma server (TIERED_MEMORY_CHROMA_URL or _HOST) and"
                     " TIERED_MEMORY_CHROMA_PATH are set: unset one."
                 )
+        server = factory is not None or (
+            chroma_client is not None and is_chroma_server(chroma_client.get_settings())
+        )
         if factory is None and chroma_client is None:
 
             def factory() -> tuple[Any, Callable[[], None]]:
                 return chroma_from_path(path)
 
+        long_redis, owns_redis = redis_client, False
+        if server and long_redis is None:
+            url = redis_url or os.environ.get("REDIS_URL")
+            if not url:
+                raise ConfigurationError(
+                    "A long tier on a Chroma server keeps its index, memory history and"
+                    " writer locks in Redis, so that every process using the server agrees:"
+                    " pass redis_url='redis://host:6379' (or redis_client=, or set"
+                    " REDIS_URL), a Redis with the search module (Redis 8 or Redis Stack)."
+                )
+            long_redis, owns_redis = redis_from_url(url, redis_timeout), True
+        if server and memory_index_path is not None:
+            logger.warning(
+                "memory_index_path is ignored with a Chroma server: the long tier's index"
+                " now lives in Redis. The file's statistics and history are not read; an"
+                " import of such files into Redis is planned."
+            )
+            memory_index_path = None
         # The embedded client opens files, so it is created on first use (in a worker
         # thread for the async store), not in the constructor.
         long_tier: MemoryTier = ChromaTier(
@@ -303,6 +327,8 @@ def build_tiers(
             hnsw=check_hnsw(chroma_hnsw),
             describe=describe,
             memory_index_path=memory_index_path,
+            redis=long_redis if server else None,
+            owns_redis=owns_redis,
         )
         tiers["long"] = long_tier
     return tiers

@@ -162,8 +162,8 @@ def lock_directory(path: str) -> DirectoryLock:
                 " embedded Chroma directory serves one process at a time (several processes"
                 " writing it lose vectors). To share it, serve it with"
                 f" `chroma run --path {shlex.quote(path)}` and pass"
-                " chroma_client=chromadb.HttpClient(host=..., port=...) to every store (with"
-                " memory_index_path=... for memory scoring); or close the store in the other"
+                " chroma_client=chromadb.HttpClient(host=..., port=...) and redis_url=... to"
+                " every store; or close the store in the other"
                 " process first, or use the store from one process."
             )
         try:

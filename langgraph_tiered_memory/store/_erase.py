@@ -392,17 +392,7 @@ def compact_sqlite_files(core: StoreCore) -> None:
     """
     if "long" not in core._router.used_tiers:
         return
-    tier = cast(Any, core._long())
-    files = getattr(tier, "_sqlite_files", None)
-    for mirror in files() if callable(files) else []:
-        with mirror._db.locked() as conn:
-            conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    vectors = getattr(tier, "_vcopy", None)
-    if vectors is not None:
-        with vectors._lock:
-            vectors._conn.execute("VACUUM")
-            vectors._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    cast(Any, core._long()).compact_files()
     _log.debug("compacted the long tier's SQLite files after an erasure")
 
 

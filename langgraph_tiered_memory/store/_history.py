@@ -331,10 +331,10 @@ class HistoryMethods:
             return
         inner = getattr(tier, "_synced_tier", tier)  # a `GraphSyncedTier` wraps it
         inner.record_history = history
-        if history and not inner.keeps_sqlite_file():
+        if history and not inner.keeps_history():
             _log.info(
-                "memory history is on but this long tier keeps no SQLite file (a Chroma"
-                " server without memory_index_path): no history is recorded"
+                "memory history is on but this long tier keeps no index for it (an"
+                " in-memory Chroma with similarity scoring): no history is recorded"
             )
 
     def _history_table(self) -> HistoryTable:
@@ -351,9 +351,10 @@ class HistoryMethods:
         table = self._history_file()
         if table is None:
             raise ConfigurationError(
-                "Memory history lives in the long tier's SQLite file; this store has none"
-                " (a Chroma server without memory_index_path). Pass"
-                " memory_index_path='/path/memory-index.sqlite3'."
+                "Memory history lives in the long tier's index (its SQLite file, or Redis"
+                " with a Chroma server); this store has none (an in-memory Chroma with"
+                " similarity scoring). Use a Chroma directory (chroma_path=), a Chroma"
+                " server with redis_url=, or scoring={'mode': 'memory'}."
             )
         return table
 
@@ -361,8 +362,7 @@ class HistoryMethods:
         tier = _core(self)._tiers.get("long")
         if tier is None:
             return None
-        found = tier.graph_file
-        return None if found is None else cast(HistoryTable, found.history)
+        return cast("HistoryTable | None", tier.history_table())
 
     # ------------------------------------------------------------------ reads
     def memory_history(self, namespace: tuple[str, ...], key: str) -> list[MemoryEvent]:
@@ -380,9 +380,9 @@ class HistoryMethods:
             key: The memory's key.
 
         Raises:
-            ConfigurationError: the store records no history (`history=False`, or a
-                Chroma server without `memory_index_path`), or `namespace` is routed
-                to the short-term tier.
+            ConfigurationError: the store records no history (`history=False`, or an
+                in-memory Chroma with similarity scoring), or `namespace` is routed to
+                the short-term tier.
         """
         ns = tuple(namespace)
         check_labels(ns)

@@ -293,10 +293,10 @@ def update_importance(
     Returns:
         The new importance, or None when the memory does not exist.
     """
-    # Read and rewrite under the long tier's writer lock: a delete or put of this
-    # process lands before the read or after the rewrite, never in between (where the
-    # rewrite would bring a deleted memory back, or undo the put).
-    with core._long().exclusive():
+    # Read and rewrite under the namespace's writer lock: a delete or put (of any
+    # process sharing the long tier) lands before the read or after the rewrite, never
+    # in between (where the rewrite would bring a deleted memory back, or undo the put).
+    with core._long().exclusive(tuple(namespace)):
         rewrite = _reinforced(core, tuple(namespace), key, delta)
         if rewrite is None:
             return None

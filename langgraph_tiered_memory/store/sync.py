@@ -141,9 +141,9 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             nothing except under `$ne`. `False` is a strict mode that raises
             `InvalidFilterError` for them instead, before anything of the batch runs.
         memory_index_path: SQLite file of the memory index (keyword index and access
-            statistics) when `chroma_client` is not an embedded `PersistentClient`
-            (for example an `HttpClient`). With an embedded Chroma the index lives in
-            its directory; with an in-memory client and no path it is in memory.
+            statistics) of an in-memory Chroma (in memory without it). With an
+            embedded Chroma the index lives in its directory; with a Chroma server in
+            Redis (`redis_url`), and this option is ignored (a warning is logged).
         redis_timeout: The most one store call waits on Redis, in seconds (default 15),
             when the store creates the client from `redis_url`: a frozen or unreachable
             server then raises `BackendUnavailableError` within this bound. Connection

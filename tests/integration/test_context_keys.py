@@ -288,22 +288,23 @@ def test_key_vectors_written_into_hnsw_by_older_versions_still_count(
 
 def test_a_chroma_server_keeps_key_vectors_in_chroma(
     chroma_server: tuple[str, int],  # noqa: F811
-    tmp_path: Path,
+    redis_url: str,
+    key_prefix: str,
 ) -> None:
     import chromadb
     from chromadb.config import Settings
 
     clock = Clock()
-    prefix = "k" + uuid.uuid4().hex[:8]
+    prefix = key_prefix
     client = chromadb.HttpClient(
         host=chroma_server[0], port=chroma_server[1], settings=Settings(anonymized_telemetry=False)
     )
     store = TieredMemoryStore(
         chroma_client=client,
+        redis_url=redis_url,
         tiers={"default": "long"},
         key_prefix=prefix,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-        memory_index_path=str(tmp_path / "index.sqlite3"),
         clock=clock,
     )
     store.setup()

@@ -87,21 +87,23 @@ def _url(gateway: _Gateway) -> str:
     return f"http://127.0.0.1:{gateway.server_address[1]}"
 
 
-def _store(client: object, prefix: str, tmp_path: Path) -> TieredMemoryStore:
+def _store(client: object, prefix: str, redis_url: str) -> TieredMemoryStore:
     store = TieredMemoryStore(
         chroma_client=client,
         tiers={"default": "long"},
         key_prefix=prefix,
-        memory_index_path=str(tmp_path / "index.sqlite3"),
+        redis_url=redis_url,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
     )
     store.setup()
     return store
 
 
-def test_store_works_through_a_token_gateway(gateway: _Gateway, tmp_path: Path) -> None:
+def test_store_works_through_a_token_gateway(
+    gateway: _Gateway, redis_url: str, key_prefix: str
+) -> None:
     client = chroma_http_client(_url(gateway), token=TOKEN, headers={"X-Api-Key": API_KEY})
-    store = _store(client, "auth1", tmp_path)
+    store = _store(client, key_prefix, redis_url)
     store.put(("users", "u1"), "a", {"text": "green tea"})
     assert store.get(("users", "u1"), "a").value == {"text": "green tea"}  # type: ignore[union-attr]
     assert [h.key for h in store.search(("users",), query="green tea", limit=1)] == ["a"]
@@ -116,7 +118,11 @@ def test_missing_token_is_refused_with_the_url_masked(gateway: _Gateway) -> None
 
 
 def test_env_selects_the_server_and_its_headers(
-    gateway: _Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    gateway: _Gateway,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    redis_url: str,
+    key_prefix: str,
 ) -> None:
     monkeypatch.delenv("TIERED_MEMORY_CHROMA_PATH", raising=False)
     monkeypatch.setenv("TIERED_MEMORY_CHROMA_URL", _url(gateway))
@@ -124,15 +130,15 @@ def test_env_selects_the_server_and_its_headers(
     monkeypatch.setenv("TIERED_MEMORY_CHROMA_HEADERS", json.dumps({"X-Api-Key": API_KEY}))
     store = TieredMemoryStore(
         tiers={"default": "long"},
-        key_prefix="auth2",
-        memory_index_path=str(tmp_path / "index.sqlite3"),
+        key_prefix=key_prefix,
+        redis_url=redis_url,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
     )
     before = len(gateway.seen)
     store.put(("docs",), "d", {"text": "served"})
     assert store.get(("docs",), "d").value == {"text": "served"}  # type: ignore[union-attr]
     assert len(gateway.seen) > before  # the long tier went through the gateway
-    assert not (Path.cwd() / ".tiered-memory" / "chroma" / "auth2").exists()
+    assert not (Path.cwd() / ".tiered-memory" / "chroma" / key_prefix).exists()
     store.close()
 
     monkeypatch.setenv("TIERED_MEMORY_CHROMA_HEADERS", "[1]")
@@ -144,8 +150,8 @@ def test_env_selects_the_server_and_its_headers(
     monkeypatch.setenv("TIERED_MEMORY_CHROMA_PORT", str(gateway.server_address[1]))
     host_store = TieredMemoryStore(
         tiers={"default": "long"},
-        key_prefix="auth2",
-        memory_index_path=str(tmp_path / "index.sqlite3"),
+        key_prefix=key_prefix,
+        redis_url=redis_url,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
     )
     assert host_store.get(("docs",), "d").value == {"text": "served"}  # type: ignore[union-attr]

@@ -14,8 +14,8 @@ every file under the store's directories, and the user's float32 vectors, lookin
 the user's id, the marker and the ids of the user's namespaces. Nothing may remain; the
 other user's data must be whole.
 
-Parametrized: embedded defaults, a Chroma server (`chroma run`, keyword index in
-`memory_index_path`; its own files are read after the privacy docs' operator step,
+Parametrized: embedded defaults, a Chroma server (`chroma run`, its index in Redis and
+its graph in FalkorDB; its own files are read after the privacy docs' operator step,
 `tiered-memory scrub-chroma`), and a FalkorDB graph. Also: dry run, idempotence, a crash
 midway then a re-run from a fresh store, the async store and saver, the shallow savers,
 a guest in another user's session, shared memories another user's agent retrieved
@@ -108,7 +108,7 @@ def env(
             "clock": clock,
             "index": {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
         }
-        if request.param == "falkordb-graph":
+        if request.param != "embedded":  # a Chroma server's tier keeps no SQLite graph
             options["graph"] = {
                 "backend": "falkordb",
                 "url": request.getfixturevalue("falkordb_url"),
@@ -121,7 +121,6 @@ def env(
             options["chroma_client"] = chromadb.HttpClient(
                 host=server.host, port=server.port, settings=Settings(anonymized_telemetry=False)
             )
-            options["memory_index_path"] = str(tmp_path / "index" / "memory-index.sqlite3")
         store = TieredMemoryStore(**options)
         store.setup()
         opened.append(store)
@@ -133,7 +132,7 @@ def env(
     urls = [redis_url]
     if request.param == "chroma-server":
         roots.append(request.getfixturevalue("chroma_server").data)
-    if request.param == "falkordb-graph":
+    if request.param != "embedded":
         urls.append(request.getfixturevalue("falkordb_url"))
     with RedisSessionSaver.from_conn_string(redis_url, session_prefix=key_prefix) as saver:
         server = (

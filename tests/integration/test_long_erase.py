@@ -22,6 +22,7 @@ import chromadb
 import httpx
 import numpy as np
 import pytest
+import redis
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
@@ -260,25 +261,23 @@ def test_a_crash_midway_leaves_what_a_rerun_finds_and_removes(
     assert _raw_traces(path, [uid, marker, *(_nsid(ns) for ns in owned)]) == []
 
 
-def test_a_chroma_server_with_a_memory_index_keeps_nothing_reachable(
+def test_a_chroma_server_store_keeps_nothing_reachable_in_chroma_or_its_redis_index(
     chroma_server: tuple[str, int],  # noqa: F811
-    tmp_path: Path,
+    redis_url: str,
+    key_prefix: str,
     ids: tuple[str, str],
-    small_keyword_tables: None,
 ) -> None:
     uid, marker = ids
     client = chromadb.HttpClient(
         host=chroma_server[0], port=chroma_server[1], settings=Settings(anonymized_telemetry=False)
     )
-    prefix = "e" + uuid.uuid4().hex[:8]
-    index = tmp_path / "index" / "memory-index.sqlite3"
-    index.parent.mkdir()
+    prefix = key_prefix
     store = TieredMemoryStore(
         chroma_client=client,
+        redis_url=redis_url,
         key_prefix=prefix,
         tiers={"default": "long"},
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-        memory_index_path=str(index),
         clock=Clock(),
         history=False,
     )
@@ -287,15 +286,42 @@ def test_a_chroma_server_with_a_memory_index_keeps_nothing_reachable(
     tier: Any = store.tiers["long"]
     owned = tier.user_namespaces(UserNamespaces(uid))
     assert owned == [("memories", uid), ("users", uid, "notes"), ("users", uid, "tmp")]
+    needles = [uid, marker, *(_nsid(ns) for ns in owned)]
+    assert _redis_traces(redis_url, prefix, needles)  # the index held them
     dry = tier.erase_namespaces(owned, dry_run=True)
     assert tier.erase_namespaces(owned) == dry and len(dry[ITEMS]) == 10
     assert tier.erase_namespaces(owned) == {ITEMS: [], NAMESPACES: []}
     mine = [c for c in client.list_collections() if c.name.startswith(prefix)]
     assert mine and _chroma_traces(_Only(mine), [uid, marker]) == []
+    assert _redis_traces(redis_url, prefix, needles) == []
     _bob_intact(store)
     store.close()
-    assert _raw_traces(index.parent, [uid, marker]) == []
-    assert _sql_traces(index, [uid, marker]) == []
+
+
+def _redis_traces(redis_url: str, prefix: str, needles: list[str]) -> list[str]:
+    """Keys of `prefix` whose name or content holds a needle (lower-cased)."""
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    found = []
+    try:
+        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            kind = client.type(key)
+            if kind == "hash":
+                text = str(client.hgetall(key))
+            elif kind == "list":
+                text = str(client.lrange(key, 0, -1))
+            elif kind == "set":
+                text = str(client.smembers(key))
+            elif kind == "zset":
+                text = str(client.zrange(key, 0, -1))
+            elif kind == "string":
+                text = str(client.get(key))
+            else:
+                text = ""
+            if any(n.lower() in f"{key} {text}".lower() for n in needles):
+                found.append(key)
+    finally:
+        client.close()
+    return found
 
 
 class _Only:
@@ -309,7 +335,7 @@ class _Only:
 
 
 def test_a_stopped_chroma_servers_files_hold_nothing_after_the_scrub(
-    tmp_path: Path, ids: tuple[str, str]
+    tmp_path: Path, ids: tuple[str, str], redis_url: str, key_prefix: str
 ) -> None:
     """The erase purges the server's log through the API; the offline scrub does the rest."""
     uid, marker = ids
@@ -329,10 +355,10 @@ def test_a_stopped_chroma_servers_files_hold_nothing_after_the_scrub(
             )
             store = TieredMemoryStore(
                 chroma_client=client,
-                key_prefix="sv",
+                redis_url=redis_url,
+                key_prefix=key_prefix,
                 tiers={"default": "long"},
                 index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-                memory_index_path=str(tmp_path / "memory-index.sqlite3"),
                 clock=Clock(),
                 history=False,
             )

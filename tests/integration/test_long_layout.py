@@ -329,11 +329,15 @@ def test_deletes_and_ttl_sweeps_leave_nothing_in_the_buckets(tmp_path: Path) -> 
     store.close()
 
 
-def test_buckets_over_a_chroma_server(chroma_server: tuple[str, int]) -> None:  # noqa: F811
+def test_buckets_over_a_chroma_server(
+    chroma_server: tuple[str, int],  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+) -> None:
     now = [1_000_000.0]
-    prefix = "t" + uuid.uuid4().hex[:8]
+    prefix = key_prefix
     store = _server_store(
-        *chroma_server, prefix, scoring={"mode": "similarity"}, clock=lambda: now[0]
+        *chroma_server, prefix, redis_url, scoring={"mode": "similarity"}, clock=lambda: now[0]
     )
     tier: Any = store.tiers["long"]
     client = tier.client

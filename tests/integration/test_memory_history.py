@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from langgraph_tiered_memory.history import acting, content_hash
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
 from langgraph_tiered_memory.tools import create_manage_memory_tool
-from tests.conftest import DIMS
+from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401 - fixture
 from tests.memory_tools_support import async_store
@@ -276,27 +277,33 @@ def test_tombstones_keep_no_content_and_are_found_by_namespace_and_key(
     ]
 
 
-def test_with_a_chroma_server_history_lives_in_the_memory_index_file(
+def test_with_a_chroma_server_history_lives_in_redis_in_either_mode(
     chroma_server: tuple[str, int],  # noqa: F811
+    redis_url: str,
     key_prefix: str,
     tmp_path: Path,
     clock: Clock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     host, port = chroma_server
     client = chromadb.HttpClient(
         host=host, port=port, settings=Settings(anonymized_telemetry=False)
     )
     path = tmp_path / "memory-index.sqlite3"
+    caplog.set_level(logging.WARNING, logger="langgraph_tiered_memory.store._backends")
     store = TieredMemoryStore(
         chroma_client=client,
+        redis_url=redis_url,
         tiers={"default": "long"},
         key_prefix=key_prefix,
         clock=clock,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-        memory_index_path=str(path),
+        memory_index_path=str(path),  # legacy: ignored, with a warning
     )
+    assert "memory_index_path is ignored" in caplog.text
     plain = TieredMemoryStore(
         chroma_client=client,
+        redis_url=redis_url,
         tiers={"default": "long"},
         key_prefix=key_prefix + "s",
         scoring={"mode": "similarity"},
@@ -318,19 +325,18 @@ def test_with_a_chroma_server_history_lives_in_the_memory_index_file(
             ("add", "user", None),
             ("expired", "system", "ttl expired"),
         ]
-        assert _rows(path, "SELECT count(*) FROM m_history") == [(5,)]
+        assert not path.exists()
         done = store.tombstone_history([NS])
         assert len(done["history.events"]) == 5
-        assert _rows(path, "SELECT count(*) FROM m_history WHERE content IS NOT NULL") == [(0,)]
+        assert {e.event for e in store.memory_history(NS, "k")} == {"erased"}
 
         plain.setup()
         plain.put(NS, "k", {"content": "likes tea"})
-        with pytest.raises(ConfigurationError, match="memory_index_path"):
-            plain.memory_history(NS, "k")
-        assert plain.tombstone_history([NS]) == {}
+        assert [e.event for e in plain.memory_history(NS, "k")] == ["add"]
     finally:
         store.close()
         plain.close()
+        drop_redis_keys(redis_url, key_prefix + "s")
 
 
 def test_shared_memories_are_selected_by_key_or_by_the_provenance_of_any_event(

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from chromadb.config import Settings
 
-from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
+from langgraph_tiered_memory import TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 from tests.net import free_port
@@ -54,12 +54,13 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     log.close()
 
 
-def _store(host: str, port: int, prefix: str, **kwargs: Any) -> TieredMemoryStore:
+def _store(host: str, port: int, prefix: str, redis_url: str, **kwargs: Any) -> TieredMemoryStore:
     client = chromadb.HttpClient(
         host=host, port=port, settings=Settings(anonymized_telemetry=False)
     )
     store = TieredMemoryStore(
         chroma_client=client,
+        redis_url=redis_url,
         tiers={"default": "long"},
         key_prefix=prefix,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["text"]},
@@ -69,9 +70,11 @@ def _store(host: str, port: int, prefix: str, **kwargs: Any) -> TieredMemoryStor
     return store
 
 
-def test_store_over_http_client(chroma_server: tuple[str, int], key_prefix: str) -> None:
+def test_store_over_http_client(
+    chroma_server: tuple[str, int], redis_url: str, key_prefix: str
+) -> None:
     host, port = chroma_server
-    store = _store(host, port, key_prefix, scoring={"mode": "similarity"})
+    store = _store(host, port, key_prefix, redis_url, scoring={"mode": "similarity"})
     assert store.tiers["long"].mirror is None  # type: ignore[attr-defined]  # documents stay in Chroma
     store.put(("users", "u1"), "a", {"text": "green tea", "n": 1})
     store.put(("users", "u1"), "b", {"text": "black coffee", "n": 2})
@@ -85,32 +88,25 @@ def test_store_over_http_client(chroma_server: tuple[str, int], key_prefix: str)
     assert store.get(("users", "u1"), "a") is None
     store.close()
     # A second client (another process, in real deployments) sees the same data.
-    again = _store(host, port, key_prefix, scoring={"mode": "similarity"})
+    again = _store(host, port, key_prefix, redis_url, scoring={"mode": "similarity"})
     assert again.get(("users", "u2"), "c", refresh_ttl=False).value["n"] == 3  # type: ignore[union-attr]
     assert again.list_namespaces() == [("users", "u1"), ("users", "u2")]
     again.close()
 
 
-def test_memory_mode_over_http_client_keeps_its_index_in_a_given_file(
-    chroma_server: tuple[str, int], key_prefix: str, tmp_path: Path
+def test_memory_mode_over_http_client_keeps_its_index_in_redis(
+    chroma_server: tuple[str, int], redis_url: str, key_prefix: str
 ) -> None:
     host, port = chroma_server
-    with pytest.raises(ConfigurationError, match="memory_index_path"):
-        _store(host, port, key_prefix).put(("m",), "a", {"text": "x"})
-    path = str(tmp_path / "memory-index.sqlite3")
-    store = _store(host, port, key_prefix, memory_index_path=path)
+    store = _store(host, port, key_prefix, redis_url)
     store.put(("m",), "a", {"text": "invoice XK-4471"})
     store.put(("m",), "b", {"text": "green tea"})
     assert [h.key for h in store.search(("m",), query="XK-4471", limit=1)] == ["a"]
     store.close()
-    again = _store(host, port, key_prefix, memory_index_path=path)
+    # Another process (a new client) finds the keyword index and the statistics.
+    again = _store(host, port, key_prefix, redis_url)
     hits = again.search(("m",), query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
     assert [h.key for h in hits] == ["a"]
     entry = again.get_memory(("m",), "a")
     assert entry is not None and entry.access_count == 2
     again.close()
-    # Without the file, the index is rebuilt from Chroma (statistics start over).
-    fresh = _store(host, port, key_prefix, memory_index_path=str(tmp_path / "new.sqlite3"))
-    hits = fresh.search(("m",), query="XK-4471", filter={"$retrieval": "keyword"}, limit=1)
-    assert [h.key for h in hits] == ["a"]
-    fresh.close()

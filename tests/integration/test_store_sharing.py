@@ -224,7 +224,7 @@ def test_a_second_process_cannot_open_a_directory_in_use(
     message = outcome["message"]
     assert str(tmp_path) in message and f"pid {os.getpid()}" in message
     assert "chroma run --path" in message and "chromadb.HttpClient" in message
-    assert "memory_index_path" in message
+    assert "redis_url" in message
     assert issubclass(ChromaDirectoryInUseError, ConfigurationError)
     # The parent's store still works, and the child wrote nothing.
     assert holder.get(("shared",), "parent") is not None

@@ -121,10 +121,13 @@ def test_chroma_server_from_host_and_port_with_auth(monkeypatch: Any) -> None:
     assert seen == {"url": "https://chroma:8000", "headers": {"X-Api-Key": "k"}, "token": "t0ken"}
 
 
-def test_chroma_server_needs_a_memory_index_path() -> None:
+def test_chroma_server_needs_no_memory_index_path(monkeypatch: Any) -> None:
+    from langgraph_tiered_memory.store import _backends
+
+    monkeypatch.setattr(_backends, "chroma_http_client", lambda url, **kwargs: "client")
     env = {"REDIS_URL": URL, "TIERED_MEMORY_CHROMA_HOST": "chroma"}
-    with pytest.raises(ConfigurationError, match="TIERED_MEMORY_MEMORY_INDEX_PATH"):
-        store_options(env)
+    options = store_options(env)
+    assert options["chroma_client"] == "client" and "memory_index_path" not in options
 
 
 def test_factories_return_context_managers_and_log_masked_urls(

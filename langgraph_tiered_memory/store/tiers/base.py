@@ -125,8 +125,12 @@ class MemoryTier(Tier, Protocol):
     def namespaces(self, prefix: Namespace, *, now: float | None) -> list[Namespace]:
         """Namespaces under `prefix` with a live item at `now` (None: every registered one)."""
 
-    def exclusive(self) -> AbstractContextManager[Any]:
-        """A lock held across a read and the rewrite built from it (this process's writers)."""
+    def exclusive(self, namespace: Namespace | None = None) -> AbstractContextManager[Any]:
+        """A lock held across a read and the rewrite built from it.
+
+        Without `namespace`, it keeps this process's writers out; with it, also the
+        other processes' writers of that namespace (a long tier on a Chroma server).
+        """
 
     def retrieve(
         self,

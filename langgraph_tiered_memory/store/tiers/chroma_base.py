@@ -3,6 +3,12 @@
 The sources are chosen once, when the (lazily created) client is first used: beside an
 embedded Chroma, SQLite copies of the documents and of the bucket vectors; with a Chroma
 server, Chroma itself. See `chroma_tier` for the record layout.
+
+With a Chroma server the tier's index (keyword index, memory statistics, write order,
+intents, memory history) is `RedisIndex`, in the Redis the tier is given, and writers
+take per-namespace locks there (`redis_locks`), so every process using the server
+agrees. Beside an embedded or in-memory Chroma it is a SQLite file (`DocMirror`) and the
+writer lock is this process's.
 """
 
 from __future__ import annotations
@@ -10,10 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, cast
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.store._common import (
@@ -38,14 +44,32 @@ from langgraph_tiered_memory.store.tiers.chroma_vectors import (
     VectorSource,
 )
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow
-from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, RecoveredHistory
+from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
+from langgraph_tiered_memory.store.tiers.redis_locks import (
+    DEFAULT_LEASE,
+    DEFAULT_WAIT,
+    NamespaceLocks,
+)
+from langgraph_tiered_memory.store.tiers.sqlite_history import (
+    HistoryRow,
+    HistoryTable,
+    RecoveredHistory,
+)
 
-__all__ = ["ChromaBase", "Entry"]
+__all__ = ["ChromaBase", "Entry", "is_chroma_server"]
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.chroma_base")
 
+LongIndex = DocMirror | RedisIndex
+"""The long tier's index: a SQLite file, or Redis with a Chroma server."""
+
 Entry = tuple[Namespace, bool, "int | None"]
 """A registry entry: namespace, has held TTL items, bucket (None: own collection)."""
+
+
+def is_chroma_server(settings: Any) -> bool:
+    """Whether a Chroma client's settings are those of a server's client (HttpClient)."""
+    return "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
 
 
 def _write_id(meta: dict[str, Any]) -> str:
@@ -72,6 +96,10 @@ class ChromaBase:
         memory_index_path: str | None = None,
         buckets: int | None = None,
         graduate_at: int = DEFAULT_GRADUATE_AT,
+        redis: Any = None,
+        owns_redis: bool = False,
+        lock_lease: float = DEFAULT_LEASE,
+        lock_wait: float = DEFAULT_WAIT,
     ):
         if client is None and client_factory is None:
             raise ValueError("ChromaTier needs a client or a client_factory.")
@@ -100,15 +128,92 @@ class ChromaBase:
         self._describe = describe
         self._memory_index_path = memory_index_path
         self._memindex: DocMirror | None = None
+        self._index: RedisIndex | None = None  # with a Chroma server
+        self._redis = redis
+        self._owns_redis = owns_redis
+        self._lock_options = (lock_lease, lock_wait)
+        self._locks: NamespaceLocks | None = None  # with a Chroma server: in Redis
+        self._epoch = 0  # the prefix's erase count when the layout cache was checked
+        self._generations: dict[str, int] = {}  # nsid -> layout count checked
 
-    def exclusive(self) -> AbstractContextManager[Any]:
-        """The tier's writer lock, for a read and the write that follows it.
+    def exclusive(self, namespace: Namespace | None = None) -> AbstractContextManager[Any]:
+        """The writer lock, for a read and the write that follows it.
 
-        Held across both, no other writer of this process changes the items in
-        between (a delete cannot be undone by a rewrite of what was read). Reentrant:
-        the write takes it again.
+        Held across both, no other writer changes the items in between (a delete
+        cannot be undone by a rewrite of what was read). Reentrant: the write takes it
+        again. Without `namespace`, the lock of this process's writers; with it, and
+        a Chroma server, also the namespace's lock in Redis, which the writers of
+        every process take.
+
+        Raises:
+            NamespaceLockedError: Another process held the namespace past the wait.
         """
-        return self._lock
+        if namespace is None:
+            return self._lock
+        return self._writing([tuple(namespace)])
+
+    @contextmanager
+    def _writing(self, namespaces: Sequence[Namespace]) -> Iterator[None]:
+        """Hold the writer locks of `namespaces`, with their cached layout checked.
+
+        The process's lock always; with a Chroma server, the namespaces' locks in
+        Redis too, after which a namespace another process moved or removed is read
+        again from the registry.
+        """
+        with self._lock:
+            self._open()
+            if self._locks is None:
+                yield
+                return
+            nsids = [namespace_id(ns) for ns in namespaces]
+            with self._locks.hold(nsids, namespaces):
+                self._check_layout(nsids)
+                yield
+
+    def _check_layout(self, nsids: Sequence[str]) -> bool:
+        """Forget the cached layout of namespaces moved or erased since it was read.
+
+        Returns:
+            Whether anything was forgotten.
+        """
+        assert self._locks is not None
+        epoch, counts = self._locks.generations(nsids)
+        stale = False
+        if epoch != self._epoch:
+            self._layout.forget_namespaces()
+            self._generations.clear()
+            self._epoch = epoch
+            stale = True
+        for nsid, count in zip(nsids, counts, strict=True):
+            if self._generations.get(nsid, 0) != count:
+                self._layout.forget_namespace(nsid)
+                self._generations[nsid] = count
+                stale = True
+        return stale
+
+    def _read_docs(self, ns: Namespace, col: Any, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Primary metadata of the (distinct) `keys` that exist.
+
+        A bucket that misses some of them is asked again where the namespace lives
+        now, if another process moved it or erased it since its layout was cached.
+        """
+        nsid = namespace_id(ns)
+        metas = self._docs.get(nsid, col, keys)
+        if (
+            len(metas) < len(keys)
+            and isinstance(col, NamespaceView)
+            and self._locks is not None
+            and self._check_layout([nsid])
+        ):
+            moved = self._collection(ns, create=False)
+            metas = {} if moved is None else self._docs.get(nsid, moved, keys)
+        return metas
+
+    def _layout_changing(self, nsid: str) -> None:
+        """Tell other processes that the namespace's place changes (under its lock)."""
+        if self._locks is not None:
+            self._locks.changed(nsid)
+            self._generations[nsid] = self._generations.get(nsid, 0) + 1
 
     @property
     def client(self) -> Any:
@@ -134,6 +239,18 @@ class ChromaBase:
                 return
             settings = self.client.get_settings()
             directory = getattr(settings, "persist_directory", None)
+            if is_chroma_server(settings):
+                if self._redis is None:
+                    raise ConfigurationError(
+                        "A long tier on a Chroma server keeps its index, memory history and"
+                        " writer locks in Redis, so that every process using the server"
+                        " agrees: pass redis_url='redis://host:6379' (or redis_client=, or"
+                        " set REDIS_URL), a Redis with the search module (Redis 8, or"
+                        " Redis Stack)."
+                    )
+                lease, wait = self._lock_options
+                self._locks = NamespaceLocks(self._redis, self.prefix, lease=lease, wait=wait)
+                self._open_index()
             if getattr(settings, "is_persistent", False) and directory:
                 self._open_copies(directory)
             else:
@@ -141,7 +258,13 @@ class ChromaBase:
                 self._vector_source = ChromaVectors()
             # Finish the moves to own collections that an interruption left half done.
             for nsid, bucket in self._layout.moving().items():
-                self._finish_move(nsid, bucket)
+                if self._locks is None:
+                    self._finish_move(nsid, bucket)
+                    continue
+                with self._locks.hold([nsid]):  # not while another process moves it
+                    left = self._layout.move_left(nsid)
+                    if left is not None:
+                        self._finish_move(nsid, left)
             self._opened = True
 
     @property
@@ -244,30 +367,43 @@ class ChromaBase:
                     break
                 offset += PAGE
 
+    def _open_index(self) -> None:
+        """Open the Redis index of a Chroma server's tier: repair, fill (first use)."""
+        assert self._redis is not None
+        idx = RedisIndex(self._redis, self.prefix)
+        idx.setup()
+        entries = list(self._layout.entries(()))
+        idx.recover(
+            self.prefix,
+            self._read_primaries,
+            self._row_of_meta if self._describe is not None else None,
+            docs=False,
+            write_id=_write_id,
+            history=self._recovered_history(idx, entries),
+        )
+        if self._describe is not None:
+            self._fill_memories(idx, entries)
+        self._index = idx
+
     @property
-    def memindex(self) -> DocMirror | None:
+    def memindex(self) -> LongIndex | None:
         """The memory index (keyword index and access statistics), when memory mode is on.
 
-        It lives in the SQLite copy beside an embedded Chroma; with another client it is
-        the SQLite file `memory_index_path` (in memory when that is not given).
+        With a Chroma server it lives in Redis (`RedisIndex`), shared by every process.
+        Beside an embedded Chroma it is the SQLite copy; with an in-memory Chroma, a
+        SQLite file in memory (or at `memory_index_path`).
         """
         if self._describe is None:
             return None
-        mirror = self.mirror
+        self._open()
+        if self._index is not None:
+            return self._index
+        mirror = self._mirror
         if mirror is not None:
             return mirror
         if self._memindex is None:
             with self._lock:
                 if self._memindex is None:
-                    settings = self.client.get_settings()
-                    remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
-                    if remote and not self._memory_index_path:
-                        raise ConfigurationError(
-                            "Memory scoring keeps its keyword index and access statistics in"
-                            " SQLite; with a Chroma server (HttpClient) pass"
-                            " memory_index_path='/path/memory-index.sqlite3', or use"
-                            " scoring={'mode': 'similarity'}."
-                        )
                     idx = DocMirror(self._memory_index_path or ":memory:")
                     idx.move_legacy_keyword_index(self.prefix)
                     entries = list(self._layout.entries(()))
@@ -284,13 +420,43 @@ class ChromaBase:
         return self._memindex
 
     @property
+    def _write_index(self) -> LongIndex | None:
+        """The index a write commits to besides the documents.
+
+        The memory index, or with a Chroma server the Redis index when it records
+        memory history.
+        """
+        memindex = self.memindex
+        if memindex is not None:
+            return memindex
+        return self._index if self.record_history else None
+
+    @property
     def graph_file(self) -> DocMirror | None:
         """The SQLite file that keeps the knowledge graph: the memory index, else the mirror.
 
         None when the tier keeps no SQLite file (see `keeps_sqlite_file`).
         """
+        self._open()
+        if self._index is not None:
+            return None
         memindex = self.memindex
-        return memindex if memindex is not None else self.mirror
+        return memindex if isinstance(memindex, DocMirror) else self._mirror
+
+    def history_table(self) -> HistoryTable | None:
+        """The memory history of the tier's index (None: the tier keeps none).
+
+        In Redis with a Chroma server, else in the tier's SQLite file.
+        """
+        self._open()
+        if self._index is not None:
+            return cast(HistoryTable, self._index.history)
+        found = self.graph_file
+        return None if found is None else found.history
+
+    def keeps_history(self) -> bool:
+        """Whether the tier can record memory history, without opening the client."""
+        return self._redis is not None or self.keeps_sqlite_file()
 
     def keeps_sqlite_file(self) -> bool:
         """Whether the tier has a SQLite file for the graph, without opening the client.
@@ -298,6 +464,8 @@ class ChromaBase:
         It has one beside an embedded Chroma (the mirror) and in memory mode (the memory
         index), unless that index would need a path it was not given (a Chroma server).
         """
+        if self._redis is not None:
+            return False  # a Chroma server's tier: its index is in Redis
         if self._client is None:
             return True  # the factory makes an embedded PersistentClient
         settings = self._client.get_settings()
@@ -310,7 +478,7 @@ class ChromaBase:
         remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
         return bool(self._memory_index_path) or not remote
 
-    def _recovered_history(self, idx: DocMirror, entries: list[Entry]) -> RecoveredHistory | None:
+    def _recovered_history(self, idx: LongIndex, entries: list[Entry]) -> RecoveredHistory | None:
         """How `idx.recover` plans the history events of repaired keys (None: history off)."""
         if not self.record_history:
             return None
@@ -355,7 +523,7 @@ class ChromaBase:
             float(doc.created_at),
         )
 
-    def _fill_memories(self, idx: DocMirror, entries: list[Entry]) -> None:
+    def _fill_memories(self, idx: LongIndex, entries: list[Entry]) -> None:
         """Build the memory rows of items already in Chroma (first use of the index)."""
         marker = f"{self.prefix}/mem"
         if idx.is_filled(marker):
@@ -405,10 +573,11 @@ class ChromaBase:
         """
         self._pool.shutdown(wait=True)
         with self._lock:
-            for copy in (self._mirror, self._vcopy, self._memindex):
+            for copy in (self._mirror, self._vcopy, self._memindex, self._index):
                 if copy is not None:
                     copy.close()
-            self._mirror = self._vcopy = self._memindex = None
+            self._mirror = self._vcopy = self._memindex = self._index = None
+            self._locks = None
             self._opened = False
             self._docs_source = None
             self._vector_source = None
@@ -417,6 +586,9 @@ class ChromaBase:
             if close is not None:
                 self._client = None
                 close()
+            if self._owns_redis and self._redis is not None:
+                self._redis.close()
+                self._redis = None
 
     def _collection(self, namespace: Namespace, *, create: bool) -> Any | None:
         """The namespace's own collection or a view of its bucket (None: none yet)."""

@@ -289,6 +289,14 @@ class Collections:
         self._views.pop(nsid, None)
         self._own.pop(nsid, None)
 
+    def forget_namespaces(self) -> None:
+        """Drop the cached layout of every namespace (keep the collection handles)."""
+        self._where.clear()
+        self._dims_of.clear()
+        self._views.clear()
+        self._own.clear()
+        self._moving.clear()
+
     def cached(self, nsid: str) -> bool:
         """Whether the namespace's registry entry is cached (after `prefetch`: exists)."""
         return nsid in self._where
@@ -445,6 +453,13 @@ class Collections:
         for nsid, meta in zip(got["ids"], got["metadatas"], strict=True):
             self._remember(nsid, meta)
         return dict(self._moving)
+
+    def move_left(self, nsid: str) -> int | None:
+        """The bucket an unfinished move of the namespace left records in, read afresh."""
+        self.forget_namespace(nsid)
+        self._moving.pop(nsid, None)
+        self.prefetch([nsid])
+        return self._moving.get(nsid)
 
     def copy_to_own(
         self, ns: Namespace, view: NamespaceView, *, skip: set[str] | frozenset[str] = frozenset()

@@ -29,10 +29,10 @@ from langgraph_tiered_memory.store._common import (
     rank_key,
 )
 from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, ScoredItem
-from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
+from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Tags, key_of, text_tag
-from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryStats
+from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryStats
 
 __all__ = ["Candidate", "ChromaReads"]
 
@@ -54,7 +54,7 @@ class ChromaReads(ChromaBase):
 
     # ----------------------------------------------------------------- documents
     def _load_docs(self, ns: Namespace, col: Any, keys: list[str]) -> dict[str, Doc]:
-        metas = self._docs.get(namespace_id(ns), col, keys)
+        metas = self._read_docs(ns, col, keys)
         return {k: self._decode(ns, k, m) for k, m in metas.items()}
 
     def get(
@@ -65,7 +65,7 @@ class ChromaReads(ChromaBase):
             return {}
         unique = list(dict.fromkeys(keys))
         col = self._collection(namespace, create=False)  # cached; checks the dimensions
-        metas = self._docs.get(namespace_id(namespace), col, unique)
+        metas = self._read_docs(namespace, col, unique)
         out: dict[str, StoredItem] = {}
         for key, meta in metas.items():
             item = self._decode(namespace, key, meta)[0]
@@ -387,7 +387,7 @@ class ChromaReads(ChromaBase):
 
     def _keyword(
         self,
-        idx: DocMirror,
+        idx: LongIndex,
         ns: Namespace,
         col: Any,
         match: Sequence[str],
@@ -529,7 +529,7 @@ class ChromaReads(ChromaBase):
         return len(missing)
 
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
-        """Count an access of each item (one atomic SQLite update)."""
+        """Count an access of each item (one atomic update of the index, SQLite or Redis)."""
         idx = self.memindex
         if idx is None or not items:
             return

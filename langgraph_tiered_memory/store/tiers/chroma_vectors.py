@@ -563,6 +563,12 @@ class VectorCopy(VectorSource):
             ).fetchall()
         return {str(k) for (k,) in rows}
 
+    def vacuum(self) -> None:
+        """Rebuild the file from its live rows (`VACUUM`), then empty the WAL."""
+        with self._lock:
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def checkpoint(self) -> None:
         """Copy the WAL into the file and truncate it."""
         with self._lock:

@@ -120,7 +120,7 @@ class ChromaWrites(ChromaBase):
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
             graph = graph or w.triples is not None
-        with self._lock:
+        with self._writing(list(by_ns)):
             if graph and self.graph_file is None:
                 raise ConfigurationError(
                     "Writes carry knowledge-graph triples, but this long tier keeps no"
@@ -194,7 +194,7 @@ class ChromaWrites(ChromaBase):
             for w, wid in zip(upserts, write_ids, strict=True)
             if w.triples is not None
         ]
-        self._begin(p, memindex, triples)
+        self._begin(p, self._write_index, triples)
         if self.record_history:
             previous = {k: d.value for k, d in old_docs.items()}
             p.history = plan_events(
@@ -321,6 +321,8 @@ class ChromaWrites(ChromaBase):
             embeddings = t.embeddings[0] if len(t.embeddings) == 1 else np.vstack(t.embeddings)
             for at in range(0, len(t.ids), step):
                 end = at + step
+                if at and self._locks is not None:
+                    self._locks.keepalive()  # a long write keeps its namespaces
                 t.col.upsert(
                     ids=t.ids[at:end],
                     embeddings=embeddings[at:end],
@@ -332,7 +334,7 @@ class ChromaWrites(ChromaBase):
 
     def _commit(self, p: _Pending) -> None:
         """Copy one namespace's part of the batch into the SQLite copies."""
-        mirror, memindex = self.mirror, self.memindex
+        mirror, memindex = self.mirror, self._write_index
         separate = memindex is not None and memindex is not mirror
         extra: dict[str, Any] = {} if p.graph is None or separate else {"graph": p.graph}
         history = (p.ns, p.history) if p.history else None
@@ -374,6 +376,9 @@ class ChromaWrites(ChromaBase):
         pick = functools.partial(self._pick_keys, view)
         moved = self._vectors.adopt_keys(self.prefix, view.nsid, pick)
         self._layout.copy_to_own(ns, view, skip=moved)
+        if self._locks is not None:
+            self._locks.keepalive()
+        self._layout_changing(view.nsid)
         self._layout.flip(ns, view.bucket)
         self._finish_move(view.nsid, view.bucket)
 
@@ -408,6 +413,7 @@ class ChromaWrites(ChromaBase):
 
     def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
         if not self._docs.has_docs(namespace_id(namespace), col):
+            self._layout_changing(namespace_id(namespace))
             self._layout.unregister(namespace_id(namespace))
             self._docs.unregistered(namespace)
 
@@ -440,8 +446,8 @@ class ChromaWrites(ChromaBase):
         for it in items:
             if it.ttl is not None:
                 by_ns.setdefault(it.namespace, []).append(it)
-        with self._lock:
-            for ns, group in by_ns.items():
+        for ns, group in by_ns.items():
+            with self._writing([ns]):
                 col = self._collection(ns, create=False)
                 if col is None:
                     continue
@@ -475,16 +481,19 @@ class ChromaWrites(ChromaBase):
         """
         if (keys is not None and not keys) or not self._docs.has_held_ttl(namespace):
             return []  # nothing can have expired: no Chroma query per namespace
-        col = self._collection(namespace, create=False)
-        if col is None:
-            return []
-        with self._lock:
-            if delete:
-                items = self._sweep_collection(namespace, col, now, keys)
-                if items:
-                    self._unregister_if_empty(namespace, col)
-                return items
+        if not delete:
+            col = self._collection(namespace, create=False)
+            if col is None:
+                return []
             return [item for item, _ in self._expired_records(namespace, col, now, keys)]
+        with self._writing([namespace]):
+            col = self._collection(namespace, create=False)
+            if col is None:
+                return []
+            items = self._sweep_collection(namespace, col, now, keys)
+            if items:
+                self._unregister_if_empty(namespace, col)
+            return items
 
     def _expired_records(
         self, ns: Namespace, col: Any, now: float, keys: Sequence[str] | None = None
@@ -512,7 +521,7 @@ class ChromaWrites(ChromaBase):
         # Like a delete: the next memory's context vector was made with the swept text.
         doomed.extend(self._unkey_successors(ns, col, gone, gone))
         nsid = namespace_id(ns)
-        memindex = self.memindex
+        memindex = self._write_index
         separate = memindex if memindex is not None and memindex is not self.mirror else None
         self._docs.begin(nsid, gone)
         if separate is not None:
@@ -551,14 +560,15 @@ class ChromaWrites(ChromaBase):
             for ns, has_ttl in self._docs.registered(()):
                 if not has_ttl:
                     continue
-                col = self._collection(ns, create=False)
-                if col is None:
-                    continue
-                if isinstance(col, NamespaceView):
-                    keys = sorted(due.get(col.nsid, ()))
-                    if keys:
-                        removed += len(self._sweep_collection(ns, col, now, keys))
-                else:
-                    removed += len(self._sweep_collection(ns, col, now))
-                self._unregister_if_empty(ns, col)
+                with self._writing([ns]):
+                    col = self._collection(ns, create=False)
+                    if col is None:
+                        continue
+                    if isinstance(col, NamespaceView):
+                        keys = sorted(due.get(col.nsid, ()))
+                        if keys:
+                            removed += len(self._sweep_collection(ns, col, now, keys))
+                    else:
+                        removed += len(self._sweep_collection(ns, col, now))
+                    self._unregister_if_empty(ns, col)
         return removed

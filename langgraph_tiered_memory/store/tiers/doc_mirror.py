@@ -457,6 +457,10 @@ class DocMirror:
             self._registry.unregister(prefix, ns)
         self.scrub(touched)
 
+    def vacuum(self) -> None:
+        """Rebuild the file from its live rows (`VACUUM`), then empty the WAL."""
+        self._db.vacuum()
+
     def keyword_table(self, prefix: str, nsid: str) -> str | None:
         """The namespace's own FTS5 keyword table, if it has one."""
         with self._db.locked():

@@ -8,10 +8,11 @@ shared namespaces that name the user (`erase_keys`). What goes, for each namespa
   its bucket, or its own collection as a whole (with its HNSW files and its part of
   Chroma's log); then its registry entry, last, so a re-run after a crash still finds
   whatever an interruption left;
-- in the SQLite file of the tier (the mirror beside an embedded Chroma, or the memory
-  index `memory_index_path`): document copy, intent log, memory statistics, keyword
-  entries (and the namespace's own FTS5 table), registry row. The graph tables and the
-  memory history have their own erase (`graph.erase`, `store/_history`);
+- in the tier's index: the SQLite file (the mirror beside an embedded Chroma, or an
+  in-memory Chroma's memory index) with its document copy, intent log, memory
+  statistics, keyword entries (and the namespace's own FTS5 table) and registry row;
+  or, with a Chroma server, the Redis index (`RedisIndex.erase_namespace`). The graph
+  tables and the memory history have their own erase (`graph.erase`, `store/_history`);
 - in the vector copy beside an embedded Chroma: its records, key vectors and marks.
 
 What a delete through an API leaves on disk is then scrubbed: the tier's SQLite files
@@ -41,6 +42,7 @@ from langgraph_tiered_memory.store._common import (
     encode_namespace,
     namespace_id,
 )
+from langgraph_tiered_memory.store.tiers.chroma_base import LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     PAGE,
     NamespaceView,
@@ -114,7 +116,7 @@ class LongErase(ChromaWrites):
         with self._lock:
             self._open()
             found = {ns for ns, _, _ in self._layout.entries(())}
-            for idx in self._sqlite_files():
+            for idx in self._indexes():
                 found.update(decode_namespace(enc) for enc, _ in idx.registered(self.prefix, ""))
         return sorted(ns for ns in found if owns(ns))
 
@@ -123,11 +125,27 @@ class LongErase(ChromaWrites):
         files: list[DocMirror] = []
         if self.mirror is not None:
             files.append(self.mirror)
-        if self._describe is not None and self.keeps_sqlite_file():
-            idx = self.memindex
-            if idx is not None and idx is not self.mirror:
-                files.append(idx)
+        idx = self.memindex
+        if isinstance(idx, DocMirror) and idx is not self.mirror:
+            files.append(idx)
         return files
+
+    def _indexes(self) -> list[LongIndex]:
+        """The tier's SQLite files, or its Redis index with a Chroma server."""
+        return [self._index] if self._index is not None else list(self._sqlite_files())
+
+    def compact_files(self) -> None:
+        """Rebuild the tier's SQLite files (`VACUUM`) and empty their WAL, after an erase.
+
+        `secure_delete` zeroes freed pages and cells, but a page can keep the first bytes
+        of a deleted cell (its row's namespace id and key) when SQLite reuses part of
+        the freed space; `VACUUM` writes every page anew from the live rows only. A
+        Chroma server's tier has no such file.
+        """
+        for f in self._sqlite_files():
+            f.vacuum()
+        if self._vcopy is not None:
+            self._vcopy.vacuum()
 
     def _find(self, ns: Namespace) -> _Found:
         """Everything the tier holds of a namespace (reads only)."""
@@ -135,7 +153,7 @@ class LongErase(ChromaWrites):
         found = _Found(ns, nsid)
         found.registered = bool(self._layout.registry().get(ids=[nsid], include=[])["ids"])
         enc = encode_namespace(ns)
-        for idx in self._sqlite_files():
+        for idx in self._indexes():
             found.registered = found.registered or any(
                 e == enc for e, _ in idx.registered(self.prefix, enc)
             )
@@ -176,13 +194,14 @@ class LongErase(ChromaWrites):
             if not dry_run:
                 self._erasing()
             for ns in dict.fromkeys(tuple(n) for n in namespaces):
-                found = self._find(ns)
-                items.extend((*ns, k) for k in sorted(found.keys))
-                if found.registered:
-                    names.append(ns)
-                if dry_run or found.empty:
-                    continue
-                self._remove(found, topics)
+                with self._writing([ns]):
+                    found = self._find(ns)
+                    items.extend((*ns, k) for k in sorted(found.keys))
+                    if found.registered:
+                        names.append(ns)
+                    if dry_run or found.empty:
+                        continue
+                    self._remove(found, topics)
             if not dry_run:
                 # Also when nothing was left: a run that crashed midway may have let
                 # Chroma persist its indexes (with heap bytes) after its last scrub.
@@ -211,9 +230,12 @@ class LongErase(ChromaWrites):
         self._layout.forget_namespace(nsid)
         if self._vcopy is not None:
             self._vcopy.erase(self.prefix, nsid)
-        for idx in self._sqlite_files():
+        for idx in self._indexes():
             idx.erase_namespace(self.prefix, nsid, encode_namespace(found.ns))
         self._docs.unregistered(found.ns)
+        if self._locks is not None:
+            self._locks.erased(nsid)
+            self._generations.pop(nsid, None)
         self._layout.unregister(nsid)
         topics.setdefault(str(registry.id), []).append(nsid)
         logger.info("erased namespace %s of prefix %s", nsid, self.prefix)
@@ -300,12 +322,13 @@ class LongErase(ChromaWrites):
                 wanted = set(keys)
                 if not wanted:
                     continue
-                found = self._find(ns)
-                hit = sorted(wanted & found.keys)
-                out.extend((*ns, k) for k in hit)
-                if dry_run or not hit:
-                    continue
-                self._remove_keys(found, set(hit), topics)
+                with self._writing([ns]):
+                    found = self._find(ns)
+                    hit = sorted(wanted & found.keys)
+                    out.extend((*ns, k) for k in hit)
+                    if dry_run or not hit:
+                        continue
+                    self._remove_keys(found, set(hit), topics)
             if topics:
                 self._scrub_chroma(topics)
             elif not dry_run:
@@ -339,7 +362,7 @@ class LongErase(ChromaWrites):
             topics.setdefault(str(found.own.id), []).extend(owned)
         if self._vcopy is not None:
             self._vcopy.checkpoint()
-        for f in self._sqlite_files():
+        for f in self._indexes():
             f.scrub([table] if table is not None and f is idx else [])
 
 

@@ -127,6 +127,12 @@ class SqliteFile:
         with self.lock:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def vacuum(self) -> None:
+        """Rebuild the file from its live rows (`VACUUM`), then empty the WAL."""
+        with self.lock:
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         """Close the connection."""
         with self.lock:

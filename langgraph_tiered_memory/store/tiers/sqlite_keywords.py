@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import Stemmer
 
+from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS
 from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, ident, marks
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryTable
@@ -47,10 +48,6 @@ __all__ = [
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.sqlite_keywords")
 
 """FTS5 tokenizer of the keyword index: Unicode words, folded, Porter-stemmed."""
-
-FTS_WEIGHTS = (1.0, 0.5, 1.0)
-"""BM25 weights of the keyword index's columns: the memory's own text, the text of the
-memory before it, its time in words."""
 
 SHARED_MAX = 256
 """Most memories a namespace keeps in the shared `kw_docs` table; past it, the namespace

@@ -1,0 +1,128 @@
+"""BM25 exactly as SQLite FTS5's `bm25()` scores the long tier's keyword index.
+
+The keyword index keeps three columns per memory: its own text, the text of the memory
+before it and its time in words (weights `FTS_WEIGHTS`). FTS5 scores a row with
+
+    sum over query phrases p of  idf(p) * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgdl))
+
+where f is the column-weighted count of p in the row, D the row's token count over all
+columns, avgdl the table's tokens per row and idf(p) = log((N - n(p) + 0.5) / (n(p) + 0.5)),
+set to 1e-6 when it is not positive (n(p): rows holding p). The sum is made in the same
+order with the same operations as FTS5's C code, so scores are equal to the last bit (ties
+stay ties). FTS5 returns the negated sum; here scores are positive, higher better.
+
+`kept_terms` reproduces which query terms today's SQLite search keeps: a term whose
+PyStemmer stem the namespace does not hold is dropped (so one whose stem is empty, like the
+"s" of "Caroline's", always is), and from 1,000 memories on, terms held by at least half the
+rows are dropped too. Any engine that finds candidate rows can rank them with `rank`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+import Stemmer
+
+__all__ = ["FTS_WEIGHTS", "PRUNE_FROM", "bm25", "kept_terms", "query_stems", "rank"]
+
+FTS_WEIGHTS = (1.0, 0.5, 1.0)
+"""BM25 weights of the keyword index's columns: the memory's own text, the text of the
+memory before it, its time in words."""
+
+PRUNE_FROM = 1000
+"""From this write position on, terms found in at least half the rows are dropped."""
+
+_K1 = 1.2
+_B = 0.75
+_STEMMER = Stemmer.Stemmer("porter")  # the stems today's search looks document counts up by
+
+
+def query_stems(terms: Sequence[str]) -> list[str]:
+    """PyStemmer's Porter stems of `terms`, by which `kept_terms` looks counts up."""
+    return list(_STEMMER.stemWords(list(terms)))
+
+
+def kept_terms(terms: Sequence[str], df: Mapping[str, int], last_seq: int | None) -> list[str]:
+    """The distinct query terms the search matches, in query order.
+
+    Args:
+        terms: Lower-cased query words (not stemmed).
+        df: Rows of the namespace holding each PyStemmer stem (`query_stems`); a stem
+            held by none may be absent.
+        last_seq: Highest write position in the namespace (None: no memory).
+    """
+    keep = []
+    for term, stem in zip(terms, query_stems(terms), strict=True):
+        n = df.get(stem, 0)
+        if n and (last_seq is None or last_seq < PRUNE_FROM or n * 2 < last_seq):
+            keep.append(term)
+    return list(dict.fromkeys(keep))
+
+
+def _idf(n_rows: int, hits: int) -> float:
+    idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
+    return 1e-6 if idf <= 0.0 else idf
+
+
+def bm25(
+    columns: Sequence[Sequence[str]],
+    phrases: Sequence[str],
+    n_rows: int,
+    n_tokens: int,
+    df: Mapping[str, int],
+    weights: Sequence[float] = FTS_WEIGHTS,
+) -> float:
+    """FTS5's `bm25()` of one row, negated (positive, higher is better).
+
+    Args:
+        columns: The row's tokens per column, as the index's tokenizer made them.
+        phrases: The query's phrases, one token each (repeats count again, as in FTS5).
+        n_rows: Rows of the table (the namespace).
+        n_tokens: Tokens of all its rows and columns.
+        df: Rows holding each phrase token.
+        weights: Column weights.
+    """
+    avgdl = float(n_tokens) / float(n_rows)
+    size = sum(len(c) for c in columns)
+    score = 0.0
+    for phrase in phrases:
+        freq = 0.0
+        for weight, column in zip(weights, columns, strict=False):
+            for token in column:
+                if token == phrase:
+                    freq += weight
+        idf = _idf(n_rows, df.get(phrase, 0))
+        score += idf * ((freq * (_K1 + 1.0)) / (freq + _K1 * (1 - _B + _B * size / avgdl)))
+    return score
+
+
+def rank(
+    rows: Iterable[tuple[str, int, Sequence[Sequence[str]]]],
+    phrases: Sequence[str],
+    n_rows: int,
+    n_tokens: int,
+    df: Mapping[str, int],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """The `limit` best (key, score) of candidate rows holding a phrase, best first.
+
+    Args:
+        rows: (key, write position, columns' tokens) of candidates; rows holding no
+            phrase are left out, as FTS5's MATCH leaves them out.
+        phrases: The query's phrase tokens.
+        n_rows: Rows of the namespace.
+        n_tokens: Tokens of the namespace.
+        df: Rows holding each phrase token.
+        limit: Most results.
+
+    Ties keep write order, as SQLite returns them.
+    """
+    wanted = set(phrases)
+    scored = [
+        (-bm25(cols, phrases, n_rows, n_tokens, df), seq, key)
+        for key, seq, cols in rows
+        if any(t in wanted for c in cols for t in c)
+    ]
+    scored.sort()
+    return [(key, -neg) for neg, _, key in scored[: max(0, limit)]]

@@ -1,0 +1,789 @@
+"""The long tier's memory index in Redis (with RediSearch), shared by every replica.
+
+With a Chroma server, several processes serve one store; a memory index in a file of each
+process would make them disagree. `RedisIndex` keeps the same roles as `DocMirror` with
+`docs=False` (keyword index, memory statistics and write order, intents, memory history,
+namespace registry), with the same methods and meaning, in the store's Redis:
+
+    P:ltm:{n}:<key>    HASH, one per memory: ns (TAG), seq, type, imp, occ, created,
+                       raw (own text), text / context / time (keyword tokens), nt / nc / nm
+                       (their counts), ctx ("1": written with a context), ac, la
+    P:lt:kw            the RediSearch index over P:ltm: (every namespace; `setup`)
+    P:lt:{n}:ord       ZSET key -> seq (write order)
+    P:lt:{n}:s         HASH rows, tokens (the namespace's BM25 statistics)
+    P:lt:{n}:i         SET keys being written;  P:lt:intents  SET of their namespace ids
+    P:lth:{n}:<key>    LIST of the memory's history events;  P:lt:{n}:hk  SET of those keys
+    P:lt:hns           HASH namespace id -> labels;  P:lt:hs:<subject>  SET of "nsid:key"
+    P:lth:t:<hash>     LIST of tombstones;  P:lt:hseq  counter of events (their order)
+    P:lt:reg, P:lt:regp  namespace registry (HASH, and ZSET for prefix ranges)
+    P:lt:filled        SET of one-off jobs done
+
+`P` is the store's key prefix and `{n}` the namespace id as a hash tag. Every change is
+one Lua script (a commit, a touch, a tombstone, an erase), so writers in N processes never
+lose an update: access counts add up, `last_accessed` is the latest, and a rewrite keeps
+both. The scripts touch keys of several namespaces (the global sets), so a Redis Cluster
+is refused: the index needs a standalone Redis.
+
+Keyword search asks RediSearch for the namespace's best `max(4 * limit, 200)` candidates,
+then ranks them with `ranking_bm25`: FTS5's `bm25()` with the namespace's own row count,
+token count and document frequencies, so scores equal the SQLite index's. A namespace with
+more matching memories than that may (rarely) miss a row FTS5 would rank in: RediSearch's
+BM25 picks the candidates by index-wide statistics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from redis.cluster import RedisCluster
+from redis.exceptions import ResponseError
+
+from langgraph_tiered_memory.checkpoint.erase import _collect
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.types import MemoryTriples, Namespace
+from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, kept_terms, query_stems, rank
+from langgraph_tiered_memory.ranking_terms import _fts_terms
+from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph
+from langgraph_tiered_memory.store.tiers.sqlite_history import (
+    TOMBSTONE,
+    HistoryRow,
+    RecoveredHistory,
+    Selection,
+    StoredEvent,
+)
+from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryStats
+
+__all__ = ["RedisHistory", "RedisIndex"]
+
+logger = logging.getLogger("langgraph_tiered_memory.store.tiers.index_redis")
+
+_PLAIN = re.compile("[a-z0-9]{1,100}")
+_MIN_CANDIDATES = 200
+
+_COMMIT = """
+local P, nsid = ARGV[1], ARGV[2]
+local a = cjson.decode(ARGV[3])
+local base = P .. ':lt:{' .. nsid .. '}'
+local mb, ord, st = P .. ':ltm:{' .. nsid .. '}:', base .. ':ord', base .. ':s'
+local function mk(k) return mb .. k end
+local gone = {}
+for _, k in ipairs(a.drop) do
+  local v = redis.call('HMGET', mk(k), 'seq', 'n')
+  if v[1] then
+    redis.call('DEL', mk(k)); redis.call('ZREM', ord, k)
+    redis.call('HINCRBY', st, 'rows', -1); redis.call('HINCRBY', st, 'tokens', -tonumber(v[2]))
+    gone[#gone + 1] = v[1]
+  end
+end
+local succ = {}
+for _, s in ipairs(gone) do
+  local nxt = redis.call('ZRANGEBYSCORE', ord, '(' .. s, '+inf', 'LIMIT', 0, 1)
+  if nxt[1] and redis.call('HGET', mk(nxt[1]), 'ctx') == '1' then succ[nxt[1]] = true end
+end
+for k in pairs(succ) do
+  local seq = redis.call('ZSCORE', ord, k)
+  local prev = redis.call('ZREVRANGEBYSCORE', ord, '(' .. seq, '-inf', 'LIMIT', 0, 1)
+  local toks, cnt, flag = '', 0, '0'
+  if prev[1] then
+    local pv = redis.call('HMGET', mk(prev[1]), 'text', 'nt', 'raw')
+    toks, cnt = pv[1], tonumber(pv[2])
+    if pv[3] ~= '' then flag = '1' end
+  end
+  local v = redis.call('HMGET', mk(k), 'nc', 'n')
+  local n = tonumber(v[2]) - tonumber(v[1]) + cnt
+  redis.call('HSET', mk(k), 'context', toks, 'nc', cnt, 'ctx', flag, 'n', n)
+  redis.call('HINCRBY', st, 'tokens', n - tonumber(v[2]))
+end
+for _, r in ipairs(a.rows) do
+  local key = r[1]
+  local v = redis.call('HMGET', mk(key), 'seq', 'n')
+  local seq, old = v[1], 0
+  if seq then
+    old = tonumber(v[2])
+  else
+    local top = redis.call('ZREVRANGE', ord, 0, 0, 'WITHSCORES')
+    seq = 1
+    if top[2] then seq = tonumber(top[2]) + 1 end
+    redis.call('ZADD', ord, seq, key)
+    redis.call('HINCRBY', st, 'rows', 1)
+    redis.call('HSET', mk(key), 'ac', 0)
+  end
+  local n = r[6] + r[7] + r[8]
+  redis.call('HSET', mk(key), 'ns', nsid, 'seq', seq, 'raw', r[2], 'text', r[3],
+    'context', r[4], 'time', r[5], 'nt', r[6], 'nc', r[7], 'nm', r[8], 'n', n, 'ctx', r[9],
+    'type', r[10], 'imp', r[11], 'created', r[13])
+  if r[12] == cjson.null then redis.call('HDEL', mk(key), 'occ')
+  else redis.call('HSET', mk(key), 'occ', r[12]) end
+  redis.call('HINCRBY', st, 'tokens', n - old)
+end
+if #a.done > 0 then
+  redis.call('SREM', base .. ':i', unpack(a.done))
+  if redis.call('SCARD', base .. ':i') == 0 then redis.call('SREM', P .. ':lt:intents', nsid) end
+end
+if a.hist ~= cjson.null and #a.hist.ev > 0 then
+  redis.call('HSET', P .. ':lt:hns', nsid, a.hist.ns)
+  local h = redis.call('INCRBY', P .. ':lt:hseq', #a.hist.ev) - #a.hist.ev
+  for _, e in ipairs(a.hist.ev) do
+    h = h + 1
+    local lk = P .. ':lth:{' .. nsid .. '}:' .. e[1]
+    local seq = redis.call('LLEN', lk) + 1
+    redis.call('RPUSH', lk, seq .. ' ' .. h .. ' ' .. e[2] .. ' ' .. e[3])
+    redis.call('SADD', base .. ':hk', e[1])
+    for s in string.gmatch(e[4], '%S+') do
+      redis.call('SADD', P .. ':lt:hs:' .. s, nsid .. ':' .. e[1])
+    end
+  end
+end
+return 1
+"""
+
+_TOUCH = """
+local P, now = ARGV[1], ARGV[2]
+for i = 3, #ARGV, 2 do
+  local k = P .. ':ltm:{' .. ARGV[i] .. '}:' .. ARGV[i + 1]
+  if redis.call('EXISTS', k) == 1 then
+    redis.call('HINCRBY', k, 'ac', 1)
+    local la = redis.call('HGET', k, 'la')
+    if not la or tonumber(la) < tonumber(now) then redis.call('HSET', k, 'la', now) end
+  end
+end
+return 1
+"""
+
+_NEIGHBOURS = """
+local P, nsid, mode = ARGV[1], ARGV[2], ARGV[3]
+local mb, ord = P .. ':ltm:{' .. nsid .. '}:', P .. ':lt:{' .. nsid .. '}:ord'
+if mode == 'prev' then
+  local seq = redis.call('ZSCORE', ord, ARGV[4])
+  local prev = redis.call('ZREVRANGEBYSCORE', ord, '(' .. (seq or '+inf'), '-inf', 'LIMIT', 0, 1)
+  if not prev[1] then return false end
+  return redis.call('HGET', mb .. prev[1], 'raw')
+end
+local out = {}
+for i = 4, #ARGV do
+  local seq = redis.call('ZSCORE', ord, ARGV[i])
+  if seq then
+    local nxt = redis.call('ZRANGEBYSCORE', ord, '(' .. seq, '+inf', 'LIMIT', 0, 1)
+    if nxt[1] and redis.call('HGET', mb .. nxt[1], 'ctx') == '1' then out[#out + 1] = nxt[1] end
+  end
+end
+return out
+"""
+
+_ERASE = """
+local P, nsid, enc = ARGV[1], ARGV[2], ARGV[3]
+local base = P .. ':lt:{' .. nsid .. '}'
+local keys = redis.call('ZRANGE', base .. ':ord', 0, -1)
+for _, k in ipairs(keys) do redis.call('DEL', P .. ':ltm:{' .. nsid .. '}:' .. k) end
+redis.call('DEL', base .. ':ord', base .. ':s', base .. ':i')
+redis.call('SREM', P .. ':lt:intents', nsid)
+redis.call('HDEL', P .. ':lt:reg', enc)
+redis.call('ZREM', P .. ':lt:regp', enc)
+return #keys
+"""
+
+_TOMBSTONE = """
+local P = ARGV[1]
+local out = {}
+for i = 2, #ARGV, 4 do
+  local nsid, key, hashed, idx = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local lk = P .. ':lth:{' .. nsid .. '}:' .. key
+  local tk = P .. ':lth:t:' .. hashed
+  for _, e in ipairs(redis.call('LRANGE', lk, 0, -1)) do
+    local seq, h, at, rest = string.match(e, '^(%S+) (%S+) (%S+) (.*)$')
+    local subjects = cjson.decode(rest)[7]
+    if type(subjects) == 'string' then
+      for s in string.gmatch(subjects, '%S+') do
+        redis.call('SREM', P .. ':lt:hs:' .. s, nsid .. ':' .. key)
+      end
+    end
+    redis.call('RPUSH', tk, seq .. ' ' .. h .. ' ' .. at .. ' ' ..
+      '["erased",null,null,null,null,null,null]')
+    out[#out + 1] = h .. ' ' .. idx
+  end
+  redis.call('DEL', lk)
+  local hk = P .. ':lt:{' .. nsid .. '}:hk'
+  redis.call('SREM', hk, key)
+  if redis.call('SCARD', hk) == 0 then redis.call('HDEL', P .. ':lt:hns', nsid) end
+end
+return out
+"""
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def encode_token(token: str) -> str:
+    """A keyword token as RediSearch indexes it unchanged (one word, at most 128 bytes).
+
+    Short ASCII tokens stay as they are; any other becomes `_` and a hash (FTS5 tokens
+    never hold `_`, so the two forms cannot meet).
+    """
+    if _PLAIN.fullmatch(token):
+        return token
+    return "_" + hashlib.blake2b(token.encode(), digest_size=16).hexdigest()
+
+
+def _tokens(text: str) -> list[str]:
+    return [encode_token(t) for t in _fts_terms(text)]
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(_s(value))
+
+
+def _search_reply(reply: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
+    """(total, [(doc id, fields)]) of an FT.SEARCH reply, RESP2 or RESP3."""
+    if isinstance(reply, dict):
+        reply = {_s(k): v for k, v in reply.items()}
+        docs = []
+        for row in reply.get("results", []):
+            row = {_s(k): v for k, v in row.items()}
+            attrs = row.get("extra_attributes") or {}
+            docs.append((_s(row["id"]), {_s(k): _s(v) for k, v in attrs.items()}))
+        return int(reply["total_results"]), docs
+    total, rest = int(reply[0]), list(reply[1:])
+    docs = []
+    for i in range(0, len(rest), 2):
+        flat = [_s(x) for x in rest[i + 1]]
+        docs.append((_s(rest[i]), dict(zip(flat[::2], flat[1::2], strict=True))))
+    return total, docs
+
+
+class RedisIndex:
+    """The memory index of one store's long tier in Redis; see the module docstring.
+
+    Methods have the signatures and meaning of `DocMirror`'s (with `docs=False`). Each
+    takes the key prefix, which must be the one given here.
+
+    Args:
+        client: A synchronous, standalone `redis.Redis` with RediSearch.
+        prefix: The store's key prefix.
+
+    Raises:
+        ConfigurationError: `client` is a Redis Cluster client.
+    """
+
+    def __init__(self, client: Any, prefix: str) -> None:
+        if isinstance(client, RedisCluster):
+            raise ConfigurationError(
+                "The long tier's memory index runs Lua scripts over keys of several"
+                " namespaces, which a Redis Cluster refuses. Give the store a standalone"
+                " Redis (with the RediSearch module) for its long tier."
+            )
+        self._r = client
+        self.prefix = prefix
+        self.index_name = f"{prefix}:lt:kw"
+        self._commit = client.register_script(_COMMIT)
+        self._touch = client.register_script(_TOUCH)
+        self._near = client.register_script(_NEIGHBOURS)
+        self._erase = client.register_script(_ERASE)
+        tombstone = client.register_script(_TOMBSTONE)
+        self.history = RedisHistory(client, prefix, self._commit, tombstone)
+        """Memory history, appended to by `commit`."""
+
+    def setup(self) -> None:
+        """Create the RediSearch index of the prefix (idempotent)."""
+        c, t = "context", "TEXT"
+        try:
+            self._r.execute_command(
+                "FT.CREATE", self.index_name, "ON", "HASH", "PREFIX", "1",
+                f"{self.prefix}:ltm:", "STOPWORDS", "0", "SCHEMA", "ns", "TAG",
+                "text", t, "NOSTEM", "WEIGHT", FTS_WEIGHTS[0], c, t, "NOSTEM", "WEIGHT",
+                FTS_WEIGHTS[1], "time", t, "NOSTEM", "WEIGHT", FTS_WEIGHTS[2],
+            )  # fmt: skip
+        except ResponseError as e:
+            if "already exists" not in str(e).lower():
+                raise
+
+    def close(self) -> None:
+        """Nothing to release: the Redis client belongs to the store."""
+
+    def _check(self, prefix: str) -> None:
+        if prefix != self.prefix:
+            raise ValueError(
+                f"This RedisIndex serves key prefix {self.prefix!r}, not {prefix!r}:"
+                " make one RedisIndex per store prefix."
+            )
+
+    def _base(self, nsid: str) -> str:
+        return f"{self.prefix}:lt:{{{nsid}}}"
+
+    def _mem(self, nsid: str, key: str) -> str:
+        return f"{self.prefix}:ltm:{{{nsid}}}:{key}"
+
+    # ------------------------------------------------------------- intent log
+    def begin(
+        self, prefix: str, nsid: str, keys: Iterable[str], graph: Sequence[PendingGraph] = ()
+    ) -> None:
+        """Record that these keys are about to change in Chroma (one transaction).
+
+        Raises:
+            ConfigurationError: `graph` holds triples; with a Chroma server the graph
+                lives in a graph store, not in this index.
+        """
+        self._check(prefix)
+        _no_graph(graph)
+        keys = list(keys)
+        if not keys:
+            return
+        pipe = self._r.pipeline(transaction=True)
+        pipe.sadd(f"{self._base(nsid)}:i", *keys)
+        pipe.sadd(f"{self.prefix}:lt:intents", nsid)
+        pipe.execute()
+
+    def commit(
+        self,
+        prefix: str,
+        nsid: str,
+        *,
+        upserts: Mapping[str, Mapping[str, Any]] | None = None,
+        deletes: Iterable[str] = (),
+        expiries: Mapping[str, float] | None = None,
+        done: Iterable[str] = (),
+        memories: Mapping[str, MemoryRow] | None = None,
+        forget: Iterable[str] = (),
+        docs: bool = True,
+        graph: Sequence[MemoryTriples] | None = None,
+        history: tuple[Namespace, Sequence[HistoryRow]] | None = None,
+    ) -> None:
+        """Apply a batch and clear its pending keys, in one Lua script (`DocMirror.commit`).
+
+        `upserts` and `expiries` concern the document copy, which this index does not
+        keep: they are ignored, and `docs` must be False.
+
+        Raises:
+            ConfigurationError: `docs` is True, or `graph` holds triples.
+        """
+        self._check(prefix)
+        if docs:
+            raise ConfigurationError(
+                "RedisIndex keeps no document copy (Chroma holds the documents): commit"
+                " with docs=False."
+            )
+        _no_graph(graph)
+        rows = dict(memories or {})
+        drop = [k for k in [*deletes, *forget] if k not in rows]
+        done = list(dict.fromkeys(done))
+        payload: dict[str, Any] = {"drop": drop, "rows": [], "done": done, "hist": None}
+        for key, row in rows.items():
+            text, context, time_ = _tokens(row.text), _tokens(row.context), _tokens(row.time_text)
+            payload["rows"].append(
+                [key, row.text, " ".join(text), " ".join(context), " ".join(time_)]
+                + [len(text), len(context), len(time_), "1" if row.context else "0"]
+                + [row.memory_type, repr(float(row.importance))]
+                + [None if row.occurred_at is None else repr(float(row.occurred_at))]
+                + [repr(float(row.created_at))]
+            )
+        if history is not None and history[1]:
+            payload["hist"] = _history_payload(*history)
+        if not (drop or rows or done or payload["hist"]):
+            return
+        self._commit(args=[self.prefix, nsid, json.dumps(payload, ensure_ascii=False)])
+
+    def recover(
+        self,
+        prefix: str,
+        read: Callable[[str, list[str]], dict[str, dict[str, Any]]],
+        describe: Callable[[dict[str, Any]], MemoryRow | None] | None = None,
+        *,
+        docs: bool = True,
+        write_id: Callable[[dict[str, Any]], str] | None = None,
+        history: RecoveredHistory | None = None,
+    ) -> int:
+        """Replay interrupted writes of `prefix` from Chroma's records (`DocMirror.recover`).
+
+        No triples are recorded with intents here (see `begin`), so `write_id` is unused.
+        The records before are unknown (no document copy): `history` gets `{}` for them.
+
+        Returns:
+            How many keys were repaired.
+        """
+        self._check(prefix)
+        if docs:
+            raise ConfigurationError("RedisIndex keeps no document copy: recover with docs=False.")
+        nsids = sorted(_s(n) for n in self._r.smembers(f"{self.prefix}:lt:intents"))
+        repaired = 0
+        for nsid in nsids:
+            keys = sorted(_s(k) for k in self._r.smembers(f"{self._base(nsid)}:i"))
+            if not keys:
+                continue
+            current = read(nsid, keys)
+            rows = {} if describe is None else {k: describe(m) for k, m in current.items()}
+            events = None if history is None else history(nsid, keys, current, {})
+            self.commit(
+                prefix,
+                nsid,
+                deletes=[k for k in keys if k not in current],
+                done=keys,
+                memories={k: row for k, row in rows.items() if row is not None},
+                forget=[k for k, row in rows.items() if row is None],
+                docs=False,
+                history=events,
+            )
+            repaired += len(keys)
+        return repaired
+
+    # ------------------------------------------------------------- registry
+    def is_filled(self, prefix: str) -> bool:
+        """Whether the one-off job named `prefix` (a marker like "P/mem") is done."""
+        return bool(self._r.sismember(f"{self.prefix}:lt:filled", prefix))
+
+    def mark_filled(self, prefix: str) -> None:
+        """Record that the one-off job named `prefix` is done."""
+        self._r.sadd(f"{self.prefix}:lt:filled", prefix)
+
+    def register(self, prefix: str, ns: str, *, ttl: bool) -> None:
+        """Record namespace `ns` (encoded); `ttl` marks that it has held TTL items."""
+        self._check(prefix)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.zadd(f"{prefix}:lt:regp", {ns: 0})
+        if ttl:
+            pipe.hset(f"{prefix}:lt:reg", ns, "1")
+        else:
+            pipe.hsetnx(f"{prefix}:lt:reg", ns, "0")
+        pipe.execute()
+
+    def unregister(self, prefix: str, ns: str) -> None:
+        """Forget namespace `ns` (encoded)."""
+        self._check(prefix)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.zrem(f"{prefix}:lt:regp", ns)
+        pipe.hdel(f"{prefix}:lt:reg", ns)
+        pipe.execute()
+
+    def registered(self, prefix: str, under: str) -> list[tuple[str, bool]]:
+        """Encoded namespaces starting with the encoded prefix `under`, with their TTL flag."""
+        self._check(prefix)
+        names = [
+            _s(n)
+            for n in self._r.zrangebylex(f"{prefix}:lt:regp", f"[{under}", f"({under}\U0010ffff")
+        ]
+        flags = self._r.hmget(f"{prefix}:lt:reg", names) if names else []
+        return [(n, _s(f) == "1") for n, f in zip(names, flags, strict=True) if f is not None]
+
+    # ------------------------------------------------------------- memory statistics
+    def memory_stats(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, MemoryStats]:
+        """Ranking fields and access statistics of the given keys that are memories."""
+        self._check(prefix)
+        keys = list(dict.fromkeys(keys))
+        pipe = self._r.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(self._mem(nsid, key), "seq", "type", "imp", "occ", "created", "ac", "la")
+        return {k: s for k, v in zip(keys, pipe.execute(), strict=True) if (s := _stats(v))}
+
+    def memory_page(
+        self, prefix: str, nsid: str, after: int, limit: int
+    ) -> list[tuple[int, str, MemoryStats]]:
+        """One page of a namespace's memories in write order: (seq, key, stats).
+
+        Args:
+            prefix: The store's key prefix.
+            nsid: Namespace id.
+            after: Return memories written after this position (0 for the first page).
+            limit: Page size.
+        """
+        self._check(prefix)
+        keys = [
+            _s(k)
+            for k in self._r.zrangebyscore(
+                f"{self._base(nsid)}:ord", f"({after}", "+inf", start=0, num=limit
+            )
+        ]
+        stats = self.memory_stats(prefix, nsid, keys)
+        return [(stats[k].seq, k, stats[k]) for k in keys if k in stats]
+
+    def touch(self, prefix: str, hits: Sequence[tuple[str, str]], now: float) -> None:
+        """Count one access of each (namespace id, key) at time `now`, atomically.
+
+        Counts from every process add up (HINCRBY), `last_accessed` only moves forward,
+        and a key no longer a memory is left alone.
+        """
+        self._check(prefix)
+        if hits:
+            self._touch(args=[prefix, repr(float(now)), *[x for hit in hits for x in hit]])
+
+    # ------------------------------------------------------------- keyword index
+    def keyword_search(
+        self, prefix: str, nsid: str, terms: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """BM25 search of one namespace for any of `terms` (see `DocMirror.keyword_search`).
+
+        Args:
+            prefix: The store's key prefix.
+            nsid: Namespace id.
+            terms: Lower-cased query words (not stemmed), one word each.
+            limit: Most results to return.
+
+        Returns:
+            (key, BM25 score) pairs, best first; higher scores are better.
+        """
+        self._check(prefix)
+        if limit <= 0 or not terms:
+            return []
+        terms = list(terms)
+        stems = {s: encode_token(s) for s in query_stems(terms) if s}
+        phrase_of = {t: [encode_token(x) for x in _fts_terms(t)] for t in terms}
+        counted = list(
+            dict.fromkeys([*stems.values(), *(p for ps in phrase_of.values() for p in ps)])
+        )
+        base = self._base(nsid)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.zrevrange(f"{base}:ord", 0, 0, withscores=True)
+        pipe.hmget(f"{base}:s", "rows", "tokens")
+        for token in counted:
+            pipe.execute_command(
+                "FT.SEARCH", self.index_name, f"@ns:{{{nsid}}} {token}", "VERBATIM",
+                "LIMIT", "0", "0", "DIALECT", "2",
+            )  # fmt: skip
+        top, (rows, tokens), *counts = pipe.execute()
+        if not top or not rows:
+            return []
+        df = {t: _search_reply(c)[0] for t, c in zip(counted, counts, strict=True)}
+        by_stem = {s: df.get(e, 0) for s, e in stems.items()}
+        keep = kept_terms(terms, by_stem, int(top[0][1]))
+        phrases = [p for t in keep for p in phrase_of[t][:1]]
+        if not phrases:
+            return []
+        reply = self._r.execute_command(
+            "FT.SEARCH", self.index_name, f"@ns:{{{nsid}}} ({'|'.join(dict.fromkeys(phrases))})",
+            "VERBATIM", "SCORER", "BM25STD", "RETURN", "4", "seq", "text", "context", "time",
+            "LIMIT", "0", str(max(4 * limit, _MIN_CANDIDATES)), "DIALECT", "2",
+        )  # fmt: skip
+        skip = len(self._mem(nsid, ""))
+        candidates = [
+            (doc[skip:], int(f["seq"]), [f.get(c, "").split() for c in ("text", "context", "time")])
+            for doc, f in _search_reply(reply)[1]
+        ]
+        return rank(candidates, phrases, int(rows), int(tokens), df, limit)
+
+    def context_successors(
+        self, prefix: str, nsid: str, keys: Sequence[str], skip: Iterable[str]
+    ) -> list[str]:
+        """The memories written right after `keys` that carry a context key made with one.
+
+        Memories in `keys` or `skip` are left out.
+        """
+        self._check(prefix)
+        if not keys:
+            return []
+        gone = {*keys, *skip}
+        found = self._near(args=[prefix, nsid, "next", *keys])
+        return list(dict.fromkeys(k for k in map(_s, found) if k not in gone))
+
+    def previous_text(self, prefix: str, nsid: str, key: str) -> str | None:
+        """Own text of the memory written just before `key` (the last one, when new)."""
+        self._check(prefix)
+        found = self._near(args=[prefix, nsid, "prev", key])
+        return None if found is None else _s(found)
+
+    def keyword_table(self, prefix: str, nsid: str) -> str | None:
+        """None: no namespace has a keyword table of its own here."""
+        return None
+
+    # ------------------------------------------------------------- erasure
+    def namespace_keys(self, prefix: str, nsid: str) -> set[str]:
+        """Keys the index holds anything of in a namespace (memories, intents)."""
+        self._check(prefix)
+        pipe = self._r.pipeline(transaction=False)
+        pipe.zrange(f"{self._base(nsid)}:ord", 0, -1)
+        pipe.smembers(f"{self._base(nsid)}:i")
+        members, pending = pipe.execute()
+        return {_s(k) for k in [*members, *pending]}
+
+    def erase_namespace(self, prefix: str, nsid: str, ns: str) -> None:
+        """Remove a namespace's memories, intents and registry entry `ns`, then scrub.
+
+        The memory history stays (its events become tombstones through `history`).
+        """
+        self._check(prefix)
+        self._erase(args=[prefix, nsid, ns])
+        self.scrub()
+
+    def scrub(self, tables: Iterable[str] = ()) -> None:
+        """Run RediSearch's garbage collector, so deleted memories' terms leave the index.
+
+        `tables` (FTS5 table names) mean nothing here. What Redis itself keeps of deleted
+        keys (AOF, RDB snapshots) needs its own steps: BGREWRITEAOF, a new snapshot.
+        """
+        _collect(self._r, [self.index_name])
+
+
+def _history_payload(ns: Namespace, events: Sequence[HistoryRow]) -> dict[str, Any]:
+    """The events of a commit as the commit script takes them."""
+    return {
+        "ns": json.dumps(list(ns), ensure_ascii=False),
+        "ev": [
+            [e.key, repr(float(e.at)), json.dumps(list(e[2:]), ensure_ascii=False)]
+            + [e.subjects or ""]
+            for e in events
+        ],
+    }
+
+
+def _no_graph(graph: Sequence[Any] | None) -> None:
+    if graph:
+        raise ConfigurationError(
+            "RedisIndex keeps no knowledge graph: with a Chroma server the graph lives in a"
+            " graph store (graph={'backend': 'falkordb', ...}); pass no triples to the index."
+        )
+
+
+def _stats(values: Sequence[Any]) -> MemoryStats | None:
+    seq, mtype, imp, occ, created, ac, la = values
+    if seq is None or created is None:
+        return None
+    return MemoryStats(
+        int(_s(seq)),
+        _s(mtype),
+        float(_s(imp)),
+        _float(occ),
+        float(_s(created)),
+        int(_s(ac or 0)),
+        _float(la),
+    )
+
+
+class _Event(NamedTuple):
+    seq: int
+    order: int
+    at: float
+    rest: list[Any]
+
+
+def _parse(entry: Any) -> _Event:
+    seq, order, at, rest = _s(entry).split(" ", 3)
+    return _Event(int(seq), int(order), float(at), json.loads(rest))
+
+
+class RedisHistory:
+    """Memory history in Redis, with the methods and meaning of `HistoryTable`.
+
+    `commit` appends events in the script that applies the memories' change.
+    """
+
+    def __init__(self, client: Any, prefix: str, commit: Any, tombstone: Any) -> None:
+        self._r = client
+        self._p = prefix
+        self._commit = commit
+        self._tomb = tombstone
+
+    def _list(self, nsid: str, key: str) -> str:
+        return f"{self._p}:lth:{{{nsid}}}:{key}"
+
+    def append(self, prefix: str, nsid: str, ns: Namespace, rows: Sequence[HistoryRow]) -> None:
+        """Append events of one namespace's memories, each numbered after its key's last."""
+        if rows:
+            payload = {"drop": [], "rows": [], "done": [], "hist": _history_payload(ns, rows)}
+            self._commit(args=[self._p, nsid, json.dumps(payload, ensure_ascii=False)])
+
+    def _pairs(self, selection: Selection) -> list[tuple[str, str]]:
+        """(namespace id, key) of every memory the selection names that has events."""
+        pairs = dict.fromkeys((n, k) for n, k in selection.pairs if n != TOMBSTONE)
+        for subject in dict.fromkeys(selection.subjects):
+            for m in sorted(_s(x) for x in self._r.smembers(f"{self._p}:lt:hs:{subject}")):
+                nsid, _, key = m.partition(":")
+                pairs[(nsid, key)] = None
+        for nsid in dict.fromkeys(selection.nsids):
+            if nsid != TOMBSTONE:
+                keys = self._r.smembers(f"{self._p}:lt:{{{nsid}}}:hk")
+                pairs.update(dict.fromkeys((nsid, _s(k)) for k in sorted(keys, key=_s)))
+        return list(pairs)
+
+    def _read(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str, _Event]]:
+        pipe = self._r.pipeline(transaction=False)
+        for nsid, key in pairs:
+            pipe.lrange(self._list(nsid, key), 0, -1)
+        return [
+            (nsid, key, _parse(e))
+            for (nsid, key), found in zip(pairs, pipe.execute(), strict=True)
+            for e in found
+        ]
+
+    def _labels(self, nsids: Iterable[str]) -> dict[str, Namespace]:
+        nsids = list(dict.fromkeys(nsids))
+        found = self._r.hmget(f"{self._p}:lt:hns", nsids) if nsids else []
+        return {n: tuple(json.loads(_s(v))) for n, v in zip(nsids, found, strict=True) if v}
+
+    def tombstone(
+        self,
+        prefix: str,
+        selection: Selection,
+        hashed: Callable[[Namespace, str], str],
+        *,
+        dry_run: bool = False,
+    ) -> list[tuple[Namespace, str]]:
+        """Make every selected event content-free; the (namespace, key) of each.
+
+        One script moves each selected memory's events to its tombstone list (`hashed`
+        names it), so a crash leaves a memory's events either all moved or none.
+        """
+        pairs = self._pairs(selection)
+        labels = self._labels(n for n, _ in pairs)
+        pairs = [p for p in pairs if p[0] in labels]
+        if dry_run:
+            found = sorted(self._read(pairs), key=lambda r: r[2].order)
+            return [(labels[n], k) for n, k, _ in found]
+        if not pairs:
+            return []
+        args: list[Any] = [self._p]
+        for i, (nsid, key) in enumerate(pairs):
+            args += [nsid, key, hashed(labels[nsid], key), i]
+        moved = sorted(tuple(map(int, _s(x).split())) for x in self._tomb(args=args))
+        return [(labels[pairs[i][0]], pairs[i][1]) for _, i in moved]
+
+    def events(self, prefix: str, nsid: str, key: str, tombstone: str) -> list[StoredEvent]:
+        """Events of one memory: its tombstones (key `tombstone`) first, then its own."""
+        pipe = self._r.pipeline(transaction=False)
+        pipe.lrange(f"{self._p}:lth:t:{tombstone}", 0, -1)
+        pipe.lrange(self._list(nsid, key), 0, -1)
+        pipe.hget(f"{self._p}:lt:hns", nsid)
+        tombs, own, labels = pipe.execute()
+        ns = None if labels is None else tuple(json.loads(_s(labels)))
+        out = [_stored(None, tombstone, e) for e in sorted(map(_parse, tombs), key=_seq)]
+        return out + [_stored(ns, key, _parse(e)) for e in own]
+
+    def select(self, prefix: str, selection: Selection) -> list[StoredEvent]:
+        """The selected events, by namespace id, key and position."""
+        found = self._read(self._pairs(selection))
+        labels = self._labels(n for n, _, _ in found)
+        found.sort(key=lambda r: (r[0], r[1], r[2].seq))
+        return [_stored(labels.get(n), k, e) for n, k, e in found]
+
+    def last(
+        self, prefix: str, nsid: str, keys: Sequence[str]
+    ) -> dict[str, tuple[str, str | None]]:
+        """(event, content hash) of the last event of each of `keys` that has one."""
+        pipe = self._r.pipeline(transaction=False)
+        for key in keys:
+            pipe.lindex(self._list(nsid, key), -1)
+        out = {}
+        for key, entry in zip(keys, pipe.execute(), strict=True):
+            if entry is not None:
+                e = _parse(entry)
+                out[key] = (str(e.rest[0]), e.rest[4])
+        return out
+
+    def namespace_of(self, prefix: str, nsid: str) -> Namespace | None:
+        """The namespace of a namespace id that has events (None: it has none)."""
+        found = self._r.hget(f"{self._p}:lt:hns", nsid)
+        return None if found is None else tuple(json.loads(_s(found)))
+
+    def namespaces(self, prefix: str) -> list[Namespace]:
+        """Every namespace with events (memories deleted since included)."""
+        return sorted(tuple(json.loads(_s(v))) for v in self._r.hvals(f"{self._p}:lt:hns"))
+
+
+def _seq(e: _Event) -> int:
+    return e.seq
+
+
+def _stored(ns: Namespace | None, key: str, e: _Event) -> StoredEvent:
+    r = e.rest
+    return StoredEvent(ns, key, e.seq, e.at, r[0], r[1], r[2], r[3], r[4], r[5])

@@ -1,0 +1,288 @@
+"""`RedisIndex` answers as the SQLite memory index (`DocMirror`, docs=False) does, shared."""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis.cluster import RedisCluster
+
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.types import MemoryTriples
+from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
+from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex, _search_reply
+from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, Selection
+from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow
+
+pytestmark = pytest.mark.integration
+
+_WORDS = ["run", "running", "s", "ies", "café", "2023", "june", "dog", "dogs", "ß", "λόγος"]
+_WORDS += ["trip", "camping", "camped", "x", "the"]
+_KEYS = [f"k{i}" for i in range(8)]
+_NS = ("users", "u1", "memories")
+
+_text = st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join)
+_row = st.builds(
+    MemoryRow,
+    _text,
+    _text,
+    _text,
+    st.sampled_from(["fact", "event"]),
+    st.floats(0, 1),
+    st.none() | st.floats(0, 2e9),
+    st.floats(0, 2e9),
+)
+_event = st.builds(
+    HistoryRow,
+    st.sampled_from(_KEYS),
+    st.floats(0, 2e9),
+    st.sampled_from(["add", "update", "deleted"]),
+    st.none() | st.just("user"),
+    st.none() | st.text(max_size=5),
+    st.none() | st.just("h0"),
+    st.none() | st.just("h1"),
+    st.none() | _text,
+    st.none() | st.sampled_from(["sa", "sb", "sa sb"]),
+)
+_commit = st.tuples(
+    st.just("commit"),
+    st.dictionaries(st.sampled_from(_KEYS), _row, max_size=4),
+    st.lists(st.sampled_from(_KEYS), max_size=3),
+    st.lists(st.sampled_from(_KEYS), max_size=2),
+    st.lists(_event, max_size=3),
+)
+_touch = st.tuples(
+    st.just("touch"), st.lists(st.sampled_from(_KEYS), max_size=4), st.floats(0, 2e9)
+)
+_recover = st.tuples(
+    st.just("recover"),
+    st.dictionaries(st.sampled_from(_KEYS), st.none() | _row, max_size=3),
+    st.lists(st.sampled_from(_KEYS), max_size=2),
+)
+_ops = st.lists(st.one_of(_commit, _touch, _recover), min_size=1, max_size=12)
+
+
+@pytest.fixture(params=[2, 3])
+def client(redis_url: str, request: pytest.FixtureRequest) -> Iterator[redis.Redis]:
+    """A client speaking RESP2 or RESP3 (search replies differ)."""
+    c = redis.Redis.from_url(redis_url, protocol=request.param)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def index(client: redis.Redis, key_prefix: str) -> RedisIndex:
+    idx = RedisIndex(client, key_prefix)
+    idx.setup()
+    idx.setup()  # idempotent
+    return idx
+
+
+def _apply(target: Any, prefix: str, nsid: str, op: tuple[Any, ...]) -> None:
+    kind = op[0]
+    if kind == "commit":
+        _, rows, deletes, forget, events = op
+        history = (_NS, events) if events else None
+        target.commit(
+            prefix,
+            nsid,
+            memories=rows,
+            deletes=deletes,
+            forget=forget,
+            done=list(rows),
+            docs=False,
+            history=history,
+        )
+    elif kind == "touch":
+        target.touch(prefix, [(nsid, k) for k in op[1]], op[2])
+    else:
+        _, records, pending = op
+        keys = sorted({*records, *pending})
+        target.begin(prefix, nsid, keys)
+
+        def read(ns: str, asked: list[str]) -> dict[str, dict[str, Any]]:
+            return {k: {"row": records[k]} for k in asked if k in records}
+
+        def history(
+            ns: str, asked: list[str], current: dict[str, Any], before: dict[str, Any]
+        ) -> tuple[Any, list[HistoryRow]]:
+            return _NS, [
+                HistoryRow(k, 5.0, "recovered", "system", None, None, None, None)
+                for k in asked
+                if k in current
+            ]
+
+        target.recover(prefix, read, lambda m: m["row"], docs=False, history=history)
+
+
+def _answers(target: Any, prefix: str, nsid: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"stats": target.memory_stats(prefix, nsid, _KEYS)}
+    pages, after = [], 0
+    while page := target.memory_page(prefix, nsid, after, 3):
+        pages += [(k, s) for _, k, s in page]
+        after = page[-1][0]
+    out["pages"] = pages
+    out["previous"] = [target.previous_text(prefix, nsid, k) for k in [*_KEYS, "new"]]
+    out["successors"] = [
+        target.context_successors(prefix, nsid, _KEYS[i : i + 3], _KEYS[i + 3 : i + 4])
+        for i in range(0, 8, 2)
+    ]
+    out["events"] = [target.history.events(prefix, nsid, k, f"t-{k}") for k in _KEYS]
+    out["last"] = target.history.last(prefix, nsid, _KEYS)
+    out["select"] = target.history.select(prefix, Selection(subjects=["sa"]))
+    out["namespaces"] = target.history.namespaces(prefix)
+    out["ns_of"] = target.history.namespace_of(prefix, nsid)
+    out["keys"] = target.namespace_keys(prefix, nsid)
+    return out
+
+
+def _same_hits(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
+    assert [k for k, _ in a] == [k for k, _ in b]
+    for (_, x), (_, y) in zip(a, b, strict=True):
+        assert math.isclose(x, y, rel_tol=1e-9)
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    ops=_ops,
+    queries=st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4), max_size=2),
+)
+def test_op_sequences_give_the_sqlite_index_answers(
+    client: redis.Redis, key_prefix: str, ops: list[tuple[Any, ...]], queries: list[list[str]]
+) -> None:
+    nsid = uuid.uuid4().hex
+    prefix = f"{key_prefix}:{nsid[:8]}"  # history is per prefix: one per example
+    index = RedisIndex(client, prefix)
+    index.setup()
+    mirror = DocMirror(":memory:")
+    try:
+        for op in ops:
+            _apply(mirror, prefix, nsid, op)
+            _apply(index, prefix, nsid, op)
+            for terms in [*queries, ["dog", "run"], ["s"]]:
+                for limit in (1, 20):
+                    _same_hits(
+                        index.keyword_search(prefix, nsid, terms, limit),
+                        mirror.keyword_search(prefix, nsid, terms, limit),
+                    )
+        assert _answers(index, prefix, nsid) == _answers(mirror, prefix, nsid)
+        chosen = Selection(nsids=[nsid], subjects=["sb"])
+        for dry_run in (True, False):
+            assert index.history.tombstone(
+                prefix, chosen, lambda ns, k: f"t-{k}", dry_run=dry_run
+            ) == mirror.history.tombstone(prefix, chosen, lambda ns, k: f"t-{k}", dry_run=dry_run)
+        assert _answers(index, prefix, nsid) == _answers(mirror, prefix, nsid)
+    finally:
+        mirror.close()
+        client.execute_command("FT.DROPINDEX", index.index_name)
+
+
+def test_terms_in_half_of_a_thousand_memories_are_dropped_as_in_sqlite(
+    index: RedisIndex, key_prefix: str
+) -> None:
+    nsid = uuid.uuid4().hex
+    rows = {
+        f"m{i}": MemoryRow(
+            "dog walk" if i % 2 else f"cat {i % 7}", "", "june", "fact", 0.5, None, 1.0
+        )
+        for i in range(1100)
+    }
+    mirror = DocMirror(":memory:")
+    try:
+        for target in (mirror, index):
+            target.commit(key_prefix, nsid, memories=rows, docs=False)
+        for terms, limit in ((["dog", "cat", "3"], 10), (["walk", "3", "june"], 300)):
+            expected = mirror.keyword_search(key_prefix, nsid, terms, limit)
+            assert expected  # "3" is rare enough to stay
+            _same_hits(index.keyword_search(key_prefix, nsid, terms, limit), expected)
+    finally:
+        mirror.close()
+
+
+def test_touches_from_two_clients_add_up(
+    index: RedisIndex, redis_url: str, key_prefix: str
+) -> None:
+    nsid = uuid.uuid4().hex
+    index.commit(
+        key_prefix,
+        nsid,
+        memories={"k": MemoryRow("dog", "", "", "fact", 0.5, None, 1.0)},
+        docs=False,
+    )
+
+    def touches(start: float) -> None:
+        other = redis.Redis.from_url(redis_url)
+        try:
+            mine = RedisIndex(other, key_prefix)
+            for i in range(200):
+                mine.touch(key_prefix, [(nsid, "k"), (nsid, "absent")], start + i)
+        finally:
+            other.close()
+
+    threads = [threading.Thread(target=touches, args=(s,)) for s in (1000.0, 5000.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stats = index.memory_stats(key_prefix, nsid, ["k", "absent"])
+    assert list(stats) == ["k"]
+    assert stats["k"].access_count == 400
+    assert stats["k"].last_accessed == 5199.0
+    # A rewrite keeps the counts.
+    index.commit(
+        key_prefix,
+        nsid,
+        memories={"k": MemoryRow("cat", "", "", "fact", 0.9, None, 2.0)},
+        docs=False,
+    )
+    assert index.memory_stats(key_prefix, nsid, ["k"])["k"].access_count == 400
+
+
+def test_erase_namespace_leaves_no_key_and_no_search_hit(
+    index: RedisIndex, client: redis.Redis, key_prefix: str
+) -> None:
+    nsid, other = uuid.uuid4().hex, uuid.uuid4().hex
+    rows = {f"k{i}": MemoryRow("dog trip", "camping", "june", "fact", 0.5, None, 1.0) for i in "ab"}
+    events = [HistoryRow("ka", 1.0, "add", "user", None, None, "h", "dog trip", "sa")]
+    for ns in (nsid, other):
+        index.register(key_prefix, f"enc-{ns}", ttl=False)
+        index.begin(key_prefix, ns, ["kc"])
+        index.commit(key_prefix, ns, memories=rows, docs=False, history=(_NS, events))
+        index.touch(key_prefix, [(ns, "ka")], 3.0)
+    index.history.tombstone(key_prefix, Selection(nsids=[nsid]), lambda ns, k: f"t-{k}")
+    index.erase_namespace(key_prefix, nsid, f"enc-{nsid}")
+    assert list(client.scan_iter(match=f"*{nsid}*", count=1000)) == []
+    assert index.keyword_search(key_prefix, nsid, ["dog"], 10) == []
+    found = client.execute_command(
+        "FT.SEARCH", index.index_name, f"@ns:{{{nsid}}}", "LIMIT", "0", "0", "DIALECT", "2"
+    )
+    assert _search_reply(found)[0] == 0
+    assert index.registered(key_prefix, "") == [(f"enc-{other}", False)]
+    assert [k for k, _ in index.keyword_search(key_prefix, other, ["dog"], 10)] == ["ka", "kb"]
+    assert index.namespace_keys(key_prefix, other) == {"ka", "kb", "kc"}
+
+
+def test_triples_and_document_copies_are_refused(index: RedisIndex, key_prefix: str) -> None:
+    triples = [MemoryTriples(_NS, "k", (), None)]
+    with pytest.raises(ConfigurationError, match="graph store"):
+        index.commit(key_prefix, "n" * 32, docs=False, graph=triples)
+    with pytest.raises(ConfigurationError, match="docs=False"):
+        index.commit(key_prefix, "n" * 32, memories={})
+    index.commit(key_prefix, "n" * 32, docs=False, graph=[])
+
+
+def test_a_redis_cluster_client_is_refused_with_the_fix() -> None:
+    cluster = object.__new__(RedisCluster)  # a cluster client, not connected
+    with pytest.raises(ConfigurationError, match="standalone Redis"):
+        RedisIndex(cluster, "p")
