@@ -64,6 +64,7 @@ logger = logging.getLogger("langgraph_tiered_memory.store.tiers.index_redis")
 
 _PLAIN = re.compile("[a-z0-9]{1,100}")
 _MIN_CANDIDATES = 200
+_SCORER = "BM25STD"
 
 _COMMIT = """
 local P, nsid = ARGV[1], ARGV[2]
@@ -553,7 +554,7 @@ class RedisIndex:
             return []
         reply = self._r.execute_command(
             "FT.SEARCH", self.index_name, f"@ns:{{{nsid}}} ({'|'.join(dict.fromkeys(phrases))})",
-            "VERBATIM", "SCORER", "BM25STD", "RETURN", "4", "seq", "text", "context", "time",
+            "VERBATIM", "SCORER", _SCORER, "RETURN", "4", "seq", "text", "context", "time",
             "LIMIT", "0", str(max(4 * limit, _MIN_CANDIDATES)), "DIALECT", "2",
         )  # fmt: skip
         skip = len(self._mem(nsid, ""))
