@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
+from collections.abc import Sequence
 
-__all__ = ["FTS_TOKENIZE", "fold", "index_terms", "keyword_terms"]
+__all__ = ["FTS_TOKENIZE", "fold", "fts_terms_many", "index_terms", "keyword_terms"]
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 """The keyword index's FTS5 tokenizer: Porter stems over Unicode words, diacritics folded."""
@@ -34,6 +35,11 @@ _fold_db: sqlite3.Connection | None = None
 
 def _fts_terms(text: str) -> list[str]:
     """The terms the keyword index's tokenizer makes of `text`, in order."""
+    return fts_terms_many([text])[0]
+
+
+def fts_terms_many(texts: Sequence[str]) -> list[list[str]]:
+    """The terms of each of `texts`, as `_fts_terms` makes them, in one SQLite pass."""
     global _fold_db
     with _FOLD_LOCK:
         if _fold_db is None:
@@ -42,8 +48,11 @@ def _fts_terms(text: str) -> list[str]:
             db.execute("CREATE VIRTUAL TABLE fold_terms USING fts5vocab(fold, instance)")
             _fold_db = db
         _fold_db.execute("DELETE FROM fold")
-        _fold_db.execute("INSERT INTO fold (t) VALUES (?)", (text,))
-        return [t for (t,) in _fold_db.execute("SELECT term FROM fold_terms ORDER BY offset")]
+        _fold_db.executemany("INSERT INTO fold (rowid, t) VALUES (?, ?)", enumerate(texts, 1))
+        out: list[list[str]] = [[] for _ in texts]
+        for doc, term in _fold_db.execute("SELECT doc, term FROM fold_terms ORDER BY doc, offset"):
+            out[doc - 1].append(term)
+        return out
 
 
 @functools.lru_cache(maxsize=8192)

@@ -47,7 +47,7 @@ from langgraph_tiered_memory.checkpoint.erase import _collect
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import MemoryTriples, Namespace
 from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, kept_terms, query_stems, rank
-from langgraph_tiered_memory.ranking_terms import _fts_terms
+from langgraph_tiered_memory.ranking_terms import fts_terms_many
 from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
     TOMBSTONE,
@@ -64,6 +64,7 @@ logger = logging.getLogger("langgraph_tiered_memory.store.tiers.index_redis")
 
 _PLAIN = re.compile("[a-z0-9]{1,100}")
 _MIN_CANDIDATES = 200
+_SCORER = "BM25STD"
 
 _COMMIT = """
 local P, nsid = ARGV[1], ARGV[2]
@@ -102,24 +103,23 @@ end
 for _, r in ipairs(a.rows) do
   local key = r[1]
   local v = redis.call('HMGET', mk(key), 'seq', 'n')
-  local seq, old = v[1], 0
-  if seq then
-    old = tonumber(v[2])
+  local n = r[6] + r[7] + r[8]
+  local f = {'ns', nsid, 'raw', r[2], 'text', r[3], 'context', r[4], 'time', r[5], 'nt', r[6],
+    'nc', r[7], 'nm', r[8], 'n', n, 'ctx', r[9], 'type', r[10], 'imp', r[11], 'created', r[13]}
+  if r[12] ~= cjson.null then f[#f + 1] = 'occ'; f[#f + 1] = r[12] end
+  if v[1] then
+    if r[12] == cjson.null then redis.call('HDEL', mk(key), 'occ') end
+    redis.call('HINCRBY', st, 'tokens', n - tonumber(v[2]))
   else
     local top = redis.call('ZREVRANGE', ord, 0, 0, 'WITHSCORES')
-    seq = 1
+    local seq = 1
     if top[2] then seq = tonumber(top[2]) + 1 end
     redis.call('ZADD', ord, seq, key)
     redis.call('HINCRBY', st, 'rows', 1)
-    redis.call('HSET', mk(key), 'ac', 0)
+    redis.call('HINCRBY', st, 'tokens', n)
+    f[#f + 1] = 'seq'; f[#f + 1] = seq; f[#f + 1] = 'ac'; f[#f + 1] = 0
   end
-  local n = r[6] + r[7] + r[8]
-  redis.call('HSET', mk(key), 'ns', nsid, 'seq', seq, 'raw', r[2], 'text', r[3],
-    'context', r[4], 'time', r[5], 'nt', r[6], 'nc', r[7], 'nm', r[8], 'n', n, 'ctx', r[9],
-    'type', r[10], 'imp', r[11], 'created', r[13])
-  if r[12] == cjson.null then redis.call('HDEL', mk(key), 'occ')
-  else redis.call('HSET', mk(key), 'occ', r[12]) end
-  redis.call('HINCRBY', st, 'tokens', n - old)
+  redis.call('HSET', mk(key), unpack(f))
 end
 if #a.done > 0 then
   redis.call('SREM', base .. ':i', unpack(a.done))
@@ -228,10 +228,6 @@ def encode_token(token: str) -> str:
     if _PLAIN.fullmatch(token):
         return token
     return "_" + hashlib.blake2b(token.encode(), digest_size=16).hexdigest()
-
-
-def _tokens(text: str) -> list[str]:
-    return [encode_token(t) for t in _fts_terms(text)]
 
 
 def _float(value: Any) -> float | None:
@@ -372,8 +368,10 @@ class RedisIndex:
         drop = [k for k in [*deletes, *forget] if k not in rows]
         done = list(dict.fromkeys(done))
         payload: dict[str, Any] = {"drop": drop, "rows": [], "done": done, "hist": None}
-        for key, row in rows.items():
-            text, context, time_ = _tokens(row.text), _tokens(row.context), _tokens(row.time_text)
+        texts = [t for row in rows.values() for t in (row.text, row.context, row.time_text)]
+        tokens = [[encode_token(t) for t in found] for found in fts_terms_many(texts)]
+        for i, (key, row) in enumerate(rows.items()):
+            text, context, time_ = tokens[3 * i : 3 * i + 3]
             payload["rows"].append(
                 [key, row.text, " ".join(text), " ".join(context), " ".join(time_)]
                 + [len(text), len(context), len(time_), "1" if row.context else "0"]
@@ -529,7 +527,10 @@ class RedisIndex:
             return []
         terms = list(terms)
         stems = {s: encode_token(s) for s in query_stems(terms) if s}
-        phrase_of = {t: [encode_token(x) for x in _fts_terms(t)] for t in terms}
+        phrase_of = {
+            t: [encode_token(x) for x in found]
+            for t, found in zip(terms, fts_terms_many(terms), strict=True)
+        }
         counted = list(
             dict.fromkeys([*stems.values(), *(p for ps in phrase_of.values() for p in ps)])
         )
@@ -553,7 +554,7 @@ class RedisIndex:
             return []
         reply = self._r.execute_command(
             "FT.SEARCH", self.index_name, f"@ns:{{{nsid}}} ({'|'.join(dict.fromkeys(phrases))})",
-            "VERBATIM", "SCORER", "BM25STD", "RETURN", "4", "seq", "text", "context", "time",
+            "VERBATIM", "SCORER", _SCORER, "RETURN", "4", "seq", "text", "context", "time",
             "LIMIT", "0", str(max(4 * limit, _MIN_CANDIDATES)), "DIALECT", "2",
         )  # fmt: skip
         skip = len(self._mem(nsid, ""))
