@@ -744,22 +744,13 @@ def test_a_write_killed_between_chroma_and_the_index_is_repaired_whole(start: An
     died = driver.run({"killed": [killed]})
     assert died == {"killed": None}, f"the replica did not die in its upsert: {died}"
 
-    # Another replica's next write to the namespace repairs it; then a fresh replica joins.
-    driver.run(
-        {
-            "r0": [
-                put(
-                    (
-                        DANA,
-                        "d2",
-                        mem("Dana runs along the river every Sunday morning", "experience", 0.5),
-                    )
-                )
-            ]
-        }
+    # Another replica's next write to the namespace repairs it. A fresh replica starts
+    # meanwhile and joins the reads after it.
+    replicas["fresh"] = start("fresh")  # `driver.replicas` is this dict
+    repair = put(
+        (DANA, "d2", mem("Dana runs along the river every Sunday morning", "experience", 0.5))
     )
-    replicas["fresh"] = start("fresh")
-    driver.replicas["fresh"] = replicas["fresh"]
+    driver.run({"r0": [repair]})
     driver.run(
         {
             "r0": [search(DANA, "what does Dana do on Sundays", 2), get(DANA, "d4")],
