@@ -43,10 +43,8 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 __all__ = ["SqliteGraph"]
 
 _NO_FILE = (
-    "The embedded graph (graph='sqlite') keeps its triples in the long tier's SQLite file,"
-    " which this tier does not have: it has one beside an embedded Chroma (chroma_path=...)"
-    " and, with a Chroma server, when memory scoring keeps its index in a file"
-    " (memory_index_path='/path/memory-index.sqlite3'), one per process. With a Chroma"
+    "The embedded graph (graph='sqlite') keeps its triples in the SQLite file beside an"
+    " embedded Chroma (chroma_path=...), which this tier does not have. With a Chroma"
     " server, pass graph=True (FalkorDB on the store's own Redis, shared by every process)"
     " or graph={'backend': 'falkordb', 'url': 'redis://...'}."
 )

@@ -390,14 +390,7 @@ def build_graph(
     if backend in ("default", "sqlite"):
         from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 
-        graph = SqliteGraph.for_tier(long_tier)
-        if chroma_server:
-            logger.warning(
-                "graph='sqlite' with a Chroma server keeps the triples in this process's"
-                " memory index file: other processes of the deployment do not see them"
-                " (graph=True keeps them in FalkorDB on the store's Redis)"
-            )
-        return graph, True
+        return SqliteGraph.for_tier(long_tier), True
     if backend == "falkordb":
         _import_falkordb("graph backend 'falkordb' needs the FalkorDB client")
         from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph

@@ -193,14 +193,11 @@ def test_a_server_store_without_a_redis_gets_an_error_naming_the_falkordb_option
         replicas.open(_prefix(prefixes), tiers={"default": "long"})
 
 
-def test_an_explicit_sqlite_graph_on_a_server_stays_in_the_memory_index_file(
-    replicas: Replicas, prefixes: list[str], caplog: pytest.LogCaptureFixture
+def test_an_explicit_sqlite_graph_on_a_server_is_refused_naming_the_shared_default(
+    replicas: Replicas, prefixes: list[str]
 ) -> None:
-    store = replicas.open(_prefix(prefixes), graph="sqlite")
-    assert isinstance(store.graph, SqliteGraph)
-    assert "other processes of the deployment do not see them" in caplog.text
-    store.put(ANNA, "m1", {"content": "Anna lives in Paris."})
-    assert _facts(store) == {(ANNA, "anna", "lives_in", "paris", ("m1",))}
+    with pytest.raises(ConfigurationError, match=r"graph=True \(FalkorDB on the store's own Redis"):
+        replicas.open(_prefix(prefixes), graph="sqlite")
 
 
 def test_the_default_graph_of_an_embedded_chroma_is_still_sqlite(
