@@ -286,3 +286,58 @@ def test_a_redis_cluster_client_is_refused_with_the_fix() -> None:
     cluster = object.__new__(RedisCluster)  # a cluster client, not connected
     with pytest.raises(ConfigurationError, match="standalone Redis"):
         RedisIndex(cluster, "p")
+
+
+def test_add_access_adds_counts_keeps_the_latest_access_and_runs_once(
+    index: RedisIndex, client: redis.Redis, key_prefix: str
+) -> None:
+    nsid = uuid.uuid4().hex
+    row = MemoryRow("dog", "", "", "fact", 0.5, None, 1.0)
+    index.commit(key_prefix, nsid, memories={"a": row, "b": row}, docs=False)
+    index.touch(key_prefix, [(nsid, "a")], 50.0)
+    once = f"{key_prefix}:lt:meta:once"
+    counts = {"a": (3, 20.0), "b": (2, None), "gone": (7, 99.0)}
+    assert index.add_access(key_prefix, nsid, counts, once=once)
+    assert not index.add_access(key_prefix, nsid, counts, once=once)  # done once
+    assert index.add_access(key_prefix, nsid, {"b": (1, 70.0)})
+    stats = index.memory_stats(key_prefix, nsid, ["a", "b", "gone"])
+    assert {k: (s.access_count, s.last_accessed) for k, s in stats.items()} == {
+        "a": (4, 50.0),
+        "b": (3, 70.0),
+    }
+    assert not client.exists(f"{key_prefix}:ltm:{{{nsid}}}:gone")
+
+
+def test_add_rows_keeps_rows_held_and_places_new_ones_at_their_position(
+    index: RedisIndex, key_prefix: str
+) -> None:
+    nsid = uuid.uuid4().hex
+    held = MemoryRow("dog walk", "", "", "fact", 0.5, None, 1.0)
+    index.commit(key_prefix, nsid, memories={"a": held}, docs=False)
+    index.touch(key_prefix, [(nsid, "a")], 5.0)
+    other = MemoryRow("cat nap", "dog walk", "june", "event", 0.9, 3.0, 2.0)
+    index.add_rows(key_prefix, nsid, {"a": other, "b": other, "c": other}, {"a": 1, "b": 4, "c": 2})
+    stats = index.memory_stats(key_prefix, nsid, ["a", "b", "c"])
+    assert (stats["a"].memory_type, stats["a"].access_count) == ("fact", 1)
+    assert [(k, s.seq) for k, s in sorted(stats.items())] == [("a", 1), ("b", 4), ("c", 5)]
+    assert [k for k, _ in index.keyword_search(key_prefix, nsid, ["cat"], 5)] == ["b", "c"]
+    assert index.keyword_search(key_prefix, nsid, ["dog"], 5)[0][0] == "a"
+
+
+def test_merged_history_keeps_one_copy_of_each_event_in_time_order(
+    index: RedisIndex, key_prefix: str
+) -> None:
+    nsid = uuid.uuid4().hex
+    first = HistoryRow("k", 10.0, "add", "user", None, None, "h1", "x", "sa")
+    later = HistoryRow("k", 30.0, "update", "user", None, "h1", "h2", "y")
+    index.commit(key_prefix, nsid, history=(_NS, [first, later]), docs=False)
+    between = HistoryRow("k", 20.0, "update", "agent", None, "h1", "h3", "z", "sb")
+    assert index.history.merge(nsid, _NS, [first, between, later]) == 1
+    assert index.history.merge(nsid, _NS, [between]) == 0
+    events = index.history.events(key_prefix, nsid, "k", "t")
+    assert [(e.seq, e.at, e.content_hash) for e in events] == [
+        (1, 10.0, "h1"),
+        (2, 20.0, "h3"),
+        (3, 30.0, "h2"),
+    ]
+    assert index.history.select(key_prefix, Selection(subjects=["sb"])) == events

@@ -103,23 +103,26 @@ end
 for _, r in ipairs(a.rows) do
   local key = r[1]
   local v = redis.call('HMGET', mk(key), 'seq', 'n')
-  local n = r[6] + r[7] + r[8]
-  local f = {'ns', nsid, 'raw', r[2], 'text', r[3], 'context', r[4], 'time', r[5], 'nt', r[6],
-    'nc', r[7], 'nm', r[8], 'n', n, 'ctx', r[9], 'type', r[10], 'imp', r[11], 'created', r[13]}
-  if r[12] ~= cjson.null then f[#f + 1] = 'occ'; f[#f + 1] = r[12] end
-  if v[1] then
-    if r[12] == cjson.null then redis.call('HDEL', mk(key), 'occ') end
-    redis.call('HINCRBY', st, 'tokens', n - tonumber(v[2]))
-  else
-    local top = redis.call('ZREVRANGE', ord, 0, 0, 'WITHSCORES')
-    local seq = 1
-    if top[2] then seq = tonumber(top[2]) + 1 end
-    redis.call('ZADD', ord, seq, key)
-    redis.call('HINCRBY', st, 'rows', 1)
-    redis.call('HINCRBY', st, 'tokens', n)
-    f[#f + 1] = 'seq'; f[#f + 1] = seq; f[#f + 1] = 'ac'; f[#f + 1] = 0
+  if not (a.keep and v[1]) then
+    local n = r[6] + r[7] + r[8]
+    local f = {'ns', nsid, 'raw', r[2], 'text', r[3], 'context', r[4], 'time', r[5], 'nt', r[6],
+      'nc', r[7], 'nm', r[8], 'n', n, 'ctx', r[9], 'type', r[10], 'imp', r[11], 'created', r[13]}
+    if r[12] ~= cjson.null then f[#f + 1] = 'occ'; f[#f + 1] = r[12] end
+    if v[1] then
+      if r[12] == cjson.null then redis.call('HDEL', mk(key), 'occ') end
+      redis.call('HINCRBY', st, 'tokens', n - tonumber(v[2]))
+    else
+      local top = redis.call('ZREVRANGE', ord, 0, 0, 'WITHSCORES')
+      local seq = 1
+      if top[2] then seq = tonumber(top[2]) + 1 end
+      if r[14] and r[14] > seq then seq = r[14] end
+      redis.call('ZADD', ord, seq, key)
+      redis.call('HINCRBY', st, 'rows', 1)
+      redis.call('HINCRBY', st, 'tokens', n)
+      f[#f + 1] = 'seq'; f[#f + 1] = seq; f[#f + 1] = 'ac'; f[#f + 1] = 0
+    end
+    redis.call('HSET', mk(key), unpack(f))
   end
-  redis.call('HSET', mk(key), unpack(f))
 end
 if #a.done > 0 then
   redis.call('SREM', base .. ':i', unpack(a.done))
@@ -153,6 +156,69 @@ for i = 3, #ARGV, 2 do
   end
 end
 return 1
+"""
+
+_ADD_ACCESS = """
+local P, nsid, once = ARGV[1], ARGV[2], ARGV[3]
+if once ~= '' and redis.call('SADD', once, nsid) == 0 then return 0 end
+for i = 4, #ARGV, 3 do
+  local k = P .. ':ltm:{' .. nsid .. '}:' .. ARGV[i]
+  if redis.call('EXISTS', k) == 1 then
+    redis.call('HINCRBY', k, 'ac', ARGV[i + 1])
+    local la, last = redis.call('HGET', k, 'la'), ARGV[i + 2]
+    if last ~= '' and (not la or tonumber(la) < tonumber(last)) then
+      redis.call('HSET', k, 'la', last)
+    end
+  end
+end
+return 1
+"""
+
+_MERGE_EVENTS = """
+local P, nsid, labels = ARGV[1], ARGV[2], ARGV[3]
+local lists, changed, added = {}, {}, 0
+for _, e in ipairs(cjson.decode(ARGV[4])) do
+  local lk = P .. ':lth:t:' .. e[1]
+  if nsid ~= '' then lk = P .. ':lth:{' .. nsid .. '}:' .. e[1] end
+  local l = lists[lk]
+  if not l then
+    l = {}
+    for i, x in ipairs(redis.call('LRANGE', lk, 0, -1)) do
+      local _, h, at, rest = string.match(x, '^(%S+) (%S+) (%S+) (.*)$')
+      l[i] = {h, at, rest, i}
+    end
+    lists[lk] = l
+  end
+  local r, dup = cjson.decode(e[3]), false
+  for _, c in ipairs(l) do
+    local cr = cjson.decode(c[3])
+    if tonumber(c[2]) == tonumber(e[2]) and cr[1] == r[1] and cr[5] == r[5] then dup = true end
+  end
+  if not dup then
+    l[#l + 1] = {redis.call('INCR', P .. ':lt:hseq'), e[2], e[3], #l + 1}
+    changed[lk], added = true, added + 1
+    if nsid ~= '' then
+      redis.call('HSET', P .. ':lt:hns', nsid, labels)
+      redis.call('SADD', P .. ':lt:{' .. nsid .. '}:hk', e[1])
+      for s in string.gmatch(e[4], '%S+') do
+        redis.call('SADD', P .. ':lt:hs:' .. s, nsid .. ':' .. e[1])
+      end
+    end
+  end
+end
+for lk in pairs(changed) do
+  local l = lists[lk]
+  table.sort(l, function(a, b)
+    local x, y = tonumber(a[2]), tonumber(b[2])
+    if x ~= y then return x < y end
+    return a[4] < b[4]
+  end)
+  redis.call('DEL', lk)
+  for i, c in ipairs(l) do
+    redis.call('RPUSH', lk, i .. ' ' .. c[1] .. ' ' .. c[2] .. ' ' .. c[3])
+  end
+end
+return added
 """
 
 _NEIGHBOURS = """
@@ -280,9 +346,12 @@ class RedisIndex:
         self._touch = client.register_script(_TOUCH)
         self._near = client.register_script(_NEIGHBOURS)
         self._erase = client.register_script(_ERASE)
+        self._add_access = client.register_script(_ADD_ACCESS)
         tombstone = client.register_script(_TOMBSTONE)
         self.history = RedisHistory(client, prefix, self._commit, tombstone)
         """Memory history, appended to by `commit`."""
+        self.client = client
+        """The Redis client (the store's)."""
 
     def setup(self) -> None:
         """Create the RediSearch index of the prefix (idempotent)."""
@@ -367,18 +436,7 @@ class RedisIndex:
         rows = dict(memories or {})
         drop = [k for k in [*deletes, *forget] if k not in rows]
         done = list(dict.fromkeys(done))
-        payload: dict[str, Any] = {"drop": drop, "rows": [], "done": done, "hist": None}
-        texts = [t for row in rows.values() for t in (row.text, row.context, row.time_text)]
-        tokens = [[encode_token(t) for t in found] for found in fts_terms_many(texts)]
-        for i, (key, row) in enumerate(rows.items()):
-            text, context, time_ = tokens[3 * i : 3 * i + 3]
-            payload["rows"].append(
-                [key, row.text, " ".join(text), " ".join(context), " ".join(time_)]
-                + [len(text), len(context), len(time_), "1" if row.context else "0"]
-                + [row.memory_type, repr(float(row.importance))]
-                + [None if row.occurred_at is None else repr(float(row.occurred_at))]
-                + [repr(float(row.created_at))]
-            )
+        payload: dict[str, Any] = {"drop": drop, "rows": _rows(rows), "done": done, "hist": None}
         if history is not None and history[1]:
             payload["hist"] = _history_payload(*history)
         if not (drop or rows or done or payload["hist"]):
@@ -427,6 +485,51 @@ class RedisIndex:
             )
             repaired += len(keys)
         return repaired
+
+    def add_rows(
+        self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow], seqs: Mapping[str, int]
+    ) -> None:
+        """Add the memories the namespace does not hold yet, after its last, in one script.
+
+        Rows the namespace already holds are left as they are (an import: what is there
+        is newer). New rows come in the order of `rows`, without accesses, each at the
+        write position `seqs` gives it when that is past the namespace's last (else
+        right after it).
+        """
+        self._check(prefix)
+        if rows:
+            found = [[*r, seqs[r[0]]] for r in _rows(rows)]
+            payload = {"drop": [], "rows": found, "done": [], "hist": None, "keep": True}
+            self._commit(args=[self.prefix, nsid, json.dumps(payload, ensure_ascii=False)])
+
+    def add_access(
+        self,
+        prefix: str,
+        nsid: str,
+        counts: Mapping[str, tuple[int, float | None]],
+        *,
+        once: str | None = None,
+    ) -> bool:
+        """Add access counts (and a latest access time) to memories, in one script.
+
+        `counts` maps keys to (accesses, last access or None). Counts add up, the last
+        access only moves forward, keys that are not memories are left alone.
+
+        Args:
+            prefix: The store's key prefix.
+            nsid: Namespace id.
+            counts: The accesses to add per key.
+            once: A Redis set recording namespaces done: when it already holds `nsid`
+                nothing is added (so an interrupted import can run again).
+
+        Returns:
+            Whether the counts were added.
+        """
+        self._check(prefix)
+        args: list[Any] = [self.prefix, nsid, once or ""]
+        for key, (count, last) in counts.items():
+            args += [key, int(count), "" if last is None else repr(float(last))]
+        return bool(self._add_access(args=args))
 
     # ------------------------------------------------------------- registry
     def is_filled(self, prefix: str) -> bool:
@@ -628,6 +731,23 @@ def _history_payload(ns: Namespace, events: Sequence[HistoryRow]) -> dict[str, A
     }
 
 
+def _rows(rows: Mapping[str, MemoryRow]) -> list[list[Any]]:
+    """Memory rows as the commit script takes them (texts tokenised in one pass)."""
+    texts = [t for row in rows.values() for t in (row.text, row.context, row.time_text)]
+    tokens = [[encode_token(t) for t in found] for found in fts_terms_many(texts)]
+    out = []
+    for i, (key, row) in enumerate(rows.items()):
+        text, context, time_ = tokens[3 * i : 3 * i + 3]
+        out.append(
+            [key, row.text, " ".join(text), " ".join(context), " ".join(time_)]
+            + [len(text), len(context), len(time_), "1" if row.context else "0"]
+            + [row.memory_type, repr(float(row.importance))]
+            + [None if row.occurred_at is None else repr(float(row.occurred_at))]
+            + [repr(float(row.created_at))]
+        )
+    return out
+
+
 def _no_graph(graph: Sequence[Any] | None) -> None:
     if graph:
         raise ConfigurationError(
@@ -674,6 +794,7 @@ class RedisHistory:
         self._p = prefix
         self._commit = commit
         self._tomb = tombstone
+        self._merge = client.register_script(_MERGE_EVENTS)
 
     def _list(self, nsid: str, key: str) -> str:
         return f"{self._p}:lth:{{{nsid}}}:{key}"
@@ -683,6 +804,24 @@ class RedisHistory:
         if rows:
             payload = {"drop": [], "rows": [], "done": [], "hist": _history_payload(ns, rows)}
             self._commit(args=[self._p, nsid, json.dumps(payload, ensure_ascii=False)])
+
+    def merge(self, nsid: str, ns: Namespace | None, rows: Sequence[HistoryRow]) -> int:
+        """Add events of one namespace (or tombstones: `nsid` TOMBSTONE, `ns` None) once.
+
+        An event already held (same key, time, event and content hash) is skipped, and
+        each memory's events are put in time order (events of one time keep their order),
+        then renumbered. One script, so a concurrent writer loses nothing.
+
+        Returns:
+            How many events were added.
+        """
+        if not rows:
+            return 0
+        labels = "" if ns is None else json.dumps(list(ns), ensure_ascii=False)
+        events = _history_payload(ns or (), rows)["ev"]
+        return int(
+            self._merge(args=[self._p, nsid, labels, json.dumps(events, ensure_ascii=False)])
+        )
 
     def _pairs(self, selection: Selection) -> list[tuple[str, str]]:
         """(namespace id, key) of every memory the selection names that has events."""
