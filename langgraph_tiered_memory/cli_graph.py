@@ -33,11 +33,11 @@ class GraphFormat(str, Enum):
 
 
 def _graph_option(falkordb_url: str | None, graph_name: str | None) -> Any:
-    """The store's `graph=`: the embedded SQLite graph, or FalkorDB at `falkordb_url`."""
+    """The store's `graph=`: its default graph, or FalkorDB at `falkordb_url`."""
     if falkordb_url is None:
         if graph_name is not None:
             raise typer.BadParameter("--graph-name names a FalkorDB graph: pass --falkordb-url.")
-        return "sqlite"
+        return True
     config: dict[str, Any] = {"backend": "falkordb", "url": falkordb_url}
     if graph_name is not None:
         config["graph_name"] = graph_name
@@ -50,6 +50,7 @@ def _open_store(
     chroma_host: str | None,
     chroma_port: int,
     memory_index_path: str | None,
+    redis_url: str | None,
     key_prefix: str,
     graph_option: Any,
 ) -> Any:
@@ -67,16 +68,20 @@ def _open_store(
     if chroma_host is not None:
         if chroma_path is not None:
             raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
-        if memory_index_path is None and graph_option == "sqlite":
+        # The graph of a server store made with graph=True is FalkorDB in the store's
+        # own Redis, so --falkordb-url alone names that Redis too.
+        store_redis = redis_url or None
+        if store_redis is None and isinstance(graph_option, dict):
+            store_redis = graph_option["url"]
+        if store_redis is None:
             raise typer.BadParameter(
-                "The graph of a store on a Chroma server made with graph=True is in FalkorDB"
-                " on the store's Redis: pass --falkordb-url with that Redis URL (the graph is"
-                " <key-prefix>_graph). A store made with graph='sqlite' keeps it in its memory"
-                " index file: pass --memory-index-path."
+                "A store on a Chroma server keeps its index and its graph (graph=True) in its"
+                " Redis: pass --redis-url with that Redis URL (or set REDIS_URL)."
             )
         import chromadb
 
         options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
+        options["redis_url"] = store_redis
     else:
         options["chroma_path"] = existing_chroma_path(chroma_path)
     if memory_index_path is not None:
@@ -124,6 +129,14 @@ def graph(
     chroma_host: ChromaHostOption = None,
     chroma_port: ChromaPortOption = 8000,
     memory_index_path: MemoryIndexPathOption = None,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="REDIS_URL",
+            help="The Redis of a store on a Chroma server (its index, and its graph when it"
+            " was made with graph=True). Default: REDIS_URL, else --falkordb-url.",
+        ),
+    ] = None,
     key_prefix: KeyPrefixOption = "tm",
     falkordb_url: Annotated[
         str | None,
@@ -156,6 +169,7 @@ def graph(
         chroma_host=chroma_host,
         chroma_port=chroma_port,
         memory_index_path=memory_index_path,
+        redis_url=redis_url,
         key_prefix=key_prefix,
         graph_option=_graph_option(falkordb_url, graph_name),
     )

@@ -181,7 +181,7 @@ class TieredStoreCore:
             spec,
             long_tier,
             chroma_server=chroma_server,
-            redis_client=getattr(short, "client", None),
+            redis_client=getattr(short, "client", None) or getattr(long_tier, "redis", None),
         )
         self.graph_extractor = extractor
         if not self.graph.in_tier_transaction:

@@ -151,14 +151,14 @@ def test_a_missing_chroma_directory_is_an_error_not_an_empty_store(
         (["--namespace", "users/u1", "--hops", "2"], "--entity"),
         (["--namespace", "users/u1", "--hops", "3", "--entity", "anna"], "hops"),
         (["--namespace", "users/u1", "--graph-name", "g"], "--falkordb-url"),
-        (["--namespace", "users/u1", "--chroma-host", "localhost"], "--memory-index-path"),
+        (["--namespace", "users/u1", "--chroma-host", "localhost"], "--redis-url"),
         (["--namespace", "users/u1", "--format", "dot"], "format"),
     ],
 )
 def test_bad_options_are_refused(chroma_dir: str, args: list[str], message: str) -> None:
     result = _run(*args, "--chroma-path", chroma_dir)
     if "--chroma-host" in args:
-        result = _run(*args)
+        result = _run(*args, env={"REDIS_URL": ""})
     assert result.exit_code == 2, result.output
     assert message in result.output
 

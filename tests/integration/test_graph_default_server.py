@@ -58,14 +58,11 @@ class Replicas:
         client = chromadb.HttpClient(
             host=host, port=port, settings=Settings(anonymized_telemetry=False)
         )
-        # Memory scoring on a Chroma server keeps a per-process index file (one per replica).
-        index = self.tmp_path / f"index-{len(self.opened)}.sqlite3"
         store = TieredMemoryStore(
             chroma_client=client,
             redis_url=redis_url or self.redis_url,
             key_prefix=prefix,
             index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-            memory_index_path=str(index),
             **{"graph": True, **options},
         )
         self.opened.append(store)
@@ -186,11 +183,14 @@ def test_a_redis_without_falkordb_gets_an_error_naming_both_fixes(
             client.close()
 
 
-def test_a_server_store_without_a_redis_gets_an_error_naming_the_falkordb_option(
+def test_a_long_only_server_store_keeps_its_graph_in_the_redis_of_its_index(
     replicas: Replicas, prefixes: list[str]
 ) -> None:
-    with pytest.raises(ConfigurationError, match=r"graph=\{'backend': 'falkordb', 'url':"):
-        replicas.open(_prefix(prefixes), tiers={"default": "long"})
+    prefix = _prefix(prefixes)
+    first = replicas.open(prefix, tiers={"default": "long"})
+    assert isinstance(first.graph, FalkorDBGraph)
+    first.put(ANNA, "m1", {"content": "Anna lives in Paris."})
+    assert _facts(replicas.open(prefix, tiers={"default": "long"})) == _facts(first) != set()
 
 
 def test_an_explicit_sqlite_graph_on_a_server_is_refused_naming_the_shared_default(
@@ -244,8 +244,9 @@ def test_a_chroma_server_named_by_the_environment_also_gets_the_shared_graph(
 
 
 def test_the_graph_command_reads_a_server_stores_graph_from_its_redis(
-    replicas: Replicas, prefixes: list[str], redis_url: str
+    replicas: Replicas, prefixes: list[str], redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.delenv("REDIS_URL", raising=False)
     prefix = _prefix(prefixes)
     replicas.open(prefix).put(ANNA, "m1", {"content": "Anna lives in Paris."})
     host, port = replicas.server
@@ -257,9 +258,12 @@ def test_the_graph_command_reads_a_server_stores_graph_from_its_redis(
     assert [(t["subject"], t["relation"], t["object"]) for t in triples] == [
         ("anna", "lives_in", "paris")
     ]
-    refused = CliRunner().invoke(app, server)
+    by_redis = CliRunner().invoke(app, [*server, "--redis-url", redis_url])
+    assert by_redis.exit_code == 0, by_redis.output
+    assert json.loads(by_redis.stdout)["triples"] == triples
+    refused = CliRunner(env={"COLUMNS": "300"}).invoke(app, server)
     assert refused.exit_code == 2
-    assert "--falkordb-url" in refused.output and "store's Redis" in refused.output
+    assert "--redis-url" in refused.output and "keeps its index and its graph" in refused.output
 
 
 def test_a_redis_user_refused_module_list_gets_an_error_naming_the_falkordb_option(

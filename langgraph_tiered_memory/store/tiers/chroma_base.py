@@ -136,6 +136,11 @@ class ChromaBase:
         self._epoch = 0  # the prefix's erase count when the layout cache was checked
         self._generations: dict[str, int] = {}  # nsid -> layout count checked
 
+    @property
+    def redis(self) -> Any | None:
+        """The Redis client of a Chroma server's tier (its index and locks); else None."""
+        return self._redis
+
     def exclusive(self, namespace: Namespace | None = None) -> AbstractContextManager[Any]:
         """The writer lock, for a read and the write that follows it.
 
