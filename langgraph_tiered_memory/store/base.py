@@ -158,6 +158,7 @@ class TieredStoreCore:
             describe=self._describe if self.memory_mode else None,
             memory_index_path=memory_index_path,
             redis_timeout=check_redis_timeout(redis_timeout),
+            import_graph=lambda: self.graph,  # made below; the long tier opens later
         )
         if graph_spec is not None:
             try:
