@@ -305,7 +305,11 @@ class TieredStoreCore:
         return self._tiers[name]
 
     def setup(self) -> None:
-        """Check the backends answer and create what the tiers need. Idempotent."""
+        """Check the backends answer and create what the tiers need. Idempotent.
+
+        On a Chroma server with `memory_index_path`, the long tier imports that legacy
+        file into its Redis index here (or on its first call), the triples into `graph`.
+        """
         for tier in self._tiers.values():
             tier.setup()
         if self.graph is not None:

@@ -422,6 +422,8 @@ class ChromaBase:
             )
             return {}
         graph = None if self._import_graph is None else self._import_graph()
+        if graph is not None:
+            graph.setup()  # its indexes before the triples (the store sets it up after)
         report = import_memory_index(path, index=idx, graph=graph)
         return {} if report.before else report.keys
 
