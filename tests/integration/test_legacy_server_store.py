@@ -12,6 +12,7 @@ prefix and remove its Redis keys, RediSearch index and graph before and after ea
 from __future__ import annotations
 
 import json
+import logging
 import math
 import tarfile
 from collections.abc import Iterator
@@ -228,3 +229,16 @@ def test_triples_of_a_file_opened_without_a_graph_come_with_the_first_open_with_
     assert _triples(store) == expected["triples"]
     assert _counts(store, expected) == expected["counts"]  # counts added once
     assert _history(store, expected) == expected["history"]
+
+
+def test_a_replica_without_its_file_opens_with_what_chroma_holds(
+    legacy: Legacy, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    missing = tmp_path / "never-written.sqlite3"
+    with caplog.at_level(logging.WARNING, "langgraph_tiered_memory"):
+        store = legacy.open(memory_index_path=str(missing))
+    assert f"no file at {missing}, nothing to import" in caplog.text
+    assert not missing.exists()
+    counts = _counts(store, legacy.expected)
+    assert counts == {name: [0, None] for name in legacy.expected["counts"]}
+    assert store.memory_history(ALICE, "m1") == [] and _triples(store) == []
