@@ -52,12 +52,13 @@ ChromaPortOption = Annotated[
 MemoryIndexPathOption = Annotated[
     str | None,
     typer.Option(
-        help="Legacy: a Chroma server store's index now lives in Redis (REDIS_URL) and"
-        " this file is ignored (a warning is logged); with an embedded Chroma it lives"
+        help="Legacy: a Chroma server store's index now lives in Redis (REDIS_URL); a"
+        " file an earlier version kept is imported into Redis once, when the store"
+        " opens, and may be removed afterwards. With an embedded Chroma the index lives"
         " in the directory."
     ),
 ]
-"""`--memory-index-path`: the store's `memory_index_path=` (legacy, ignored on a server)."""
+"""`--memory-index-path`: the store's `memory_index_path=` (legacy: imported once on a server)."""
 
 KeyPrefixOption = Annotated[str, typer.Option(help="The store's key_prefix.")]
 """`--key-prefix`: the store's `key_prefix=` (default "tm")."""

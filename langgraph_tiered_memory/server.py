@@ -191,8 +191,8 @@ def _chroma(env: Mapping[str, str]) -> dict[str, Any]:
         raise ConfigurationError("No Chroma server is configured.")
     client, _ = factory()
     options: dict[str, Any] = {"chroma_client": client}
-    # The long tier's index lives in Redis (REDIS_URL); a file named here is only
-    # passed on, to be reported as ignored.
+    # The long tier's index lives in Redis (REDIS_URL); a file named here is a legacy
+    # one, imported into it once when the store opens.
     index = _get(env, "TIERED_MEMORY_MEMORY_INDEX_PATH")
     if index:
         options["memory_index_path"] = index

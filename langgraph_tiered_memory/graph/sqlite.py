@@ -1,8 +1,8 @@
 """The embedded graph backend: triples in the long tier's SQLite file.
 
 The triples live in the SQLite file the long-term tier already keeps (`DocMirror`):
-`tiered-memory-docs.sqlite3` beside an embedded Chroma, or the memory index file
-(`memory_index_path`) with a Chroma server. The tier writes a memory's triples in the
+`tiered-memory-docs.sqlite3` beside an embedded Chroma, or the memory index file of an
+in-memory Chroma (`memory_index_path`). The tier writes a memory's triples in the
 transaction that writes the memory itself (`ItemWrite.triples`), so they never
 disagree, even after a crash (the intent log replays them). No other process is needed;
 1-2 hop queries are recursive SQL over the scope indexes.

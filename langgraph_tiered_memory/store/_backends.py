@@ -254,12 +254,16 @@ def build_tiers(
     describe: Any = None,
     memory_index_path: str | None = None,
     redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
+    import_graph: Callable[[], GraphStore | None] | None = None,
 ) -> dict[TierName, Tier]:
     """Create the tiers the routing policy uses, owning the clients built here.
 
     The long tier is a `MemoryTier` (the store's `_long()` relies on it). On a Chroma
     server it gets the short tier's Redis client, or one from `redis_url`/`REDIS_URL`
     (its index and writer locks live there); beside an embedded Chroma it needs none.
+    There, `memory_index_path` is a legacy file the tier imports when it opens, with
+    the triples it holds going to `import_graph()` (the store's graph, made after the
+    tiers).
     """
     tiers: dict[TierName, Tier] = {}
     used = router.used_tiers
@@ -311,11 +315,11 @@ def build_tiers(
             long_redis, owns_redis = redis_from_url(url, redis_timeout), True
         if server and memory_index_path is not None:
             logger.warning(
-                "memory_index_path is ignored with a Chroma server: the long tier's index"
-                " now lives in Redis. The file's statistics and history are not read; an"
-                " import of such files into Redis is planned."
+                "memory_index_path with a Chroma server names a legacy file: the long"
+                " tier's index lives in Redis, and the file is imported into it once, when"
+                " the tier opens. Once imported it is no longer read: remove the file and"
+                " this option."
             )
-            memory_index_path = None
         # The embedded client opens files, so it is created on first use (in a worker
         # thread for the async store), not in the constructor.
         long_tier: MemoryTier = ChromaTier(
@@ -329,6 +333,7 @@ def build_tiers(
             memory_index_path=memory_index_path,
             redis=long_redis if server else None,
             owns_redis=owns_redis,
+            import_graph=import_graph if server else None,
         )
         tiers["long"] = long_tier
     return tiers

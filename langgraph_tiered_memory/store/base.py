@@ -158,6 +158,7 @@ class TieredStoreCore:
             describe=self._describe if self.memory_mode else None,
             memory_index_path=memory_index_path,
             redis_timeout=check_redis_timeout(redis_timeout),
+            import_graph=lambda: self.graph,  # made below; the long tier opens later
         )
         if graph_spec is not None:
             try:
@@ -304,7 +305,11 @@ class TieredStoreCore:
         return self._tiers[name]
 
     def setup(self) -> None:
-        """Check the backends answer and create what the tiers need. Idempotent."""
+        """Check the backends answer and create what the tiers need. Idempotent.
+
+        On a Chroma server with `memory_index_path`, the long tier imports that legacy
+        file into its Redis index here (or on its first call), the triples into `graph`.
+        """
         for tier in self._tiers.values():
             tier.setup()
         if self.graph is not None:

@@ -143,7 +143,10 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
         memory_index_path: SQLite file of the memory index (keyword index and access
             statistics) of an in-memory Chroma (in memory without it). With an
             embedded Chroma the index lives in its directory; with a Chroma server in
-            Redis (`redis_url`), and this option is ignored (a warning is logged).
+            Redis (`redis_url`), and this names a legacy file (where earlier versions
+            kept it per process) to import into Redis once, when the long tier opens
+            (its triples go to `graph`). Once imported it is no longer read: it may be
+            removed, with this option.
         redis_timeout: The most one store call waits on Redis, in seconds (default 15),
             when the store creates the client from `redis_url`: a frozen or unreachable
             server then raises `BackendUnavailableError` within this bound. Connection

@@ -298,9 +298,9 @@ def test_with_a_chroma_server_history_lives_in_redis_in_either_mode(
         key_prefix=key_prefix,
         clock=clock,
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
-        memory_index_path=str(path),  # legacy: ignored, with a warning
+        memory_index_path=str(path),  # legacy: a file to import (there is none)
     )
-    assert "memory_index_path is ignored" in caplog.text
+    assert "imported into it once" in caplog.text
     plain = TieredMemoryStore(
         chroma_client=client,
         redis_url=redis_url,

@@ -7,8 +7,9 @@ server, Chroma itself. See `chroma_tier` for the record layout.
 With a Chroma server the tier's index (keyword index, memory statistics, write order,
 intents, memory history) is `RedisIndex`, in the Redis the tier is given, and writers
 take per-namespace locks there (`redis_locks`), so every process using the server
-agrees. Beside an embedded or in-memory Chroma it is a SQLite file (`DocMirror`) and the
-writer lock is this process's.
+agrees. A `memory_index_path` file (where earlier versions kept that index, per process)
+is imported into it once when the tier opens (`index_import`). Beside an embedded or
+in-memory Chroma it is a SQLite file (`DocMirror`) and the writer lock is this process's.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
@@ -44,6 +47,7 @@ from langgraph_tiered_memory.store.tiers.chroma_vectors import (
     VectorSource,
 )
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow
+from langgraph_tiered_memory.store.tiers.index_import import import_memory_index
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from langgraph_tiered_memory.store.tiers.redis_locks import (
     DEFAULT_LEASE,
@@ -100,6 +104,7 @@ class ChromaBase:
         owns_redis: bool = False,
         lock_lease: float = DEFAULT_LEASE,
         lock_wait: float = DEFAULT_WAIT,
+        import_graph: Callable[[], GraphStore | None] | None = None,
     ):
         if client is None and client_factory is None:
             raise ValueError("ChromaTier needs a client or a client_factory.")
@@ -127,6 +132,9 @@ class ChromaBase:
         self._vcopy: VectorCopy | None = None
         self._describe = describe
         self._memory_index_path = memory_index_path
+        # With a Chroma server: the store's graph store, asked for when the tier opens
+        # (the store makes it after its tiers), for the triples of that file.
+        self._import_graph = import_graph
         self._memindex: DocMirror | None = None
         self._index: RedisIndex | None = None  # with a Chroma server
         self._redis = redis
@@ -373,10 +381,16 @@ class ChromaBase:
                 offset += PAGE
 
     def _open_index(self) -> None:
-        """Open the Redis index of a Chroma server's tier: repair, fill (first use)."""
+        """Open the Redis index of a Chroma server's tier: import, repair, fill (first use).
+
+        The `memory_index_path` file is imported first (once: `import_memory_index`), so
+        that `recover` repairs its interrupted writes and the fill adds only memories it
+        lacks; then its memories Chroma no longer holds are dropped.
+        """
         assert self._redis is not None
         idx = RedisIndex(self._redis, self.prefix)
         idx.setup()
+        imported = self._import_file(idx) if self._memory_index_path else {}
         entries = list(self._layout.entries(()))
         idx.recover(
             self.prefix,
@@ -388,7 +402,46 @@ class ChromaBase:
         )
         if self._describe is not None:
             self._fill_memories(idx, entries)
+        self._drop_gone(idx, imported)
         self._index = idx
+
+    def _import_file(self, idx: RedisIndex) -> dict[str, list[str]]:
+        """Import the `memory_index_path` file into `idx`; the keys of its memories.
+
+        Nothing is imported (and nothing returned) when the file was imported before,
+        or when there is no file: earlier versions created it on first use, so a
+        replica that never wrote one has none.
+        """
+        assert self._memory_index_path is not None
+        path = Path(self._memory_index_path)
+        if not path.exists():
+            logger.warning(
+                "memory_index_path: no file at %s, nothing to import (the option names a"
+                " file an earlier version wrote, to import into Redis once)",
+                path,
+            )
+            return {}
+        graph = None if self._import_graph is None else self._import_graph()
+        if graph is not None:
+            graph.setup()  # its indexes before the triples (the store sets it up after)
+        report = import_memory_index(path, index=idx, graph=graph)
+        return {} if report.before else report.keys
+
+    def _drop_gone(self, idx: RedisIndex, imported: Mapping[str, Sequence[str]]) -> None:
+        """Drop the imported memories Chroma no longer holds as memories.
+
+        A replica's file may be older than deletes made since (by another replica, or
+        after the file was copied). The namespace's writer lock is held between reading
+        Chroma and dropping, so a memory written meanwhile is not dropped.
+        """
+        assert self._locks is not None
+        for nsid, keys in imported.items():
+            with self._locks.hold([nsid]):
+                for start in range(0, len(keys), PAGE):
+                    page = list(keys[start : start + PAGE])
+                    held = self._read_primaries(nsid, page)
+                    gone = [k for k in page if k not in held or self._row_of_meta(held[k]) is None]
+                    idx.commit(self.prefix, nsid, forget=gone, docs=False)
 
     @property
     def memindex(self) -> LongIndex | None:
@@ -529,7 +582,11 @@ class ChromaBase:
         )
 
     def _fill_memories(self, idx: LongIndex, entries: list[Entry]) -> None:
-        """Build the memory rows of items already in Chroma (first use of the index)."""
+        """Build the memory rows of items already in Chroma (first use of the index).
+
+        The Redis index keeps the rows it holds (imported from a `memory_index_path`
+        file, or written meanwhile by another replica), with their context texts.
+        """
         marker = f"{self.prefix}/mem"
         if idx.is_filled(marker):
             return
@@ -539,7 +596,10 @@ class ChromaBase:
                 row = self._row_of_meta(meta)
                 if row is not None:
                     rows[key] = row
-            idx.commit(self.prefix, nsid, memories=rows, docs=False)
+            if isinstance(idx, RedisIndex):
+                idx.add_rows(self.prefix, nsid, rows, dict.fromkeys(rows, 0))
+            else:
+                idx.commit(self.prefix, nsid, memories=rows, docs=False)
         idx.mark_filled(marker)
 
     def _read_primaries(self, nsid: str, keys: list[str]) -> dict[str, dict[str, Any]]:

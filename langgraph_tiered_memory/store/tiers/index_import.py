@@ -78,6 +78,9 @@ class ImportReport:
     file is not marked imported (the next import with a graph store brings them)."""
     pending: dict[str, list[str]] = field(default_factory=dict)
     """Keys of interrupted writes per namespace id, recorded as intents for `recover`."""
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    """Keys of the file's memory rows per namespace id (the caller drops those Chroma no
+    longer holds: the file may be older than deletes made since)."""
 
 
 def import_memory_index(
@@ -217,6 +220,7 @@ def _import(
         index.add_rows(prefix, nsid, rows, {f[0]: f[1] for f in found})
         index.add_access(prefix, nsid, {f[0]: (f[6], f[7]) for f in found}, once=once)
         report.memories += len(rows)
+        report.keys[nsid] = list(rows)
     history: dict[str, tuple[Namespace | None, list[HistoryRow]]] = {}
     order = f"SELECT {_HISTORY} FROM m_history WHERE prefix=? ORDER BY nsid, key, seq"
     for nsid, ns, key, *event in _rows(conn, order, prefix):

@@ -88,6 +88,14 @@ def main(out: Path) -> None:
             clock.now += 60
             store.search(("users",), query=q, limit=3)
         expected: dict[str, object] = {"now": clock.now, "dims": DIMS, "prefix": PREFIX}
+        # Read before the hits: each get counts an access, and the hits must be ranked
+        # with the counts the file keeps.
+        expected["values"] = {
+            f"{'/'.join(ns)}/{key}": store.get(ns, key).value  # type: ignore[union-attr]
+            for ns, items in TEXTS.items()
+            for key, _ in items
+            if not (ns == NS[1] and key == "b2")
+        }
         hits = {}
         for mode in ("hybrid", "keyword"):
             for q in QUERIES:
@@ -99,12 +107,6 @@ def main(out: Path) -> None:
                 )
                 hits[f"{mode}:{q}"] = [[list(r.namespace), r.key, r.score] for r in res]
         expected["hits"] = hits
-        expected["values"] = {
-            f"{'/'.join(ns)}/{key}": store.get(ns, key).value  # type: ignore[union-attr]
-            for ns, items in TEXTS.items()
-            for key, _ in items
-            if not (ns == NS[1] and key == "b2")
-        }
         tier = store.tiers["long"]
         idx = tier.memindex  # type: ignore[attr-defined]
         from langgraph_tiered_memory.store._namespaces import namespace_id
