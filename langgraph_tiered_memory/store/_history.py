@@ -134,6 +134,7 @@ def plan_events(
     now: float,
     *,
     event: EventKind | None = None,
+    hashes: Mapping[str, str | None] | None = None,
 ) -> list[HistoryRow]:
     """The events of one namespace's part of a batch (pure; reads the actor's context).
 
@@ -145,6 +146,8 @@ def plan_events(
         now: The store clock's time of the write.
         event: The kind of every event (a TTL sweep: ``"expired"``); None: planned from
             the context (see the module notes).
+        hashes: Content hashes of stored values an upsert replaces, by key, for those
+            not in `previous` (a replaced value is only needed for its hash).
     """
     actor, reason = current_actor()
     forced = event or _EVENT.get()
@@ -152,9 +155,11 @@ def plan_events(
     if event == "expired" and (actor, reason) == ("user", None):
         actor, reason = "system", "ttl expired"
     rows: list[HistoryRow] = []
+    hashes = hashes or {}
     for key, value in upserts:
         before = previous.get(key)
-        kind = forced or _kind(actor, removed=False, new=before is None)
+        held = before is not None or key in hashes
+        kind = forced or _kind(actor, removed=False, new=not held)
         text = history_content(value)
         rows.append(
             HistoryRow(
@@ -163,7 +168,7 @@ def plan_events(
                 kind,
                 actor,
                 reasons.get((namespace, key), reason),
-                None if before is None else content_hash(history_content(before)),
+                hashes.get(key) if before is None else content_hash(history_content(before)),
                 content_hash(text),
                 text,
                 _subjects(value),

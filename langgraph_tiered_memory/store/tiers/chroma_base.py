@@ -52,6 +52,7 @@ from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from langgraph_tiered_memory.store.tiers.redis_locks import (
     DEFAULT_LEASE,
     DEFAULT_WAIT,
+    Begun,
     NamespaceLocks,
 )
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
@@ -166,22 +167,52 @@ class ChromaBase:
         return self._writing([tuple(namespace)])
 
     @contextmanager
-    def _writing(self, namespaces: Sequence[Namespace]) -> Iterator[None]:
+    def _writing(
+        self,
+        namespaces: Sequence[Namespace],
+        intents: Mapping[str, Sequence[str]] | None = None,
+    ) -> Iterator[Begun | None]:
         """Hold the writer locks of `namespaces`, with their cached layout checked.
 
         The process's lock always; with a Chroma server, the namespaces' locks in
-        Redis too, after which a namespace another process moved or removed is read
-        again from the registry.
+        Redis too, in one round trip that also reads the layout counts (a namespace
+        another process moved or removed is read again from the registry) and, for
+        `intents` (keys by namespace id), their headers, recording them as intents.
+        It yields what that read (None without a Chroma server). Keys a dead writer
+        left as intents are repaired first.
         """
         with self._lock:
             self._open()
             if self._locks is None:
-                yield
+                yield None
                 return
             nsids = [namespace_id(ns) for ns in namespaces]
-            with self._locks.hold(nsids, namespaces):
-                self._check_layout(nsids)
-                yield
+            with self._locks.hold(nsids, namespaces, intents=intents) as begun:
+                self._forget_moved(begun.epoch, [begun.layout[n] for n in nsids], nsids)
+                if begun.left:
+                    self._repair_left(namespaces, begun, intents or {})
+                yield begun
+
+    def _repair_left(
+        self, namespaces: Sequence[Namespace], begun: Begun, intents: Mapping[str, Sequence[str]]
+    ) -> None:
+        """Repair the keys dead writers left in namespaces just locked, then record ours."""
+        idx = self._index
+        assert idx is not None
+        entries: list[Entry] = [(ns, False, None) for ns in namespaces]
+        for nsid, keys in begun.left.items():
+            idx.repair(
+                nsid,
+                keys,
+                self._read_primaries,
+                self._row_of_meta if self._describe is not None else None,
+                self._recovered_history(idx, entries),
+            )
+            if nsid in intents:  # the repair forgot the namespace's headers
+                begun.headers[nsid] = {}
+                begun.recs[nsid] = None
+                idx.begin(self.prefix, nsid, intents[nsid])
+                begun.recorded.add(nsid)
 
     def _check_layout(self, nsids: Sequence[str]) -> bool:
         """Forget the cached layout of namespaces moved or erased since it was read.
@@ -191,6 +222,10 @@ class ChromaBase:
         """
         assert self._locks is not None
         epoch, counts = self._locks.generations(nsids)
+        return self._forget_moved(epoch, counts, nsids)
+
+    def _forget_moved(self, epoch: int, counts: Sequence[int], nsids: Sequence[str]) -> bool:
+        """`_check_layout` with the counts read (the erase count, each layout count)."""
         stale = False
         if epoch != self._epoch:
             self._layout.forget_namespaces()
@@ -399,6 +434,7 @@ class ChromaBase:
             docs=False,
             write_id=_write_id,
             history=self._recovered_history(idx, entries),
+            locks=self._locks,
         )
         if self._describe is not None:
             self._fill_memories(idx, entries)
@@ -481,13 +517,13 @@ class ChromaBase:
     def _write_index(self) -> LongIndex | None:
         """The index a write commits to besides the documents.
 
-        The memory index, or with a Chroma server the Redis index when it records
-        memory history.
+        The memory index, or with a Chroma server the Redis index (item headers,
+        intents, memory history).
         """
         memindex = self.memindex
         if memindex is not None:
             return memindex
-        return self._index if self.record_history else None
+        return self._index  # with a Chroma server: item headers and intents
 
     @property
     def graph_file(self) -> DocMirror | None:

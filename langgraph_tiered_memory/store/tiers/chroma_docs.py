@@ -22,7 +22,7 @@ from langgraph_tiered_memory.store._common import (
     encode_namespace,
     namespace_id,
 )
-from langgraph_tiered_memory.store.tiers.chroma_layout import Collections
+from langgraph_tiered_memory.store.tiers.chroma_layout import Collections, read
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 
 __all__ = ["ChromaDocs", "DocSource", "MirrorDocs"]
@@ -184,7 +184,7 @@ class ChromaDocs:
         """Primary metadata of the given keys, read from Chroma."""
         if col is None or not keys:
             return {}
-        got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+        got = read(col.get, ids=[f"p:{k}" for k in keys], include=["metadatas"])
         return {rid[2:]: m for rid, m in zip(got["ids"], got["metadatas"], strict=True)}
 
     def has_docs(self, nsid: str, col: Any, *, live_at: float | None = None) -> bool:

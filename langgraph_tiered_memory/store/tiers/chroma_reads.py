@@ -30,7 +30,7 @@ from langgraph_tiered_memory.store._common import (
 )
 from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, ScoredItem
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongIndex
-from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView
+from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView, read
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryStats
 
@@ -136,11 +136,11 @@ class ChromaReads(ChromaBase):
             # about half of the `n` records are key vectors from the vector source.
             share = self._vectors.hnsw_share(self.prefix, nsid, n) if keyed else n
             m = share
-            res = col.query(query_embeddings=[qv], n_results=m, include=include)
+            res = read(col.query, query_embeddings=[qv], n_results=m, include=include)
             ids = res["ids"][0]
             if m < n and any(rid[:2] == "x:" for rid in ids):  # written by older versions
                 m = n
-                res = col.query(query_embeddings=[qv], n_results=m, include=include)
+                res = read(col.query, query_embeddings=[qv], n_results=m, include=include)
                 ids = res["ids"][0]
             found: dict[str, Doc] = {}
             if "metadatas" in include:
@@ -314,7 +314,7 @@ class ChromaReads(ChromaBase):
         offset = 0
         page_size = max(limit * 2, 100) if not filter else PAGE
         while True:
-            page = col.get(include=["metadatas"], limit=page_size, offset=offset)
+            page = read(col.get, include=["metadatas"], limit=page_size, offset=offset)
             yield [
                 (rid[2:], meta)
                 for rid, meta in zip(page["ids"], page["metadatas"], strict=True)
@@ -462,7 +462,7 @@ class ChromaReads(ChromaBase):
             ids = [records.ids[i] for i in rows]
             matrix = records.matrix[rows].reshape(len(rows), self.dims + 1)
         else:
-            got = col.get(ids=[f"p:{k}" for k in keys], include=["embeddings"])
+            got = read(col.get, ids=[f"p:{k}" for k in keys], include=["embeddings"])
             ids = list(got["ids"])
             matrix = np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1)
         indexed = matrix[:, -1] == 0.0  # indexed items end with 0; unindexed ones with 1

@@ -24,14 +24,18 @@ trusts, and the next open drops the leftovers (`refresh_keys`).
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from redis.exceptions import LockNotOwnedError
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import MemoryTriples
+from langgraph_tiered_memory.history import content_hash
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     Namespace,
@@ -44,17 +48,50 @@ from langgraph_tiered_memory.store._document import (
     encode_document,
     same_version,
 )
-from langgraph_tiered_memory.store._history import plan_events
+from langgraph_tiered_memory.store._history import history_content, plan_events
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
-from langgraph_tiered_memory.store.tiers.chroma_layout import NamespaceView, bucket_of, strip_ns
+from langgraph_tiered_memory.store.tiers.chroma_layout import (
+    PAGE,
+    NamespaceView,
+    bucket_of,
+    strip_ns,
+)
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Record, Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow, PendingGraph
+from langgraph_tiered_memory.store.tiers.index_redis import HeaderChange
+from langgraph_tiered_memory.store.tiers.redis_locks import Begun
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow
 
-__all__ = ["ChromaWrites"]
+__all__ = ["ChromaWrites", "Header"]
+
+logger = logging.getLogger("langgraph_tiered_memory.store.tiers.chroma_writes")
 
 
-def _extra_ids(key: str, doc: Document) -> list[str]:
+class Header(NamedTuple):
+    """What a write reads of the item version it replaces (kept in Redis on a server)."""
+
+    write_id: str
+    vectors: int
+    key_vectors: int
+    created_at: float
+    ttl: float | None
+    content: str | None
+    """Content hash of the value (`history_content`), for its memory history."""
+
+
+def _pack(h: Header) -> str:
+    return json.dumps(list(h), ensure_ascii=False)
+
+
+def _header_of(doc: Document) -> Header:
+    value = doc.value if isinstance(doc.value, dict) else {}
+    content = content_hash(history_content(value))
+    return Header(
+        doc.write_id, doc.vectors, doc.key_vectors, float(doc.created_at), doc.ttl, content
+    )
+
+
+def _extra_ids(key: str, doc: Document | Header) -> list[str]:
     """Ids of the extra vectors written with document `doc` of item `key`."""
     return [f"x:{i}:{doc.write_id}:{key}" for i in range(1, doc.vectors)]
 
@@ -89,6 +126,10 @@ class _Pending:
         self.tags: dict[str, Tags] = {}  # key -> text tags of its key vectors
         self.graph: list[MemoryTriples] | None = None  # triples of upserts that carry them
         self.history: list[HistoryRow] = []  # memory history events (`record_history`)
+        self.headers: dict[str, str] = {}  # packed headers of upserts (Chroma server)
+        self.backfill: dict[str, str] | None = None  # every header, read from Chroma
+        self.added = 0  # records the batch adds (negative: removes)
+        self.recs: int | None = None  # the namespace's records after the batch
 
 
 class ChromaWrites(ChromaBase):
@@ -120,7 +161,14 @@ class ChromaWrites(ChromaBase):
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
             graph = graph or w.triples is not None
-        with self._writing(list(by_ns)):
+        self._open()
+        intents = None
+        if self._locks is not None:  # a Chroma server: headers come with the locks
+            intents = {
+                namespace_id(ns): list(dict.fromkeys(w.key for w in group))
+                for ns, group in by_ns.items()
+            }
+        with self._writing(list(by_ns), intents) as begun:
             if graph and self.graph_file is None:
                 raise ConfigurationError(
                     "Writes carry knowledge-graph triples, but this long tier keeps no"
@@ -128,6 +176,7 @@ class ChromaWrites(ChromaBase):
                 )
             docs = self._docs
             self._layout.prefetch([namespace_id(ns) for ns in by_ns])
+            known = {ns for ns in by_ns if self._layout.cached(namespace_id(ns))}
             new = [
                 (ns, any(w.ttl is not None for w in group))
                 for ns, group in by_ns.items()
@@ -142,7 +191,7 @@ class ChromaWrites(ChromaBase):
             pending = [
                 p
                 for ns, group in by_ns.items()
-                if (p := self._prepare(ns, group, now, targets)) is not None
+                if (p := self._prepare(ns, group, now, targets, begun, ns in known)) is not None
             ]
             owned = [p for p in pending if not isinstance(p.col, NamespaceView)]
             # Key vectors that skip Chroma are written first; see the module notes.
@@ -163,6 +212,9 @@ class ChromaWrites(ChromaBase):
                     [(p.nsid, rid, vec) for p in views for rid, vec in p.records],
                     deletes=[(p.nsid, rid) for p in views for rid in p.stale],
                 )
+            if begun is not None and intents is not None:
+                self._commit_server(pending, begun, intents)
+                return
             for p in pending:
                 self._commit(p)
             for p in pending:
@@ -171,10 +223,63 @@ class ChromaWrites(ChromaBase):
                 elif p.mirrored and isinstance(p.col, NamespaceView):
                     self._maybe_graduate(p.ns, p.col)
 
+    def _commit_server(
+        self, pending: list[_Pending], begun: Begun, intents: dict[str, list[str]]
+    ) -> None:
+        """Commit a batch to the Redis index and release its locks: one script call.
+
+        A namespace the write may have emptied or grown past the move threshold keeps
+        its lock until that is dealt with.
+        """
+        idx, locks = self._index, self._locks
+        assert idx is not None and locks is not None
+        later = [
+            p
+            for p in pending
+            if (p.deleted and not p.mirrored)
+            or (
+                p.mirrored
+                and isinstance(p.col, NamespaceView)
+                and (p.recs is None or p.recs >= self._layout.graduate_at)
+            )
+        ]
+        parts: list[tuple[str, dict[str, Any]]] = []
+        for p in pending:
+            self._commit(p, parts)
+        written = {p.nsid for p in pending}
+        for nsid in begun.recorded - written:  # nothing to write there: clear the intents
+            idx.commit(self.prefix, nsid, done=intents[nsid], docs=False, defer=parts)
+        handed = [] if later else locks.handoff(begun.layout)
+        try:
+            lost = idx.apply(parts, handed)
+        except BaseException:
+            locks.handback(handed)
+            raise
+        if lost:
+            raise LockNotOwnedError(
+                "A long-term namespace lock expired before the write committed (lease"
+                f" {locks.lease:g} s): another writer may have written meanwhile."
+            )
+        for p in later:
+            if p.deleted and not p.mirrored:
+                self._unregister_if_empty(p.ns, p.col)
+            elif isinstance(p.col, NamespaceView):
+                self._maybe_graduate(p.ns, p.col, p.recs)
+
     def _prepare(
-        self, ns: Namespace, group: list[ItemWrite], now: float, targets: dict[str, _Target]
+        self,
+        ns: Namespace,
+        group: list[ItemWrite],
+        now: float,
+        targets: dict[str, _Target],
+        begun: Begun | None = None,
+        known: bool = True,
     ) -> _Pending | None:
-        """Record one namespace's keys as pending and add its records to `targets`."""
+        """Record one namespace's keys as pending and add its records to `targets`.
+
+        With a Chroma server (`begun`), what the write replaces is read from the item
+        headers in Redis; `known`: the namespace was registered before this write.
+        """
         upserts = [w for w in group if w.value is not None]
         deletes = [w for w in group if w.value is None]
         col = self._collection(ns, create=bool(upserts))
@@ -185,20 +290,37 @@ class ChromaWrites(ChromaBase):
         p.deleted = [w.key for w in deletes]
         memindex = self.memindex
         unkeyed = self._unkey_successors(ns, col, p.deleted, p.keys)
-        old_docs = {
-            k: decode_document(m["_d"]) for k, m in self._docs.get(p.nsid, col, p.keys).items()
-        }
+        hashes: dict[str, str | None] = {}
+        old_docs: dict[str, Any]
+        if begun is None:
+            old_docs = {
+                k: decode_document(m["_d"]) for k, m in self._docs.get(p.nsid, col, p.keys).items()
+            }
+        else:
+            old_docs = self._old_headers(p, begun, known)
+            hashes = {k: h.content for k, h in old_docs.items()}
+            if self.record_history and p.deleted:  # their events name the deleted values
+                old_docs.update(
+                    (k, decode_document(m["_d"]))
+                    for k, m in self._docs.get(p.nsid, col, p.deleted).items()
+                )
         write_ids = [os.urandom(6).hex() for _ in upserts]
         triples = [
             PendingGraph(wid, MemoryTriples(ns, w.key, w.triples, w.user_id))
             for w, wid in zip(upserts, write_ids, strict=True)
             if w.triples is not None
         ]
-        self._begin(p, self._write_index, triples)
+        if begun is None:
+            self._begin(p, self._write_index, triples)
         if self.record_history:
-            previous = {k: d.value for k, d in old_docs.items()}
+            previous = {k: d.value for k, d in old_docs.items() if isinstance(d, Document)}
             p.history = plan_events(
-                ns, [(w.key, w.value or {}) for w in upserts], previous, p.deleted, now
+                ns,
+                [(w.key, w.value or {}) for w in upserts],
+                previous,
+                p.deleted,
+                now,
+                hashes=hashes,
             )
         ids: list[str] = []
         metadatas: list[dict[str, Any]] = []
@@ -236,6 +358,18 @@ class ChromaWrites(ChromaBase):
                     f.occurred_at,
                     created,
                 )
+            if begun is not None:
+                p.headers[w.key] = _pack(
+                    Header(
+                        write_id,
+                        len(vectors),
+                        w.key_vectors,
+                        prev.created_at if prev else now,
+                        w.ttl,
+                        content_hash(history_content(w.value or {})),
+                    )
+                )
+                p.added += max(1, len(vectors)) - (max(1, prev.vectors) if prev else 0)
             ids.append(f"p:{w.key}")
             if not vectors:
                 blanks.append(len(rows))
@@ -257,6 +391,9 @@ class ChromaWrites(ChromaBase):
             if prev is not None:
                 p.stale.append(f"p:{w.key}")
                 p.stale.extend(_extra_ids(w.key, prev))
+                p.added -= max(1, prev.vectors)
+        if begun is not None and p.recs is not None:
+            p.recs += p.added
         # A deleted memory's successor loses the context vector made with its text. Its
         # record still counts that vector; readers and later deletes take a missing
         # vector as no hit (a rewrite of the successor gives it a new one).
@@ -332,8 +469,63 @@ class ChromaWrites(ChromaBase):
             for at in range(0, len(t.deletes), step):
                 t.col.delete(ids=t.deletes[at : at + step])
 
-    def _commit(self, p: _Pending) -> None:
-        """Copy one namespace's part of the batch into the SQLite copies."""
+    def _old_headers(self, p: _Pending, begun: Begun, known: bool) -> dict[str, Any]:
+        """Headers of the item versions a server write replaces, by key (Redis first).
+
+        A namespace whose headers are not all in Redis (written before they were
+        kept there, or repaired since) has them read from Chroma once and written
+        back with this batch (`_Pending.backfill`).
+        """
+        recs = begun.recs.get(p.nsid)
+        if recs is not None:
+            p.recs = recs
+            found = begun.headers.get(p.nsid, {})
+            return {k: Header(*json.loads(h)) for k, h in found.items()}
+        p.backfill = {}
+        if not known:  # a namespace registered by this write holds nothing yet
+            p.recs = 0
+            return {}
+        every: dict[str, Header] = {}
+        count, offset = 0, 0
+        while True:
+            page = p.col.get(include=["metadatas"], limit=PAGE, offset=offset)
+            count += len(page["ids"])
+            for rid, meta in zip(page["ids"], page["metadatas"], strict=True):
+                if rid.startswith("p:"):
+                    every[rid[2:]] = _header_of(decode_document(meta["_d"]))
+            if len(page["ids"]) < PAGE:
+                break
+            offset += PAGE
+        logger.info("item headers of namespace %s read from Chroma (%d items)", p.nsid, len(every))
+        p.backfill = {k: _pack(h) for k, h in every.items()}
+        p.recs = count
+        return {k: every[k] for k in p.keys if k in every}
+
+    def _commit(self, p: _Pending, parts: list[tuple[str, dict[str, Any]]] | None = None) -> None:
+        """Copy one namespace's part of the batch into the SQLite copies or Redis.
+
+        With `parts` (a Chroma server), the Redis index's part is appended there.
+        """
+        if parts is not None:
+            assert self._index is not None
+            self._index.commit(
+                self.prefix,
+                p.nsid,
+                deletes=p.deleted,
+                done=p.keys,
+                memories=p.memories,
+                forget=p.unindexed,
+                docs=False,
+                history=(p.ns, p.history) if p.history else None,
+                headers=HeaderChange(
+                    put={**(p.backfill or {}), **p.headers},
+                    drop=p.deleted,
+                    recs=p.recs,
+                    reset=p.backfill is not None,
+                ),
+                defer=parts,
+            )
+            return
         mirror, memindex = self.mirror, self._write_index
         separate = memindex is not None and memindex is not mirror
         extra: dict[str, Any] = {} if p.graph is None or separate else {"graph": p.graph}
@@ -362,9 +554,14 @@ class ChromaWrites(ChromaBase):
                 history=history,
             )
 
-    def _maybe_graduate(self, ns: Namespace, view: NamespaceView) -> None:
-        """Move a bucketed namespace past the size threshold to its own collection."""
-        if self._vectors.count(self.prefix, view.nsid, view) >= self._layout.graduate_at:
+    def _maybe_graduate(self, ns: Namespace, view: NamespaceView, recs: int | None = None) -> None:
+        """Move a bucketed namespace past the size threshold to its own collection.
+
+        `recs`: its record count, when the index keeps it (else counted in its source).
+        """
+        if recs is None:
+            recs = self._vectors.count(self.prefix, view.nsid, view)
+        if recs >= self._layout.graduate_at:
             self._graduate(ns, view)
 
     def _graduate(self, ns: Namespace, view: NamespaceView) -> None:
@@ -540,7 +737,18 @@ class ChromaWrites(ChromaBase):
             history = (ns, plan_events(ns, (), previous, gone, now, event="expired"))
         here = {} if separate is not None or history is None else {"history": history}
         self._docs.commit(nsid, deletes=gone, done=gone, **here)
-        if separate is not None:
+        if separate is self._index and self._index is not None:  # a Chroma server
+            removed = sum(len(ids) for _, ids in records)
+            self._index.commit(
+                self.prefix,
+                nsid,
+                deletes=gone,
+                done=gone,
+                docs=False,
+                history=history,
+                headers=HeaderChange(drop=gone, add=-removed),
+            )
+        elif separate is not None:
             separate.commit(self.prefix, nsid, deletes=gone, done=gone, docs=False, history=history)
         return [item for item, _ in records]
 

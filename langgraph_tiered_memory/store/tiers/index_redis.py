@@ -12,6 +12,8 @@ namespace registry), with the same methods and meaning, in the store's Redis:
     P:lt:{n}:ord       ZSET key -> seq (write order)
     P:lt:{n}:s         HASH rows, tokens (the namespace's BM25 statistics)
     P:lt:{n}:i         SET keys being written;  P:lt:intents  SET of their namespace ids
+    P:lt:{n}:h         HASH key -> item header (the tier's; `HeaderChange`), and `recs`
+                       in P:lt:{n}:s: records the headers count (only once all are held)
     P:lth:{n}:<key>    LIST of the memory's history events;  P:lt:{n}:hk  SET of those keys
     P:lt:hns           HASH namespace id -> labels;  P:lt:hs:<subject>  SET of "nsid:key"
     P:lth:t:<hash>     LIST of tombstones;  P:lt:hseq  counter of events (their order)
@@ -44,10 +46,11 @@ from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 from langgraph_tiered_memory.checkpoint.erase import _collect
-from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.errors import ConfigurationError, NamespaceLockedError
 from langgraph_tiered_memory.graph.types import MemoryTriples, Namespace
 from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, kept_terms, query_stems, rank
 from langgraph_tiered_memory.ranking_terms import fts_terms_many
+from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
     TOMBSTONE,
@@ -58,7 +61,7 @@ from langgraph_tiered_memory.store.tiers.sqlite_history import (
 )
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryStats
 
-__all__ = ["RedisHistory", "RedisIndex"]
+__all__ = ["HeaderChange", "RedisHistory", "RedisIndex"]
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.index_redis")
 
@@ -67,8 +70,10 @@ _MIN_CANDIDATES = 200
 _SCORER = "BM25STD"
 
 _COMMIT = """
-local P, nsid = ARGV[1], ARGV[2]
-local a = cjson.decode(ARGV[3])
+local P, lost = ARGV[1], 0
+for arg = 2, #ARGV, 2 do
+local nsid = ARGV[arg]
+local a = cjson.decode(ARGV[arg + 1])
 local base = P .. ':lt:{' .. nsid .. '}'
 local mb, ord, st = P .. ':ltm:{' .. nsid .. '}:', base .. ':ord', base .. ':s'
 local function mk(k) return mb .. k end
@@ -124,6 +129,16 @@ for _, r in ipairs(a.rows) do
     redis.call('HSET', mk(key), unpack(f))
   end
 end
+if a.hdr then
+  if a.hdr.reset then redis.call('DEL', base .. ':h') end
+  for _, k in ipairs(a.hdr.drop) do redis.call('HDEL', base .. ':h', k) end
+  for _, kv in ipairs(a.hdr.put) do redis.call('HSET', base .. ':h', kv[1], kv[2]) end
+  if a.hdr.recs ~= cjson.null then redis.call('HSET', st, 'recs', a.hdr.recs)
+  elseif a.hdr.unsure then redis.call('HDEL', st, 'recs')
+  elseif a.hdr.add ~= 0 and redis.call('HEXISTS', st, 'recs') == 1 then
+    redis.call('HINCRBY', st, 'recs', a.hdr.add)
+  end
+end
 if #a.done > 0 then
   redis.call('SREM', base .. ':i', unpack(a.done))
   if redis.call('SCARD', base .. ':i') == 0 then redis.call('SREM', P .. ':lt:intents', nsid) end
@@ -142,7 +157,14 @@ if a.hist ~= cjson.null and #a.hist.ev > 0 then
     end
   end
 end
-return 1
+if a.rel then
+  for j = 1, #a.rel, 2 do
+    if redis.call('GET', a.rel[j]) == a.rel[j + 1] then redis.call('DEL', a.rel[j])
+    else lost = lost + 1 end
+  end
+end
+end
+return lost
 """
 
 _TOUCH = """
@@ -246,7 +268,7 @@ local P, nsid, enc = ARGV[1], ARGV[2], ARGV[3]
 local base = P .. ':lt:{' .. nsid .. '}'
 local keys = redis.call('ZRANGE', base .. ':ord', 0, -1)
 for _, k in ipairs(keys) do redis.call('DEL', P .. ':ltm:{' .. nsid .. '}:' .. k) end
-redis.call('DEL', base .. ':ord', base .. ':s', base .. ':i')
+redis.call('DEL', base .. ':ord', base .. ':s', base .. ':i', base .. ':h')
 redis.call('SREM', P .. ':lt:intents', nsid)
 redis.call('HDEL', P .. ':lt:reg', enc)
 redis.call('ZREM', P .. ':lt:regp', enc)
@@ -316,6 +338,27 @@ def _search_reply(reply: Any) -> tuple[int, list[tuple[str, dict[str, str]]]]:
         flat = [_s(x) for x in rest[i + 1]]
         docs.append((_s(rest[i]), dict(zip(flat[::2], flat[1::2], strict=True))))
     return total, docs
+
+
+class HeaderChange(NamedTuple):
+    """A commit's change to the item headers (`P:lt:{n}:h`) and record count (`recs`).
+
+    A header is an opaque string the tier packs; `recs` counts the records the
+    namespace's headers describe, and is present only when every item has a header.
+    """
+
+    put: Mapping[str, str] = {}
+    """Headers written, by key."""
+    drop: Sequence[str] = ()
+    """Keys whose headers go."""
+    recs: int | None = None
+    """The record count after the commit (None: `add` to the count, if kept)."""
+    add: int = 0
+    """Records added (negative: removed), when `recs` is None."""
+    reset: bool = False
+    """Drop every header of the namespace first (a backfill from Chroma)."""
+    unsure: bool = False
+    """Forget the record count (a repair): the next write reads the headers again."""
 
 
 class RedisIndex:
@@ -417,11 +460,15 @@ class RedisIndex:
         docs: bool = True,
         graph: Sequence[MemoryTriples] | None = None,
         history: tuple[Namespace, Sequence[HistoryRow]] | None = None,
+        headers: HeaderChange | None = None,
+        defer: list[tuple[str, dict[str, Any]]] | None = None,
     ) -> None:
         """Apply a batch and clear its pending keys, in one Lua script (`DocMirror.commit`).
 
         `upserts` and `expiries` concern the document copy, which this index does not
-        keep: they are ignored, and `docs` must be False.
+        keep: they are ignored, and `docs` must be False. `headers` changes the item
+        headers and record count (`HeaderChange`). With `defer`, the script's part is
+        appended there, for `apply` to run with other namespaces' parts.
 
         Raises:
             ConfigurationError: `docs` is True, or `graph` holds triples.
@@ -439,9 +486,45 @@ class RedisIndex:
         payload: dict[str, Any] = {"drop": drop, "rows": _rows(rows), "done": done, "hist": None}
         if history is not None and history[1]:
             payload["hist"] = _history_payload(*history)
-        if not (drop or rows or done or payload["hist"]):
+        if headers is not None:
+            payload["hdr"] = {
+                "put": [[k, h] for k, h in headers.put.items()],
+                "drop": list(headers.drop),
+                "recs": headers.recs,
+                "add": headers.add,
+                "reset": headers.reset,
+                "unsure": headers.unsure,
+            }
+        if not (drop or rows or done or payload["hist"] or headers is not None):
             return
-        self._commit(args=[self.prefix, nsid, json.dumps(payload, ensure_ascii=False)])
+        if defer is not None:
+            defer.append((nsid, payload))
+        else:
+            self.apply([(nsid, payload)])
+
+    def apply(
+        self, parts: Sequence[tuple[str, dict[str, Any]]], release: Sequence[str] = ()
+    ) -> int:
+        """Run commit payloads of several namespaces, then release locks: one script call.
+
+        Args:
+            parts: (namespace id, payload) pairs, payloads as `commit` builds them.
+            release: Lock keys and tokens to release (`NamespaceLocks.handoff`).
+
+        Returns:
+            How many of the locks were no longer held by their token.
+        """
+        parts = [(n, dict(p)) for n, p in parts]
+        if release:
+            if not parts:
+                parts = [("", {"drop": [], "rows": [], "done": [], "hist": None})]
+            parts[-1][1]["rel"] = list(release)
+        if not parts:
+            return 0
+        args: list[Any] = [self.prefix]
+        for nsid, payload in parts:
+            args += [nsid, json.dumps(payload, ensure_ascii=False)]
+        return int(self._commit(args=args))
 
     def recover(
         self,
@@ -452,11 +535,14 @@ class RedisIndex:
         docs: bool = True,
         write_id: Callable[[dict[str, Any]], str] | None = None,
         history: RecoveredHistory | None = None,
+        locks: NamespaceLocks | None = None,
     ) -> int:
         """Replay interrupted writes of `prefix` from Chroma's records (`DocMirror.recover`).
 
         No triples are recorded with intents here (see `begin`), so `write_id` is unused.
         The records before are unknown (no document copy): `history` gets `{}` for them.
+        With `locks`, only namespaces whose lock is free are repaired, under their lock:
+        the intents of a namespace another replica is writing are that write's.
 
         Returns:
             How many keys were repaired.
@@ -467,24 +553,53 @@ class RedisIndex:
         nsids = sorted(_s(n) for n in self._r.smembers(f"{self.prefix}:lt:intents"))
         repaired = 0
         for nsid in nsids:
-            keys = sorted(_s(k) for k in self._r.smembers(f"{self._base(nsid)}:i"))
-            if not keys:
+            if locks is None:
+                keys = sorted(_s(k) for k in self._r.smembers(f"{self._base(nsid)}:i"))
+                repaired += self.repair(nsid, keys, read, describe, history)
                 continue
-            current = read(nsid, keys)
-            rows = {} if describe is None else {k: describe(m) for k, m in current.items()}
-            events = None if history is None else history(nsid, keys, current, {})
-            self.commit(
-                prefix,
-                nsid,
-                deletes=[k for k in keys if k not in current],
-                done=keys,
-                memories={k: row for k, row in rows.items() if row is not None},
-                forget=[k for k, row in rows.items() if row is None],
-                docs=False,
-                history=events,
-            )
-            repaired += len(keys)
+            try:  # a namespace another writer holds is that writer's (or its repairer's)
+                with locks.hold([nsid], wait=0) as begun:
+                    keys = begun.left.get(nsid, [])
+                    repaired += self.repair(nsid, keys, read, describe, history)
+            except NamespaceLockedError:
+                logger.debug("intents of namespace %s left to its lock holder", nsid)
         return repaired
+
+    def repair(
+        self,
+        nsid: str,
+        keys: Sequence[str],
+        read: Callable[[str, list[str]], dict[str, dict[str, Any]]],
+        describe: Callable[[dict[str, Any]], MemoryRow | None] | None = None,
+        history: RecoveredHistory | None = None,
+    ) -> int:
+        """Rebuild the index entries of `keys` (a dead writer's intents) from Chroma.
+
+        The caller holds the namespace's lock. The keys' headers and the namespace's
+        record count are dropped: the next write reads them again from Chroma.
+
+        Returns:
+            How many keys were repaired.
+        """
+        keys = list(keys)
+        if not keys:
+            return 0
+        current = read(nsid, keys)
+        rows = {} if describe is None else {k: describe(m) for k, m in current.items()}
+        events = None if history is None else history(nsid, keys, current, {})
+        self.commit(
+            self.prefix,
+            nsid,
+            deletes=[k for k in keys if k not in current],
+            done=keys,
+            memories={k: row for k, row in rows.items() if row is not None},
+            forget=[k for k, row in rows.items() if row is None],
+            docs=False,
+            history=events,
+            headers=HeaderChange(drop=keys, unsure=True),
+        )
+        logger.info("repaired %d keys an interrupted write left in namespace %s", len(keys), nsid)
+        return len(keys)
 
     def add_rows(
         self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow], seqs: Mapping[str, int]

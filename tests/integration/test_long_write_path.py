@@ -1,0 +1,167 @@
+"""What a long-tier write costs on a Chroma server, and the state it keeps in Redis.
+
+A put is one Chroma call (the upsert) and two Redis round trips (the begin script that
+takes the namespace lock, the commit that releases it). What the write used to read
+back from Chroma (the replaced version's write id, vector counts, creation time) comes
+from item headers in Redis; a store written before those existed reads them from
+Chroma once and writes them back. Recovery at open leaves a namespace another writer
+holds alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import redis
+from chromadb.api.models.Collection import Collection
+
+from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store._common import namespace_id
+from tests.integration.test_long_replicas import _replica
+from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.integration
+
+Server = tuple[str, int]
+NS = ("users", "ana", "memories")
+CHROMA_CALLS = ("get", "upsert", "delete", "update", "query", "count", "add")
+
+
+@contextmanager
+def counted(monkeypatch: pytest.MonkeyPatch, store: TieredMemoryStore) -> Iterator[Counter[str]]:
+    """Count Chroma collection calls and Redis round trips of the store's long tier."""
+    calls: Counter[str] = Counter()
+    with monkeypatch.context() as m:
+        for name in CHROMA_CALLS:
+            original = getattr(Collection, name)
+
+            def wrapper(self: Any, *a: Any, _f: Callable[..., Any] = original,
+                        _n: str = name, **k: Any) -> Any:  # fmt: skip
+                calls[f"chroma {_n}"] += 1
+                return _f(self, *a, **k)
+
+            m.setattr(Collection, name, wrapper)
+        r = store.tiers["long"].redis  # type: ignore[attr-defined]
+        command, pipeline = r.execute_command, r.pipeline
+
+        def execute_command(*a: Any, **k: Any) -> Any:
+            calls["redis"] += 1
+            return command(*a, **k)
+
+        def make_pipeline(*a: Any, **k: Any) -> Any:
+            calls["redis"] += 1  # one round trip per pipeline
+            return pipeline(*a, **k)
+
+        m.setattr(r, "execute_command", execute_command)
+        m.setattr(r, "pipeline", make_pipeline)
+        yield calls
+
+
+@pytest.mark.parametrize("mode", ["similarity", "memory"])
+def test_a_server_put_is_one_chroma_upsert_and_two_redis_round_trips(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": mode})
+    try:
+        store.put(NS, "a", {"text": "Ana keeps bees on her roof"})  # registers the namespace
+        with counted(monkeypatch, store) as calls:
+            store.put(NS, "b", {"text": "Ana learns the cello"})
+        # Memory mode: the store first reads which keys are memories and the text of
+        # the memory written before (its context key is embedded before the write).
+        planning = 2 if mode == "memory" else 0
+        assert dict(calls) == {"chroma upsert": 1, "redis": 2 + planning}
+        if mode == "similarity":  # one record per item: a rewrite leaves nothing stale
+            with counted(monkeypatch, store) as calls:
+                store.put(NS, "b", {"text": "Ana learns the viola"})
+            assert dict(calls) == {"chroma upsert": 1, "redis": 2}
+        assert store.get(NS, "b").value["text"].startswith("Ana learns the")  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def _records(store: TieredMemoryStore, nsid: str) -> list[str]:
+    tier = store.tiers["long"]
+    col = tier._collection(NS, create=False)  # type: ignore[attr-defined]
+    return sorted(col.get(include=[])["ids"])
+
+
+def test_a_put_to_a_store_without_headers_in_redis_reads_them_once_and_backfills(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nsid = namespace_id(NS)
+    old = _replica(chroma_server, redis_url, key_prefix, history=True)  # memory mode
+    old.put(NS, "a", {"text": "Ana keeps bees on her roof"})
+    old.put(NS, "b", {"text": "Ana learns the cello"})
+    old.put(NS, "c", {"text": "Ana flies to Oslo in May"})
+    created = old.get(NS, "b").created_at  # type: ignore[union-attr]
+    before = _records(old, nsid)
+    old.close()
+    # A store written before the headers were kept in Redis.
+    r = redis.Redis.from_url(redis_url)
+    r.delete(f"{key_prefix}:lt:{{{nsid}}}:h")
+    r.hdel(f"{key_prefix}:lt:{{{nsid}}}:s", "recs")
+
+    store = _replica(chroma_server, redis_url, key_prefix, history=True)
+    try:
+        store.put(NS, "b", {"text": "Ana learns the viola"})  # a rewrite: stale vectors go
+        item = store.get(NS, "b")
+        assert item is not None and item.value["text"] == "Ana learns the viola"
+        assert item.created_at == created
+        after = _records(store, nsid)  # b's vectors of the old write are gone
+        assert len(after) == len(before)
+        assert [rid for rid in after if rid.endswith(":b")] != [
+            rid for rid in before if rid.endswith(":b")
+        ]
+        assert [e.event for e in store.memory_history(NS, "b")] == ["add", "update"]
+        headers = r.hgetall(f"{key_prefix}:lt:{{{nsid}}}:h")
+        assert sorted(headers) == [b"a", b"b", b"c"]
+        assert int(r.hget(f"{key_prefix}:lt:{{{nsid}}}:s", "recs")) == len(before)  # type: ignore[arg-type]
+        with counted(monkeypatch, store) as calls:  # from now on, from Redis
+            store.put(NS, "d", {"text": "Ana bakes rye bread"})
+        assert dict(calls) == {"chroma upsert": 1, "redis": 2 + 2}  # 2: memory mode planning
+    finally:
+        store.close()
+        r.close()
+
+
+def test_recovery_at_open_leaves_a_namespace_another_writer_holds(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    held, free = ("users", "held"), ("users", "free")
+    first = _replica(chroma_server, redis_url, key_prefix, history=True)
+    first.put(held, "k", {"text": "a memory being rewritten elsewhere"})
+    first.put(free, "k", {"text": "a memory a dead writer left"})
+    first.close()
+    r = redis.Redis.from_url(redis_url)
+    base = {ns: f"{key_prefix}:lt:{{{namespace_id(ns)}}}" for ns in (held, free)}
+    for ns in (held, free):  # both have intents, as if a write were under way
+        r.sadd(f"{base[ns]}:i", "k")
+        r.sadd(f"{key_prefix}:lt:intents", namespace_id(ns))
+    r.set(f"{base[held]}:lock", "another replica's token", px=30_000)
+    try:
+        store = _replica(chroma_server, redis_url, key_prefix, history=True)
+        try:
+            assert r.smembers(f"{base[held]}:i") == {b"k"}  # left to its writer
+            assert r.get(f"{base[held]}:lock") == b"another replica's token"
+            assert r.smembers(f"{base[free]}:i") == set()  # repaired under its lock
+            assert r.sismember(f"{key_prefix}:lt:intents", namespace_id(held))
+            assert not r.sismember(f"{key_prefix}:lt:intents", namespace_id(free))
+            assert [e.event for e in store.memory_history(held, "k")] == ["add"]
+            assert r.get(f"{base[free]}:lock") is None  # the repair released it
+        finally:
+            store.close()
+    finally:
+        r.close()
