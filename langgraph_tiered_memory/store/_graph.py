@@ -5,7 +5,10 @@ store keeps with `graph=`; a prefix selects namespaces like a search's, so a que
 under `("users", "u1")` never sees another user's triples. `rebuild_graph`
 re-extracts the memories under a prefix and replaces their triples: it repairs a
 graph a failed update left behind (`GraphSyncError`) and builds one for memories
-stored before the store had a graph.
+stored before the store had a graph. `repair_due` (the store's `setup()`) does the
+same for the memories a store on a Chroma server lists as due (`GraphDue`). Both
+replace a memory's triples under the namespace's write lock, and only while the
+memory is as it was read, so a concurrent write's triples are never undone.
 """
 
 from __future__ import annotations
