@@ -1,8 +1,9 @@
 """Graph order is write order on a Chroma server, and a graph left behind is repaired.
 
 Replicas (stores on one Chroma server and one Redis) update the shared FalkorDB graph
-after the long tier's write, inside the namespace's write lock, so the graph ends with
-the triples of the value the tier kept. A graph update that does not happen (the graph
+after the long tier's write, inside the namespaces' write locks (a batch over several
+namespaces takes them in one order), so the graph ends with the triples of the value the
+tier kept. A graph update that does not happen (the graph
 failed; a process dying there is the same) leaves the memory listed in the due record
 `<prefix>:lt:graph_due`, which the next store's `setup()` repairs.
 """
@@ -15,12 +16,14 @@ from typing import Any
 
 import pytest
 import redis
+from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.store._graph_write import GraphSyncError
 from tests.integration.test_graph_default_server import (  # noqa: F401
     ANNA,
+    BEN,
     Replicas,
     _prefix,
     chroma_server,
@@ -35,17 +38,17 @@ SLOW = 0.15
 """Seconds a slow replica's graph update takes (one replica per round is slow)."""
 
 
-def _triples(store: TieredMemoryStore, key: str) -> set[Triple]:
+def _triples(store: TieredMemoryStore, key: str, ns: tuple[str, ...] = ANNA) -> set[Triple]:
     return {
         Triple(r.subject, r.relation, r.object)
-        for r in store.graph_triples(ANNA, limit=1000)
+        for r in store.graph_triples(ns, limit=1000)
         if key in r.memory_keys
     }
 
 
-def _expected(store: TieredMemoryStore, key: str) -> set[Triple]:
+def _expected(store: TieredMemoryStore, key: str, ns: tuple[str, ...] = ANNA) -> set[Triple]:
     """The triples of the value the tier holds now (none when the memory is gone)."""
-    item = store.get(ANNA, key)
+    item = store.get(ns, key)
     if item is None:
         return set()
     [found] = store.graph_extractor.extract([item.value["content"]], speakers=[None])
@@ -97,7 +100,12 @@ def test_replicas_rewriting_one_memory_leave_the_graph_on_the_value_that_was_kep
             else:
                 city = ("Paris", "Lisbon")[i]
                 store.put(ANNA, "m1", {"content": f"Anna lives in {city} {round_}."})
-            store.put(ANNA, f"own{i}", {"content": f"Anna works at Firm {i}-{round_}."})
+            # One batch over two namespaces, in opposite orders on the two replicas.
+            pair = [
+                PutOp(ns, "pair", {"content": f"{ns[1].title()} works at Firm {i} {round_}."})
+                for ns in (ANNA, BEN)
+            ]
+            store.batch(pair[:: 1 - 2 * i])
         except BaseException as e:  # reported by the main thread
             failures.append(e)
 
@@ -114,12 +122,12 @@ def test_replicas_rewriting_one_memory_leave_the_graph_on_the_value_that_was_kep
         for t in threads:
             t.join(timeout=60)
         assert not failures, failures
-        wanted = _expected(stores[0], "m1")
-        assert _expected(stores[1], "m1") == wanted  # both replicas read one value
-        if any(_triples(store, "m1") != wanted for store in stores):
-            behind.append(round_)
-        for i, store in enumerate(stores):
-            assert _triples(store, f"own{i}") == _expected(store, f"own{i}") != set()
+        for ns, key in ((ANNA, "m1"), (ANNA, "pair"), (BEN, "pair")):
+            wanted = _expected(stores[0], key, ns)
+            assert _expected(stores[1], key, ns) == wanted  # both replicas read one value
+            if any(_triples(store, key, ns) != wanted for store in stores):
+                behind.append(round_)
+        assert _expected(stores[0], "pair", BEN) != set()  # the values do give triples
     assert behind == [], f"the graph kept another write's triples in rounds {behind}"
     assert _due(redis_url, prefix) == set()  # every update finished: nothing is due
 
