@@ -239,7 +239,7 @@ def _settle(core: StoreCore, graph: GraphStore, batch: list[MemoryText], found: 
                 try:
                     graph.replace(kept)
                 except Exception as e:
-                    raise sync_error(graph, [ns], "kept", e) from e
+                    raise sync_error(graph, [ns], "kept", e, listed=due is not None) from e
                 if due is not None:
                     due.done(kept)
 
