@@ -2,8 +2,9 @@
 
 Run as a script with PYTHONPATH at the repository root. `REPLICA_CONFIG` (JSON) names the
 Chroma server, the Redis URL, the key prefix and the embedding size. The worker opens one
-`TieredMemoryStore` on them (memory scoring, history on, a clock set by the driver) and
-then reads requests from stdin, one JSON object a line:
+`TieredMemoryStore` on them (memory scoring, history on, the default knowledge graph:
+FalkorDB on that Redis, a clock set by the driver) and then reads requests from stdin,
+one JSON object a line:
 
     {"now": <epoch seconds>, "ops": [{"op": "put", ...}, ...]}
 
@@ -88,6 +89,29 @@ def _entry(store: TieredMemoryStore, ns: tuple[str, ...], key: str) -> dict[str,
     }
 
 
+def _graph(store: TieredMemoryStore, listings: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The graph's triples per memory, and those the listed memories' values give.
+
+    Both are sorted `[namespace, key, subject, relation, object]` rows.
+    """
+    held = sorted(
+        [list(r.namespace), key, r.subject, r.relation, r.object]
+        for ns in listings
+        for r in store.graph_triples(_ns(json.loads(ns)), limit=100_000)
+        for key in r.memory_keys
+    )
+    listed = [(h["ns"], h["key"], h["value"]) for hits in listings.values() for h in hits]
+    found = store.graph_extractor.extract(
+        [v["content"] for _, _, v in listed], speakers=[v.get("speaker") for _, _, v in listed]
+    )
+    given = sorted(
+        [ns, key, *triple]
+        for (ns, key, _), triples in zip(listed, found, strict=True)
+        for triple in triples
+    )
+    return {"held": held, "given": given}
+
+
 def _snapshot(store: TieredMemoryStore, op: dict[str, Any]) -> dict[str, Any]:
     """Everything the test compares, read without counting an access."""
     quiet = {"$count_access": False}
@@ -104,7 +128,13 @@ def _snapshot(store: TieredMemoryStore, op: dict[str, Any]) -> dict[str, Any]:
         name = json.dumps([ns, key])
         memories[name] = _entry(store, _ns(ns), key)
         history[name] = [e.to_dict() for e in store.memory_history(_ns(ns), key)]
-    return {"listings": listings, "queries": queries, "memories": memories, "history": history}
+    return {
+        "listings": listings,
+        "queries": queries,
+        "memories": memories,
+        "history": history,
+        "graph": _graph(store, listings),
+    }
 
 
 def _run(store: TieredMemoryStore, op: dict[str, Any]) -> Any:
@@ -156,6 +186,7 @@ def main() -> int:
         index={"dims": config["dims"], "embed": embed, "fields": ["content"]},
         clock=clock,
         history=True,
+        graph=True,
     )
     try:
         store.setup()

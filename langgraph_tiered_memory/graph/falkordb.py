@@ -21,9 +21,10 @@ The data model (one FalkorDB graph, ``graph_name``):
 Each `replace` and `repoint` call is one Cypher query, so FalkorDB runs it under its
 graph write lock and undoes it if it fails: other clients see all of it or nothing.
 It is not in the memory's own transaction (`in_tier_transaction` is False): the store
-calls `replace` after the memory write; if that fails, the memory stays written, the
-store raises `GraphSyncError`, and `store.rebuild_graph(namespace_prefix=...)` (or
-writing the memory again) brings the graph back in line. User text only ever travels
+calls `replace` after the memory write, under the same namespace lock; if that fails,
+the memory stays written, the store raises `GraphSyncError`, and
+`store.rebuild_graph(namespace_prefix=...)` (or writing the memory again, or on a Chroma
+server the next `store.setup()`) brings the graph back in line. User text only ever travels
 as query parameters; text holding a NUL character is refused (FalkorDB's query
 header cannot carry it).
 """

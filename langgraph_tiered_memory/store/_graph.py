@@ -5,14 +5,18 @@ store keeps with `graph=`; a prefix selects namespaces like a search's, so a que
 under `("users", "u1")` never sees another user's triples. `rebuild_graph`
 re-extracts the memories under a prefix and replaces their triples: it repairs a
 graph a failed update left behind (`GraphSyncError`) and builds one for memories
-stored before the store had a graph.
+stored before the store had a graph. `repair_due` (the store's `setup()`) does the
+same for the memories a store on a Chroma server lists as due (`GraphDue`). Both
+replace a memory's triples under the namespace's write lock, and only while the
+memory is as it was read, so a concurrent write's triples are never undone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from langgraph_tiered_memory.errors import ConfigurationError
@@ -28,15 +32,19 @@ from langgraph_tiered_memory.graph.types import (
 from langgraph_tiered_memory.ranking import user_scope
 from langgraph_tiered_memory.store._common import check_labels
 from langgraph_tiered_memory.store._graph_write import (
+    GraphDue,
     arun_extractor,
     check_triples,
     memory_speaker,
     memory_text,
     sync_error,
 )
+from langgraph_tiered_memory.store._namespaces import has_prefix
 from langgraph_tiered_memory.store._protocols import StoreCore
 
-__all__ = ["GraphMethods", "MemoryText"]
+__all__ = ["GraphMethods", "MemoryText", "repair_due"]
+
+_log = logging.getLogger("langgraph_tiered_memory.store.graph")
 
 _EXTRACT_BATCH = 64
 """Memories per extractor call of a rebuild."""
@@ -128,41 +136,69 @@ def _triples_args(
 
 
 # --------------------------------------------------------------------------- rebuild
-def _memories(core: StoreCore, prefix: Namespace) -> tuple[list[MemoryText], set[Any]]:
-    """The live long-term memories under `prefix` (text, speaker, user), and their ids."""
+def _read(core: StoreCore, ns: Namespace, keys: Sequence[str]) -> dict[str, MemoryText]:
+    """What the live long-term memories among `keys` are extracted from (not an access)."""
+    if core.tier_for(ns) != "long":
+        return {}
+    user = user_scope(ns, core.scoring.user_label)
+    found = core._long().get(ns, keys, now=core.clock())
+    return {
+        key: (ns, key, memory_text(item.value), memory_speaker(item.value), user)
+        for key, item in found.items()
+    }
+
+
+def _memories(core: StoreCore, prefix: Namespace) -> list[MemoryText]:
+    """The live long-term memories under `prefix`."""
     tier = core._long()
-    now = core.clock()
-    label = core.scoring.user_label
     out: list[MemoryText] = []
     for ns in tier.namespaces(prefix, now=None):
-        if core.tier_for(ns) != "long":
-            continue
-        user = user_scope(ns, label)
-        for page in tier.iter_memory_stats(ns, _READ_PAGE):
-            found = tier.get(ns, [k for k, _ in page], now=now)  # not an access
-            for key, item in found.items():
-                out.append((ns, key, memory_text(item.value), memory_speaker(item.value), user))
-    return out, {(ns, key) for ns, key, *_ in out}
+        if core.tier_for(ns) == "long":
+            for page in tier.iter_memory_stats(ns, _READ_PAGE):
+                out.extend(_read(core, ns, [k for k, _ in page]).values())
+    return out
 
 
-def _stale(core: StoreCore, graph: GraphStore, prefix: Namespace, live: set[Any]) -> list[Any]:
-    """Memories the graph credits under `prefix` that are gone from the tier."""
-    credited: dict[tuple[Namespace, str], str | None] = {}
-    for rec in graph.triples(prefix, limit=_ALL):
-        for key in rec.memory_keys:
-            credited[(rec.namespace, key)] = rec.user_id
-    missing = [at for at in credited if at not in live]
+def _due(core: StoreCore) -> GraphDue | None:
+    """The record of memories whose graph update is due (a store on a Chroma server)."""
+    due: GraphDue | None = getattr(core._long(), "graph_due", None)
+    return due
+
+
+def _listed(core: StoreCore, prefix: Namespace) -> dict[tuple[Namespace, str], None]:
+    """The due memories under `prefix`."""
+    due = _due(core)
+    listed = due.listed() if due is not None else []
+    return dict.fromkeys(at for at in listed if has_prefix(at[0], prefix))
+
+
+def _stale(
+    graph: GraphStore, prefix: Namespace, live: set[tuple[Namespace, str]]
+) -> dict[tuple[Namespace, str], None]:
+    """Memories the graph credits under `prefix` that are not in `live`."""
+    credited = dict.fromkeys(
+        (rec.namespace, key) for rec in graph.triples(prefix, limit=_ALL) for key in rec.memory_keys
+    )
+    return {at: None for at in credited if at not in live}
+
+
+def _gone(
+    core: StoreCore, missing: Iterable[tuple[Namespace, str]]
+) -> tuple[list[MemoryText], list[MemoryText]]:
+    """Of `missing`, those live after all (written since), and the deleted ones.
+
+    A deleted memory is a `MemoryText` with no text: it supports nothing.
+    """
     by_ns: dict[Namespace, list[str]] = {}
     for ns, key in missing:
         by_ns.setdefault(ns, []).append(key)
-    tier = core._long()
-    now = core.clock()
-    gone: list[MemoryTriples] = []
+    live: list[MemoryText] = []
+    deleted: list[MemoryText] = []
     for ns, keys in by_ns.items():
-        # Written since the listing: their own write set their triples.
-        found = tier.get(ns, keys, now=now) if core.tier_for(ns) == "long" else {}
-        gone.extend(MemoryTriples(ns, k, (), credited[(ns, k)]) for k in keys if k not in found)
-    return gone
+        found = _read(core, ns, keys)
+        live.extend(found.values())
+        deleted.extend((ns, key, "", None, None) for key in keys if key not in found)
+    return live, deleted
 
 
 def _changes(batch: list[MemoryText], found: Any, extractor: Any) -> list[MemoryTriples]:
@@ -180,43 +216,102 @@ def _texts(batch: list[MemoryText]) -> tuple[list[str], list[str | None]]:
     return [m[2] for m in wanted], [m[3] for m in wanted]
 
 
-def _replace(graph: GraphStore, changes: Sequence[MemoryTriples], prefix: Namespace) -> None:
-    try:
-        graph.replace(changes)
-    except Exception as e:
-        raise sync_error(graph, [prefix], "kept", e) from e
+def _settle(core: StoreCore, graph: GraphStore, batch: list[MemoryText], found: Any) -> None:
+    """Replace the triples of `batch` in write order, and clear them from the due record.
+
+    Per namespace, under `exclusive(ns)` (the writers' lock): only memories still as
+    read are replaced; a memory written since was given its triples by that write.
+
+    Raises:
+        GraphSyncError: the graph failed.
+    """
+    changes = _changes(batch, found, core.graph_extractor)
+    read: dict[Namespace, dict[str, MemoryText | None]] = {}
+    for m in batch:
+        read.setdefault(m[0], {})[m[1]] = m if m[2].strip() else None
+    due = _due(core)
+    tier = core._long()
+    for ns, seen in read.items():
+        with tier.exclusive(ns):
+            now = _read(core, ns, list(seen))
+            kept = [c for c in changes if c.namespace == ns and _same(now.get(c.key), seen[c.key])]
+            if kept:
+                try:
+                    graph.replace(kept)
+                except Exception as e:
+                    raise sync_error(graph, [ns], "kept", e, listed=due is not None) from e
+                if due is not None:
+                    due.done(kept)
 
 
-def rebuild(core: StoreCore, prefix: Namespace) -> int:
-    """Re-extract every memory under `prefix` and replace its triples (sync)."""
+def _same(now: MemoryText | None, read: MemoryText | None) -> bool:
+    """Whether a memory is as read (an empty text counts as no memory)."""
+    if now is not None and not now[2].strip():
+        now = None
+    return now == read
+
+
+def _work(core: StoreCore, prefix: Namespace, *, everything: bool) -> tuple[list[MemoryText], int]:
+    """The memories to re-extract, and how many of them are live.
+
+    With `everything`, every memory under `prefix` and those the graph still credits
+    that are gone; else the due ones only.
+    """
+    listed = _listed(core, prefix)
+    memories: list[MemoryText] = []
+    if everything:
+        memories = _memories(core, prefix)
+        live = {(m[0], m[1]) for m in memories}
+        stale = _stale(_require_graph(core, "rebuild_graph"), prefix, live)
+        listed = {at: None for at in {**stale, **listed} if at not in live}
+    found, deleted = _gone(core, listed)
+    return memories + found + deleted, len(memories) + len(found)
+
+
+def repair(core: StoreCore, prefix: Namespace = (), *, everything: bool = False) -> int:
+    """Re-extract memories and replace their triples, in write order (sync).
+
+    Without `everything`, only the memories the due record lists (the store's setup).
+
+    Returns:
+        The number of live memories re-extracted (those deleted are not counted).
+    """
     graph = _require_graph(core, "rebuild_graph")
     extractor = core.graph_extractor
-    memories, live = _memories(core, prefix)
-    for start in range(0, len(memories), _EXTRACT_BATCH):
-        batch = memories[start : start + _EXTRACT_BATCH]
+    work, live = _work(core, prefix, everything=everything)
+    for start in range(0, len(work), _EXTRACT_BATCH):
+        batch = work[start : start + _EXTRACT_BATCH]
         texts, speakers = _texts(batch)
         found = extractor.extract(texts, speakers=speakers) if texts else []
-        _replace(graph, _changes(batch, found, extractor), prefix)
-    gone = _stale(core, graph, prefix, live)
-    for start in range(0, len(gone), 1000):
-        _replace(graph, gone[start : start + 1000], prefix)
-    return len(memories)
+        _settle(core, graph, batch, found)
+    return live
 
 
-async def arebuild(core: StoreCore, prefix: Namespace) -> int:
-    """Async `rebuild`: the extractor's `aextract`, the I/O in worker threads."""
+async def arepair(core: StoreCore, prefix: Namespace = (), *, everything: bool = False) -> int:
+    """Async `repair`: the extractor's `aextract`, the I/O in worker threads."""
     graph = _require_graph(core, "arebuild_graph")
     extractor = core.graph_extractor
-    memories, live = await asyncio.to_thread(_memories, core, prefix)
-    for start in range(0, len(memories), _EXTRACT_BATCH):
-        batch = memories[start : start + _EXTRACT_BATCH]
+    work, live = await asyncio.to_thread(_work, core, prefix, everything=everything)
+    for start in range(0, len(work), _EXTRACT_BATCH):
+        batch = work[start : start + _EXTRACT_BATCH]
         texts, speakers = _texts(batch)
         found = await arun_extractor(extractor, texts, speakers) if texts else []
-        await asyncio.to_thread(_replace, graph, _changes(batch, found, extractor), prefix)
-    gone = await asyncio.to_thread(_stale, core, graph, prefix, live)
-    for start in range(0, len(gone), 1000):
-        await asyncio.to_thread(_replace, graph, gone[start : start + 1000], prefix)
-    return len(memories)
+        await asyncio.to_thread(_settle, core, graph, batch, found)
+    return live
+
+
+def repair_due(core: StoreCore) -> int:
+    """Bring the graph in line with the memories the due record lists (store setup).
+
+    Returns:
+        The number of live memories re-extracted.
+    """
+    if core.graph is None or _due(core) is None:
+        return 0
+    count = repair(core)
+    if count:
+        _log.info("Re-extracted the graph triples of %d memories listed as due", count)
+    return count
 
 
 class GraphMethods:
@@ -339,7 +434,7 @@ class GraphMethods:
             GraphSyncError: the graph failed (run it again).
         """
         prefix = _check_prefix(namespace_prefix, "namespace_prefix")
-        return rebuild(cast(StoreCore, self), prefix)
+        return repair(cast(StoreCore, self), prefix, everything=True)
 
     async def arebuild_graph(self, namespace_prefix: tuple[str, ...] = ()) -> int:
         """Async `rebuild_graph`: the extractor's async API, the I/O in worker threads.
@@ -348,4 +443,4 @@ class GraphMethods:
             namespace_prefix: Namespace prefix; `()` (default) is every memory.
         """
         prefix = _check_prefix(namespace_prefix, "namespace_prefix")
-        return await arebuild(cast(StoreCore, self), prefix)
+        return await arepair(cast(StoreCore, self), prefix, everything=True)

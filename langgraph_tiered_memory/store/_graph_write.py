@@ -11,18 +11,20 @@ triples.
 `plan_graph` decides this for a planned batch; the sync store runs the extractor in
 `_prepare`, the async one awaits it before its thread hop, and both hand the result
 to `apply_extracted`. A backend that writes in the tier's transaction (SQLite) gets
-the triples with each write; any other (FalkorDB) is updated by `replace_after_write`
-once the tiers have written, and `GraphSyncedTier` makes the tier's own deletes
-(TTL sweeps) reach it too.
+the triples with each write; any other (FalkorDB) is updated by `GraphSyncedTier`
+right after the long tier's write, under the same namespace locks, for the store's
+batches and the tier's own deletes (TTL sweeps) alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory.config import TierName
@@ -31,8 +33,10 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.ranking import user_scope
 from langgraph_tiered_memory.store._common import ItemWrite, Namespace, StoredItem
+from langgraph_tiered_memory.store._namespaces import namespace_id
 
 __all__ = [
+    "GraphDue",
     "GraphJobs",
     "GraphSyncError",
     "GraphSyncedTier",
@@ -45,7 +49,6 @@ __all__ = [
     "memory_text",
     "plan_graph",
     "detach_triples",
-    "replace_after_write",
     "sync_error",
 ]
 
@@ -206,14 +209,24 @@ def _common_prefix(namespaces: Iterable[Namespace]) -> Namespace:
 
 
 def sync_error(
-    graph: GraphStore, namespaces: Iterable[Namespace], what: str, e: Exception
+    graph: GraphStore,
+    namespaces: Iterable[Namespace],
+    what: str,
+    e: Exception,
+    *,
+    listed: bool = False,
 ) -> GraphSyncError:
-    """The error of a graph update that failed after the tier's write succeeded."""
+    """The error of a graph update that failed after the tier's write succeeded.
+
+    With `listed`, the memories are in the store's `GraphDue` record, which its next
+    `setup()` repairs.
+    """
     prefix = _common_prefix(namespaces)
+    when = "the store's next setup() repairs them or " if listed else ""
     return GraphSyncError(
         f"The memories were {what}, but the knowledge graph ({graph.name}) could not be"
         f" updated: {type(e).__name__}: {mask_urls_in(str(e))}. Their triples stay out of"
-        f" date until you run store.rebuild_graph(namespace_prefix={prefix!r}) (or"
+        f" date until {when}you run store.rebuild_graph(namespace_prefix={prefix!r}) (or"
         " arebuild_graph), which re-extracts the memories under the prefix and replaces"
         " their triples."
     )
@@ -223,7 +236,7 @@ def detach_triples(writes: Sequence[ItemWrite]) -> list[MemoryTriples]:
     """Take the graph changes off `writes`, for a graph the tier does not write.
 
     The tier then writes no triples of its own (its SQLite file keeps none), and the
-    changes go to the graph after the tier wrote (`replace_after_write`).
+    changes go to the graph after the tier wrote (`GraphSyncedTier.write`).
     """
     changes = [
         MemoryTriples(w.namespace, w.key, w.triples, w.user_id)
@@ -235,25 +248,53 @@ def detach_triples(writes: Sequence[ItemWrite]) -> list[MemoryTriples]:
     return changes
 
 
-def replace_after_write(graph: GraphStore, changes: Sequence[MemoryTriples]) -> None:
-    """Update a graph outside the tier's transaction after the tiers wrote.
+class GraphDue:
+    """Memories whose graph update is due: a Redis SET per store prefix, `P:lt:graph_due`.
 
-    Raises:
-        GraphSyncError: the graph failed; the memories are stored.
+    `GraphSyncedTier` lists a batch's memories before the tier writes them and removes
+    them once the graph holds their triples, all under the namespaces' locks. A member
+    left behind (a process that died between the two, a graph that failed) is
+    re-extracted from the memory's current value by the store's next `setup()` or by
+    `rebuild_graph`. A member is the JSON `[namespace labels, key]`.
     """
-    if not changes:
-        return
-    try:
-        graph.replace(changes)
-    except Exception as e:
-        raise sync_error(graph, [c.namespace for c in changes], "stored", e) from e
+
+    def __init__(self, client: Any, prefix: str) -> None:
+        self._client = client
+        self.key = f"{prefix}:lt:graph_due"
+
+    @staticmethod
+    def _member(namespace: Namespace, key: str) -> str:
+        return json.dumps([list(namespace), key], ensure_ascii=False, separators=(",", ":"))
+
+    def add(self, changes: Sequence[MemoryTriples]) -> None:
+        """List the memories of `changes` as due."""
+        if changes:
+            self._client.sadd(self.key, *{self._member(c.namespace, c.key) for c in changes})
+
+    def done(self, changes: Sequence[MemoryTriples]) -> None:
+        """The graph holds the triples of `changes`: they are no longer due."""
+        if changes:
+            self._client.srem(self.key, *{self._member(c.namespace, c.key) for c in changes})
+
+    def listed(self) -> list[tuple[Namespace, str]]:
+        """Every due memory, as (namespace, key)."""
+        out = []
+        for raw in self._client.sscan_iter(self.key, count=1000):
+            labels, key = json.loads(raw)
+            out.append((tuple(labels), key))
+        return out
 
 
 class GraphSyncedTier:
     """The long tier of a store whose graph is not written in the tier's transaction.
 
-    Everything is the tier's, except that items its TTL sweeps delete (`expired` with
-    `delete=True`, `sweep`) also stop supporting their triples.
+    Everything is the tier's, except its writes: a batch's memory writes and the TTL
+    sweeps (`expired` with `delete=True`, `sweep`) update the graph right after the
+    tier wrote, inside `tier.exclusive` of each namespace written (taken in namespace
+    id order, as the tier takes them). Two writers of one memory, in one process or
+    in replicas on a Chroma server, thus update the graph in the order they wrote the
+    memory. On a Chroma server the memories are also listed in `GraphDue` from before
+    the tier's write until the graph holds their triples.
     """
 
     def __init__(self, tier: Any, graph: GraphStore, user_label: str) -> None:
@@ -264,25 +305,80 @@ class GraphSyncedTier:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._synced_tier, name)
 
+    @property
+    def graph_due(self) -> GraphDue | None:
+        """The due record of a tier that keeps its index in Redis (a Chroma server)."""
+        client = getattr(self._synced_tier, "redis", None)
+        return None if client is None else GraphDue(client, self._synced_tier.prefix)
+
+    @contextmanager
+    def holding(self, namespaces: Iterable[Namespace]) -> Iterator[None]:
+        """Hold `tier.exclusive` of each namespace (reentrant), in namespace id order."""
+        with ExitStack() as stack:
+            for ns in sorted(set(namespaces), key=namespace_id):
+                stack.enter_context(self._synced_tier.exclusive(ns))
+            yield
+
+    def _synced(self, due: GraphDue | None, changes: Sequence[MemoryTriples], what: str) -> None:
+        """Give the graph `changes` after the tier wrote them.
+
+        Raises:
+            GraphSyncError: the graph failed (the memories stay listed in `due`).
+        """
+        try:
+            self._synced_graph.replace(changes)
+        except Exception as e:
+            namespaces = [c.namespace for c in changes]
+            raise sync_error(self._synced_graph, namespaces, what, e, listed=due is not None) from e
+
+    def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
+        """The tier's `write`; then the graph gets the writes' triples, under their locks.
+
+        Raises:
+            GraphSyncError: the memories were stored but the graph failed.
+        """
+        changes = detach_triples(writes)
+        if not changes:
+            self._synced_tier.write(writes, now=now)
+            return
+        due = self.graph_due
+        with self.holding(w.namespace for w in writes):
+            if due is not None:
+                due.add(changes)  # before the write: a crash after it leaves the record
+            self._synced_tier.write(writes, now=now)
+            self._synced(due, changes, "stored")
+            if due is not None:
+                due.done(changes)
+
     def expired(
         self, namespace: Namespace, *, now: float, delete: bool, keys: Sequence[str] | None = None
     ) -> list[StoredItem]:
-        """The tier's `expired`; swept items leave the graph too.
+        """The tier's `expired`; swept items leave the graph too, under the namespace's lock.
 
         Raises:
             GraphSyncError: the items were deleted but the graph failed.
         """
-        gone: list[StoredItem] = self._synced_tier.expired(
-            namespace, now=now, delete=delete, keys=keys
-        )
-        if delete and gone:
-            user = user_scope(namespace, self._user_label)
-            changes = [MemoryTriples(namespace, it.key, (), user) for it in gone]
-            try:
-                self._synced_graph.replace(changes)
-            except Exception as e:
-                raise sync_error(self._synced_graph, [namespace], "deleted (TTL expired)", e) from e
-        return gone
+        tier = self._synced_tier
+        if not delete:
+            return cast(list[StoredItem], tier.expired(namespace, now=now, delete=False, keys=keys))
+        due = self.graph_due
+        user = user_scope(namespace, self._user_label)
+        with self.holding([namespace]):
+            listed: list[MemoryTriples] = []
+            if due is not None:  # list what the sweep deletes before it does
+                found = tier.expired(namespace, now=now, delete=False, keys=keys)
+                if not found:
+                    return []
+                keys = [it.key for it in found]
+                listed = [MemoryTriples(namespace, k, (), user) for k in keys]
+                due.add(listed)
+            gone: list[StoredItem] = tier.expired(namespace, now=now, delete=True, keys=keys)
+            if gone:
+                changes = [MemoryTriples(namespace, it.key, (), user) for it in gone]
+                self._synced(due, changes, "deleted (TTL expired)")
+            if due is not None:
+                due.done(listed)
+            return gone
 
     def sweep(self, *, now: float) -> int:
         """Delete expired items namespace by namespace, so the graph learns which."""

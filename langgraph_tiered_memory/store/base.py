@@ -52,15 +52,16 @@ from langgraph_tiered_memory.store._config import (
     check_redactor,
     check_ttl_config,
 )
+from langgraph_tiered_memory.store._graph import repair_due
 from langgraph_tiered_memory.store._graph_write import (
     GraphJobs,
     GraphSyncedTier,
+    GraphSyncError,
     aextract,
-    detach_triples,
     extract,
     plan_graph,
-    replace_after_write,
 )
+from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_vectors
 from langgraph_tiered_memory.store.planning import (
     Plan,
@@ -309,11 +310,15 @@ class TieredStoreCore:
 
         On a Chroma server with `memory_index_path`, the long tier imports that legacy
         file into its Redis index here (or on its first call), the triples into `graph`.
+
+        With a graph on a Chroma server, the memories whose graph update a writer left
+        due (it died, or the graph failed) get their triples re-extracted.
         """
         for tier in self._tiers.values():
             tier.setup()
         if self.graph is not None:
             self.graph.setup()
+            repair_due(cast(StoreCore, self))
 
     def sweep_ttl(self) -> int:
         """Delete expired items now (Redis expires its own; Chroma needs this).
@@ -528,12 +533,14 @@ class TieredStoreCore:
                 if slot:
                     w.vectors = [list(text_vectors[j]) for j in slot]
                 by_tier.setdefault(self._router.tier_for(w.namespace), []).append(w)
-            external = self.graph is not None and not self.graph.in_tier_transaction
-            changes = detach_triples(by_tier.get("long", [])) if external else []
+            behind: GraphSyncError | None = None
             for tier_name, writes in by_tier.items():
-                self._tier(tier_name).write(writes, now=now)
-            if self.graph is not None and changes:
-                replace_after_write(self.graph, changes)
+                try:
+                    self._tier(tier_name).write(writes, now=now)
+                except GraphSyncError as e:  # stored, graph behind: the other tiers still write
+                    behind = e
+            if behind is not None:
+                raise behind
         return results
 
     def _long(self) -> MemoryTier:

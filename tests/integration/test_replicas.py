@@ -12,6 +12,8 @@ same reads without counting an access, and the test requires that:
 - each memory's access count is the number of counted reads that returned it, over all
   replicas;
 - `memory_history` is the same everywhere, with one event per acknowledged write;
+- the knowledge graph (`graph=True`: FalkorDB on the shared Redis) is the same
+  everywhere and holds exactly the triples of each memory's final value;
 - every acknowledged write holds: the last value of each key, unless it was deleted
   later (of concurrent puts of one key, one won, the same everywhere and the last in
   the history);
@@ -19,7 +21,8 @@ same reads without counting an access, and the test requires that:
 
 The kill variant ends one replica between its Chroma upsert and the index commit; the
 next write of another replica to that namespace repairs it, and the interrupted write is
-wholly present or wholly absent in every view.
+wholly present or wholly absent in every view. Its graph update never ran: the next
+replica to start repairs the graph from the due record (`setup()`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from tests.conftest import DIMS
 from tests.erase_env import ChromaServer
@@ -325,6 +329,18 @@ def replica_problems(
     problems += equality_problems(
         "memory statistics (get_memory)", {n: s["memories"] for n, s in snapshots.items()}
     )
+    graph_rows = {
+        n: [" ".join(map(str, row)) for row in s["graph"]["held"]] for n, s in snapshots.items()
+    }
+    problems += equality_problems("the knowledge graph (graph_triples)", graph_rows)
+    for replica, snap in snapshots.items():
+        held, given = ({" ".join(map(str, r)) for r in snap["graph"][k]} for k in ("held", "given"))
+        if held != given:
+            problems.append(
+                f"{replica}: the graph's triples are not those of the memories' values:\n"
+                + "".join(f"  only in the graph: {r}\n" for r in sorted(held - given))
+                + "".join(f"  only in the values: {r}\n" for r in sorted(given - held))
+            )
 
     for replica, snap in snapshots.items():
         wrong = {}
@@ -429,6 +445,11 @@ def start(chroma: ChromaServer, redis_url: str, key_prefix: str) -> Iterator[Any
     yield start
     for replica in started:
         replica.kill()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.delete(f"{key_prefix}_graph", f"telemetry{{{key_prefix}_graph}}")
+    finally:
+        client.close()
 
 
 def snapshot_op(namespaces: list[list[str]], keys: list[list[Any]], queries: list[dict]) -> dict:
