@@ -16,7 +16,6 @@ from langgraph_tiered_memory.cli_common import (
     ChromaPathOption,
     ChromaPortOption,
     KeyPrefixOption,
-    MemoryIndexPathOption,
     existing_chroma_path,
     namespace_labels,
 )
@@ -49,7 +48,6 @@ def _open_store(
     chroma_path: str | None,
     chroma_host: str | None,
     chroma_port: int,
-    memory_index_path: str | None,
     redis_url: str | None,
     key_prefix: str,
     graph_option: Any,
@@ -84,12 +82,6 @@ def _open_store(
         options["redis_url"] = store_redis
     else:
         options["chroma_path"] = existing_chroma_path(chroma_path)
-    if memory_index_path is not None:
-        from pathlib import Path
-
-        if not Path(memory_index_path).is_file():
-            raise typer.BadParameter(f"--memory-index-path {memory_index_path!r} is not a file.")
-        options["memory_index_path"] = memory_index_path
     from langgraph_tiered_memory.errors import ConfigurationError
 
     try:
@@ -128,7 +120,6 @@ def graph(
     chroma_path: ChromaPathOption = None,
     chroma_host: ChromaHostOption = None,
     chroma_port: ChromaPortOption = 8000,
-    memory_index_path: MemoryIndexPathOption = None,
     redis_url: Annotated[
         str | None,
         typer.Option(
@@ -168,7 +159,6 @@ def graph(
         chroma_path=chroma_path,
         chroma_host=chroma_host,
         chroma_port=chroma_port,
-        memory_index_path=memory_index_path,
         redis_url=redis_url,
         key_prefix=key_prefix,
         graph_option=_graph_option(falkordb_url, graph_name),
