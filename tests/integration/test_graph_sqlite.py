@@ -355,7 +355,7 @@ def test_a_tier_without_a_sqlite_file_refuses_the_embedded_graph(prefix: str) ->
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
     tier = ChromaTier(client, key_prefix=prefix, dims=0)  # in memory, similarity mode
     try:
-        with pytest.raises(ConfigurationError, match="memory_index_path="):
+        with pytest.raises(ConfigurationError, match="chroma_path=..."):
             SqliteGraph.for_tier(tier)
         with pytest.raises(ConfigurationError, match="no\\s+SQLite file"):
             tier.write([_put("m1", "alice", (WORKS,))], now=NOW)
