@@ -26,11 +26,15 @@ lose an update: access counts add up, `last_accessed` is the latest, and a rewri
 both. The scripts touch keys of several namespaces (the global sets), so a Redis Cluster
 is refused: the index needs a standalone Redis.
 
-Keyword search asks RediSearch for the namespace's best `max(4 * limit, 200)` candidates,
-then ranks them with `ranking_bm25`: FTS5's `bm25()` with the namespace's own row count,
-token count and document frequencies, so scores equal the SQLite index's. A namespace with
-more matching memories than that may (rarely) miss a row FTS5 would rank in: RediSearch's
-BM25 picks the candidates by index-wide statistics.
+Keyword search is one script (`_KEYWORDS`): it counts the namespace's document
+frequencies of the query's words with RediSearch, then fetches the matches phrase by
+phrase, rarest first, and counts each phrase in each column of every memory fetched. It
+stops once the phrases left cannot lift a memory holding only them into the top `limit`
+(each adds less than (k1 + 1) * idf: MaxScore). `ranking_bm25` then ranks the memories
+fetched: FTS5's `bm25()` with the namespace's own row count, token count and document
+frequencies, so results and scores equal the SQLite index's. A RediSearch query that hits
+its time limit (FT.CONFIG TIMEOUT) fails the search (BackendUnavailableError) rather than
+rank partial results: the script reads RediSearch's warnings in RESP3.
 """
 
 from __future__ import annotations
