@@ -24,7 +24,16 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import Stemmer
 
-__all__ = ["FTS_WEIGHTS", "PRUNE_FROM", "bm25", "kept_terms", "query_stems", "rank"]
+__all__ = [
+    "BM25_PARAMS",
+    "FTS_WEIGHTS",
+    "PRUNE_FROM",
+    "bm25",
+    "kept_terms",
+    "phrase_counts",
+    "query_stems",
+    "rank",
+]
 
 FTS_WEIGHTS = (1.0, 0.5, 1.0)
 """BM25 weights of the keyword index's columns: the memory's own text, the text of the
@@ -35,6 +44,8 @@ PRUNE_FROM = 1000
 
 _K1 = 1.2
 _B = 0.75
+BM25_PARAMS = (_K1, _B, *FTS_WEIGHTS)
+"""k1, b and the column weights, for an engine that bounds scores itself."""
 _STEMMER = Stemmer.Stemmer("porter")  # the stems today's search looks document counts up by
 
 
@@ -65,6 +76,40 @@ def _idf(n_rows: int, hits: int) -> float:
     return 1e-6 if idf <= 0.0 else idf
 
 
+def phrase_counts(columns: Sequence[Sequence[str]], phrases: Sequence[str]) -> list[int]:
+    """Occurrences of each phrase in each column of a row, as `rank` takes them.
+
+    Args:
+        columns: The row's tokens per column.
+        phrases: The query's phrase tokens.
+
+    Returns:
+        Phrase-major counts: the count of `phrases[i]` in column c is at
+        `i * len(columns) + c`.
+    """
+    return [sum(t == p for t in column) for p in phrases for column in columns]
+
+
+def _score(
+    counts: Sequence[int],
+    size: int,
+    idfs: Sequence[float],
+    avgdl: float,
+    weights: Sequence[float],
+) -> float:
+    # freq sums the column weights of the phrase's hits. FTS5 adds one weight per hit;
+    # the weights (1 and 0.5) and the counts are small, so count * weight sums are exact.
+    norm = _K1 * (1 - _B + _B * size / avgdl)
+    score, i, width = 0.0, 0, len(weights)
+    for idf in idfs:
+        freq = 0.0
+        for weight, n in zip(weights, counts[i : i + width], strict=True):
+            freq += n * weight
+        score += idf * ((freq * (_K1 + 1.0)) / (freq + norm))
+        i += width
+    return score
+
+
 def bm25(
     columns: Sequence[Sequence[str]],
     phrases: Sequence[str],
@@ -83,22 +128,13 @@ def bm25(
         df: Rows holding each phrase token.
         weights: Column weights.
     """
-    avgdl = float(n_tokens) / float(n_rows)
+    idfs = [_idf(n_rows, df.get(p, 0)) for p in phrases]
     size = sum(len(c) for c in columns)
-    score = 0.0
-    for phrase in phrases:
-        freq = 0.0
-        for weight, column in zip(weights, columns, strict=False):
-            for token in column:
-                if token == phrase:
-                    freq += weight
-        idf = _idf(n_rows, df.get(phrase, 0))
-        score += idf * ((freq * (_K1 + 1.0)) / (freq + _K1 * (1 - _B + _B * size / avgdl)))
-    return score
+    return _score(phrase_counts(columns, phrases), size, idfs, n_tokens / n_rows, weights)
 
 
 def rank(
-    rows: Iterable[tuple[str, int, Sequence[Sequence[str]]]],
+    rows: Iterable[tuple[str, int, int, Sequence[int]]],
     phrases: Sequence[str],
     n_rows: int,
     n_tokens: int,
@@ -108,9 +144,10 @@ def rank(
     """The `limit` best (key, score) of candidate rows holding a phrase, best first.
 
     Args:
-        rows: (key, write position, columns' tokens) of candidates; rows holding no
-            phrase are left out, as FTS5's MATCH leaves them out.
-        phrases: The query's phrase tokens.
+        rows: (key, write position, token count over all columns, `phrase_counts`) of
+            candidates; rows holding no phrase are left out, as FTS5's MATCH leaves
+            them out.
+        phrases: The query's phrase tokens (repeats count again, as in FTS5).
         n_rows: Rows of the namespace.
         n_tokens: Tokens of the namespace.
         df: Rows holding each phrase token.
@@ -118,11 +155,12 @@ def rank(
 
     Ties keep write order, as SQLite returns them.
     """
-    wanted = set(phrases)
+    idfs = [_idf(n_rows, df.get(p, 0)) for p in phrases]
+    avgdl = float(n_tokens) / float(n_rows)
     scored = [
-        (-bm25(cols, phrases, n_rows, n_tokens, df), seq, key)
-        for key, seq, cols in rows
-        if any(t in wanted for c in cols for t in c)
+        (-_score(counts, size, idfs, avgdl, FTS_WEIGHTS), seq, key)
+        for key, seq, size, counts in rows
+        if any(counts)
     ]
     scored.sort()
     return [(key, -neg) for neg, _, key in scored[: max(0, limit)]]

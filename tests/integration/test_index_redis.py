@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.cluster import RedisCluster
 
-from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from langgraph_tiered_memory.graph.types import MemoryTriples
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex, _search_reply
@@ -341,3 +341,47 @@ def test_merged_history_keeps_one_copy_of_each_event_in_time_order(
         (3, 30.0, "h2"),
     ]
     assert index.history.select(key_prefix, Selection(subjects=["sb"])) == events
+
+
+def test_a_namespace_past_the_old_candidate_cut_ranks_as_sqlite(
+    index: RedisIndex, key_prefix: str
+) -> None:
+    # Another namespace full of "dog" makes RediSearch's index-wide BM25 prefer "cat" rows,
+    # while in this namespace the short "dog" rows are the best: every match is ranked.
+    nsid, crowd = uuid.uuid4().hex, uuid.uuid4().hex
+    rows = {
+        f"m{i}": MemoryRow("dog" if i % 2 else "cat walk in the park", "", "", "fact", 0.5, None, 1)
+        for i in range(600)
+    }
+    others = {f"o{i}": MemoryRow("dog", "", "", "fact", 0.5, None, 1.0) for i in range(2000)}
+    index.commit(key_prefix, crowd, memories=others, docs=False)
+    mirror = DocMirror(":memory:")
+    try:
+        for target in (mirror, index):
+            target.commit(key_prefix, nsid, memories=rows, docs=False)
+        for terms in (["cat", "dog"], ["dog", "park"], ["walk"]):
+            expected = mirror.keyword_search(key_prefix, nsid, terms, 10)
+            assert len(expected) == 10
+            _same_hits(index.keyword_search(key_prefix, nsid, terms, 10), expected)
+    finally:
+        mirror.close()
+
+
+def test_a_search_redisearch_stops_at_its_time_limit_raises(
+    index: RedisIndex, client: redis.Redis, key_prefix: str
+) -> None:
+    nsid = uuid.uuid4().hex
+    rows = {
+        f"m{i}": MemoryRow("dog walk" if i % 5 < 2 else "cat", "", "", "fact", 0.5, None, 1.0)
+        for i in range(20000)
+    }  # "dog" and "walk" in 40% of the rows: kept, 8,000 matches to search
+    index.commit(key_prefix, nsid, memories=rows, docs=False)
+    assert len(index.keyword_search(key_prefix, nsid, ["dog", "walk"], 5)) == 5
+    found = client.execute_command("FT.CONFIG", "GET", "TIMEOUT")  # RESP2: [[name, value]]
+    before = found[b"TIMEOUT"] if isinstance(found, dict) else found[0][1]
+    client.execute_command("FT.CONFIG", "SET", "TIMEOUT", "1")
+    try:
+        with pytest.raises(BackendUnavailableError, match="time limit.*partial"):
+            index.keyword_search(key_prefix, nsid, ["dog", "walk"], 5)
+    finally:
+        client.execute_command("FT.CONFIG", "SET", "TIMEOUT", before)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, bm25, kept_terms, rank
+from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, bm25, kept_terms, phrase_counts, rank
 from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, _fts_terms
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow
@@ -50,6 +51,15 @@ def _stats(rows: list[tuple[str, str, str]]) -> tuple[list[list[list[str]]], int
     return tokens, total, df
 
 
+def _rows_of(
+    tokens: list[list[list[str]]], phrases: list[str], key: Callable[[int], str]
+) -> list[tuple[str, int, int, list[int]]]:
+    return [
+        (key(i + 1), i + 1, sum(map(len, t)), phrase_counts(t, phrases))
+        for i, t in enumerate(tokens)
+    ]
+
+
 @settings(max_examples=300, deadline=None)
 @given(rows=_rows, terms=_query)
 def test_bm25_equals_sqlite_fts5_bm25_on_every_matching_row(
@@ -61,9 +71,7 @@ def test_bm25_equals_sqlite_fts5_bm25_on_every_matching_row(
     for rowid, score in expected:
         mine = bm25(tokens[rowid - 1], phrases, len(rows), total, df)
         assert math.isclose(mine, score, rel_tol=1e-9), (rowid, mine, score)
-    ranked = rank(
-        [(str(i + 1), i + 1, t) for i, t in enumerate(tokens)], phrases, len(rows), total, df, 99
-    )
+    ranked = rank(_rows_of(tokens, phrases, str), phrases, len(rows), total, df, 99)
     assert [int(k) for k, _ in ranked] == [r for r, _ in expected]
     assert [s for _, s in ranked] == [s for _, s in expected]
 
@@ -75,7 +83,7 @@ def _search_like_today(
     keep = kept_terms(terms, df, len(rows))
     phrases = [_fts_terms(t)[0] for t in keep]
     return rank(
-        [(f"k{i}", i + 1, t) for i, t in enumerate(tokens)], phrases, len(rows), total, df, limit
+        _rows_of(tokens, phrases, lambda i: f"k{i - 1}"), phrases, len(rows), total, df, limit
     )
 
 

@@ -26,11 +26,15 @@ lose an update: access counts add up, `last_accessed` is the latest, and a rewri
 both. The scripts touch keys of several namespaces (the global sets), so a Redis Cluster
 is refused: the index needs a standalone Redis.
 
-Keyword search asks RediSearch for the namespace's best `max(4 * limit, 200)` candidates,
-then ranks them with `ranking_bm25`: FTS5's `bm25()` with the namespace's own row count,
-token count and document frequencies, so scores equal the SQLite index's. A namespace with
-more matching memories than that may (rarely) miss a row FTS5 would rank in: RediSearch's
-BM25 picks the candidates by index-wide statistics.
+Keyword search is one script (`_KEYWORDS`): it counts the namespace's document
+frequencies of the query's words with RediSearch, then fetches the matches phrase by
+phrase, rarest first, and counts each phrase in each column of every memory fetched. It
+stops once the phrases left cannot lift a memory holding only them into the top `limit`
+(each adds less than (k1 + 1) * idf: MaxScore). `ranking_bm25` then ranks the memories
+fetched: FTS5's `bm25()` with the namespace's own row count, token count and document
+frequencies, so results and scores equal the SQLite index's. A RediSearch query that hits
+its time limit (FT.CONFIG TIMEOUT) fails the search (BackendUnavailableError) rather than
+rank partial results: the script reads RediSearch's warnings in RESP3.
 """
 
 from __future__ import annotations
@@ -46,9 +50,20 @@ from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 from langgraph_tiered_memory.checkpoint.erase import _collect
-from langgraph_tiered_memory.errors import ConfigurationError, NamespaceLockedError
+from langgraph_tiered_memory.errors import (
+    BackendUnavailableError,
+    ConfigurationError,
+    NamespaceLockedError,
+)
 from langgraph_tiered_memory.graph.types import MemoryTriples, Namespace
-from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, kept_terms, query_stems, rank
+from langgraph_tiered_memory.ranking_bm25 import (
+    BM25_PARAMS,
+    FTS_WEIGHTS,
+    PRUNE_FROM,
+    kept_terms,
+    query_stems,
+    rank,
+)
 from langgraph_tiered_memory.ranking_terms import fts_terms_many
 from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph
@@ -66,8 +81,6 @@ __all__ = ["HeaderChange", "RedisHistory", "RedisIndex"]
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.index_redis")
 
 _PLAIN = re.compile("[a-z0-9]{1,100}")
-_MIN_CANDIDATES = 200
-_SCORER = "BM25STD"
 
 _COMMIT = """
 local P, lost = ARGV[1], 0
@@ -165,6 +178,94 @@ if a.rel then
 end
 end
 return lost
+"""
+
+_KEYWORDS = """
+local P, idx, nsid, prune, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local K1, B, W = tonumber(ARGV[6]), tonumber(ARGV[7]), {tonumber(ARGV[8]), tonumber(ARGV[9]),
+  tonumber(ARGV[10])}
+local base, mb = P .. ':lt:{' .. nsid .. '}', P .. ':ltm:{' .. nsid .. '}:'
+local top = redis.call('ZREVRANGE', base .. ':ord', 0, 0, 'WITHSCORES')
+local st = redis.call('HMGET', base .. ':s', 'rows', 'tokens')
+if not top[2] or not st[1] then return {} end
+local function str(x) if type(x) == 'table' then return x['ok'] or x['err'] end return x end
+local function map(x)
+  local o = {}
+  for k, v in pairs(x['map']) do o[str(k)] = v end
+  return o
+end
+local function search(q, ...)
+  redis.setresp(3)  -- RESP3 replies carry RediSearch's warnings (a timeout's partial results)
+  local r = map(redis.call('FT.SEARCH', idx, '@ns:{' .. nsid .. '} ' .. q, 'VERBATIM', ...))
+  redis.setresp(2)
+  if r['warning'] and #r['warning'] > 0 then
+    error({err = 'PARTIAL keyword search of namespace ' .. nsid .. ': ' .. str(r['warning'][1])})
+  end
+  return r
+end
+local df, last, found, phrases, query, idf = {}, tonumber(top[2]), {}, {}, {}, {}
+for i = 11, #ARGV do
+  local t = ARGV[i]
+  if t ~= '' and not df[t] then
+    df[t] = search(t, 'NOCONTENT', 'LIMIT', 0, 0, 'DIALECT', 2)['total_results']
+  end
+  found[#found + 1] = df[t] or 0
+end
+local rows, avgdl = tonumber(st[1]), tonumber(st[2]) / tonumber(st[1])
+for i = 11, #ARGV, 2 do
+  local n, p = df[ARGV[i]] or 0, ARGV[i + 1]
+  if n > 0 and p ~= '' and (last < prune or n * 2 < last) then
+    if not idf[p] then
+      idf[p] = math.max(math.log((rows - df[p] + 0.5) / (df[p] + 0.5)), 1e-6)
+      query[#query + 1] = p
+    end
+    phrases[#phrases + 1] = p
+  end
+end
+local out = {st[1], st[2], tostring(last), table.concat(found, ' '), ''}
+-- MaxScore: rarest phrases first; a memory holding only phrases not searched yet scores
+-- below K1 + 1 times their idfs, so once that is below the limit-th score found, stop.
+table.sort(query, function(a, b) return idf[a] > idf[b] end)
+local rest = 0
+for _, p in ipairs(phrases) do rest = rest + idf[p] * (K1 + 1) end
+local seen, scores, nums = {}, {}, {}
+for _, q in ipairs(query) do
+  local r = search(q, 'NOCONTENT', 'LIMIT', 0, df[q], 'DIALECT', 2)
+  for _, doc in ipairs(r['results']) do
+    local id = str(map(doc)['id'])
+    local v = not seen[id] and redis.call('HMGET', id, 'seq', 'n', 'text', 'context', 'time')
+    seen[id] = true
+    if v and v[1] then
+      out[#out + 1] = string.sub(id, #mb + 1)
+      nums[#nums + 1] = v[1]; nums[#nums + 1] = v[2]
+      local cols = {}
+      for c = 3, 5 do cols[c - 2] = ' ' .. (v[c] or '') .. ' ' end
+      local norm, score = K1 * (1 - B + B * tonumber(v[2]) / avgdl), 0
+      for _, p in ipairs(phrases) do
+        local pat, freq = ' ' .. p .. ' ', 0
+        for c, s in ipairs(cols) do
+          local n, at = 0, 1
+          while true do
+            local _, e = string.find(s, pat, at, true)
+            if not e then break end
+            n, at = n + 1, e
+          end
+          nums[#nums + 1] = n
+          freq = freq + n * W[c]
+        end
+        score = score + idf[p] * ((freq * (K1 + 1)) / (freq + norm))
+      end
+      scores[#scores + 1] = score
+    end
+  end
+  for _, p in ipairs(phrases) do if p == q then rest = rest - idf[p] * (K1 + 1) end end
+  if #scores >= limit then
+    table.sort(scores, function(a, b) return a > b end)
+    if rest < scores[limit] * (1 - 1e-9) then break end
+  end
+end
+out[5] = table.concat(nums, ' ')
+return out
 """
 
 _TOUCH = """
@@ -390,6 +491,7 @@ class RedisIndex:
         self._near = client.register_script(_NEIGHBOURS)
         self._erase = client.register_script(_ERASE)
         self._add_access = client.register_script(_ADD_ACCESS)
+        self._keywords = client.register_script(_KEYWORDS)
         tombstone = client.register_script(_TOMBSTONE)
         self.history = RedisHistory(client, prefix, self._commit, tombstone)
         """Memory history, appended to by `commit`."""
@@ -743,44 +845,38 @@ class RedisIndex:
         self._check(prefix)
         if limit <= 0 or not terms:
             return []
-        terms = list(terms)
-        stems = {s: encode_token(s) for s in query_stems(terms) if s}
-        phrase_of = {
-            t: [encode_token(x) for x in found]
-            for t, found in zip(terms, fts_terms_many(terms), strict=True)
-        }
-        counted = list(
-            dict.fromkeys([*stems.values(), *(p for ps in phrase_of.values() for p in ps)])
-        )
-        base = self._base(nsid)
-        pipe = self._r.pipeline(transaction=False)
-        pipe.zrevrange(f"{base}:ord", 0, 0, withscores=True)
-        pipe.hmget(f"{base}:s", "rows", "tokens")
-        for token in counted:
-            pipe.execute_command(
-                "FT.SEARCH", self.index_name, f"@ns:{{{nsid}}} {token}", "VERBATIM",
-                "LIMIT", "0", "0", "DIALECT", "2",
-            )  # fmt: skip
-        top, (rows, tokens), *counts = pipe.execute()
-        if not top or not rows:
+        terms = list(dict.fromkeys(terms))
+        firsts = [found[:1] for found in fts_terms_many(terms)]
+        args: list[Any] = [prefix, self.index_name, nsid, PRUNE_FROM, limit, *BM25_PARAMS]
+        for stem, first in zip(query_stems(terms), firsts, strict=True):
+            args += [encode_token(stem) if stem else "", encode_token(first[0]) if first else ""]
+        try:
+            reply = [_s(x) for x in self._keywords(args=args)]
+        except ResponseError as e:
+            if not str(e).startswith("PARTIAL"):
+                raise
+            raise BackendUnavailableError(
+                f"RediSearch stopped the keyword search of namespace {nsid} at its time limit"
+                " (FT.CONFIG GET TIMEOUT), so its results would be partial. Raise the"
+                " limit (FT.CONFIG SET TIMEOUT <ms>, 0: none) or search a smaller namespace."
+            ) from e
+        if not reply:
             return []
-        df = {t: _search_reply(c)[0] for t, c in zip(counted, counts, strict=True)}
-        by_stem = {s: df.get(e, 0) for s, e in stems.items()}
-        keep = kept_terms(terms, by_stem, int(top[0][1]))
-        phrases = [p for t in keep for p in phrase_of[t][:1]]
-        if not phrases:
-            return []
-        reply = self._r.execute_command(
-            "FT.SEARCH", self.index_name, f"@ns:{{{nsid}}} ({'|'.join(dict.fromkeys(phrases))})",
-            "VERBATIM", "SCORER", _SCORER, "RETURN", "4", "seq", "text", "context", "time",
-            "LIMIT", "0", str(max(4 * limit, _MIN_CANDIDATES)), "DIALECT", "2",
-        )  # fmt: skip
-        skip = len(self._mem(nsid, ""))
-        candidates = [
-            (doc[skip:], int(f["seq"]), [f.get(c, "").split() for c in ("text", "context", "time")])
-            for doc, f in _search_reply(reply)[1]
+        rows, tokens, last, found, counts, *keys = reply
+        df = dict(zip(args[10:], map(int, found.split()), strict=True))
+        by_stem = {s: df[encode_token(s)] for s in query_stems(terms) if s}
+        phrases = [
+            encode_token(f[0])
+            for t, f in zip(terms, firsts, strict=True)
+            if f and t in kept_terms(terms, by_stem, int(last))
         ]
-        return rank(candidates, phrases, int(rows), int(tokens), df, limit)
+        nums = list(map(int, counts.split()))
+        width = 2 + 3 * len(phrases)
+        found_rows = [
+            (key, nums[i * width], nums[i * width + 1], nums[i * width + 2 : (i + 1) * width])
+            for i, key in enumerate(keys)
+        ]
+        return rank(found_rows, phrases, int(rows), int(tokens), df, limit)
 
     def context_successors(
         self, prefix: str, nsid: str, keys: Sequence[str], skip: Iterable[str]
