@@ -80,7 +80,7 @@ from langgraph_tiered_memory.store.search import (
     search_memories,
     search_tiers,
 )
-from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
+from langgraph_tiered_memory.store.tiers.base import ContextInputs, MemoryTier, Tier
 
 __all__ = ["TieredStoreCore", "DEFAULT_CHROMA_PATH", "DEFAULT_KEY_PREFIX", "MemoryHit"]
 
@@ -263,7 +263,7 @@ class TieredStoreCore:
         cfg = self.scoring
         tier = self._long() if "long" in self._tiers else None
         index = {t: i for i, t in enumerate(plan.texts)}
-        stored: dict[tuple[str, ...], set[str]] = {}
+        inputs: dict[tuple[str, ...], ContextInputs] = {}
         last_new: dict[tuple[str, ...], str] = {}
         for w, slot in zip(plan.writes, plan.slots, strict=True):
             if w.memory is None or tier is None:
@@ -275,14 +275,19 @@ class TieredStoreCore:
                 continue
             if cfg.context_keys:
                 ns = w.namespace
-                if ns not in stored:
-                    keys = [x.key for x in plan.writes if x.namespace == ns]
-                    stored[ns] = set(tier.memory_stats(ns, keys))
-                if w.key in stored[ns] or ns not in last_new:
-                    w.context_text = tier.previous_text(ns, w.key)
+                if ns not in inputs:  # one read per namespace of the batch
+                    keys = [
+                        x.key
+                        for x in plan.writes
+                        if x.namespace == ns and x.memory is not None and x.keyword_text
+                    ]
+                    inputs[ns] = tier.context_inputs(ns, keys)
+                stored = w.key in inputs[ns].memories
+                if stored or ns not in last_new:
+                    w.context_text = inputs[ns].previous.get(w.key)
                 else:
                     w.context_text = last_new[ns]
-                if w.key not in stored[ns]:
+                if not stored:
                     last_new[ns] = own
             if not slot:
                 continue  # not embedded: keyword keys only

@@ -130,6 +130,9 @@ def _answers(target: Any, prefix: str, nsid: str) -> dict[str, Any]:
         after = page[-1][0]
     out["pages"] = pages
     out["previous"] = [target.previous_text(prefix, nsid, k) for k in [*_KEYS, "new"]]
+    inputs = target.context_inputs(prefix, nsid, [*_KEYS, "new"])  # both reads in one
+    assert inputs.memories == out["stats"].keys()
+    assert list(inputs.previous.values()) == out["previous"]
     out["successors"] = [
         target.context_successors(prefix, nsid, _KEYS[i : i + 3], _KEYS[i + 3 : i + 4])
         for i in range(0, 8, 2)

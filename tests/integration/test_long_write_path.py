@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 import redis
 from chromadb.api.models.Collection import Collection
+from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.memory_keys import context_text
 from langgraph_tiered_memory.store._common import namespace_id
+from tests.fakes import HashingEmbeddings
 from tests.integration.test_long_replicas import _replica
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  (fixture)
 
@@ -75,8 +78,9 @@ def test_a_server_put_is_one_chroma_upsert_and_two_redis_round_trips(
         with counted(monkeypatch, store) as calls:
             store.put(NS, "b", {"text": "Ana learns the cello"})
         # Memory mode: the store first reads which keys are memories and the text of
-        # the memory written before (its context key is embedded before the write).
-        planning = 2 if mode == "memory" else 0
+        # the memory written before, in one round trip (its context key is embedded
+        # before the write).
+        planning = 1 if mode == "memory" else 0
         assert dict(calls) == {"chroma upsert": 1, "redis": 2 + planning}
         if mode == "similarity":  # one record per item: a rewrite leaves nothing stale
             with counted(monkeypatch, store) as calls:
@@ -85,6 +89,69 @@ def test_a_server_put_is_one_chroma_upsert_and_two_redis_round_trips(
         assert store.get(NS, "b").value["text"].startswith("Ana learns the")  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_a_memory_batch_reads_its_context_inputs_in_one_round_trip_per_namespace(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "memory"})
+    other = ("users", "bo", "memories")
+    old = {"a": "Ana keeps bees on her roof", "b": "Ana learns the cello"}
+    new = {"b": "Ana learns the viola", "c": "Ana flies to Oslo in May", "d": "Ana bakes rye"}
+    try:
+        for key, text in old.items():
+            store.put(NS, key, {"text": text})
+        store.put(other, "x", {"text": "Bo sails"})
+        embedded: list[str] = []
+        embed = HashingEmbeddings.embed_documents
+
+        def record(self: HashingEmbeddings, texts: list[str]) -> list[list[float]]:
+            embedded.extend(texts)
+            return embed(self, texts)
+
+        monkeypatch.setattr(HashingEmbeddings, "embed_documents", record)
+        ops = [PutOp(NS, key, {"text": text}) for key, text in new.items()]
+        with counted(monkeypatch, store) as calls:
+            store.batch([*ops, PutOp(other, "y", {"text": "Bo rows"})])
+        # One planning read per namespace, then begin and commit (both namespaces each).
+        assert calls["redis"] == 2 + 2
+        # A rewrite's context is the memory before it; the first new memory's, the last
+        # stored one; the next new memory's, the new memory before it in the batch.
+        for previous, own in [(old["a"], new["b"]), (old["b"], new["c"]), (new["c"], new["d"])]:
+            assert context_text(previous, own) in embedded
+        assert context_text("Bo sails", "Bo rows") in embedded
+    finally:
+        store.close()
+
+
+def test_only_the_first_ttl_write_of_a_namespace_updates_the_registry(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    try:
+        store.put(NS, "a", {"text": "Ana keeps bees on her roof"})
+        with counted(monkeypatch, store) as calls:  # the namespace now holds TTL items
+            store.put(NS, "b", {"text": "Ana learns the cello"}, ttl=60)
+        assert calls["chroma upsert"] == 2  # the registry entry, then the item
+        with counted(monkeypatch, store) as calls:
+            store.put(NS, "c", {"text": "Ana flies to Oslo in May"}, ttl=60)
+        assert dict(calls) == {"chroma upsert": 1, "redis": 2}
+        assert [ttl for ns, ttl in store.tiers["long"]._docs.registered(NS)] == [True]  # type: ignore[attr-defined]
+    finally:
+        store.close()
+    fresh = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    try:  # another process reads the flag from the registry: no second registration
+        with counted(monkeypatch, fresh) as calls:
+            fresh.put(NS, "d", {"text": "Ana bakes rye"}, ttl=60)
+        assert calls["chroma upsert"] == 1
+    finally:
+        fresh.close()
 
 
 def _records(store: TieredMemoryStore, nsid: str) -> list[str]:
@@ -129,7 +196,7 @@ def test_a_put_to_a_store_without_headers_in_redis_reads_them_once_and_backfills
         assert int(r.hget(f"{key_prefix}:lt:{{{nsid}}}:s", "recs")) == len(before)  # type: ignore[arg-type]
         with counted(monkeypatch, store) as calls:  # from now on, from Redis
             store.put(NS, "d", {"text": "Ana bakes rye bread"})
-        assert dict(calls) == {"chroma upsert": 1, "redis": 2 + 2}  # 2: memory mode planning
+        assert dict(calls) == {"chroma upsert": 1, "redis": 2 + 1}  # 1: memory mode planning
     finally:
         store.close()
         r.close()

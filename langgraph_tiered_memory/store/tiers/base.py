@@ -10,10 +10,12 @@ import numpy as np
 
 from langgraph_tiered_memory.ranking_select import ChannelHits, MemoryStatsView
 from langgraph_tiered_memory.store._common import ItemWrite, Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs
 
 __all__ = [
     "Candidate",
     "ChannelHits",
+    "ContextInputs",
     "Tier",
     "MemoryTier",
     "MemoryStatsView",
@@ -154,8 +156,11 @@ class MemoryTier(Tier, Protocol):
     ) -> Mapping[str, MemoryStatsView]:
         """Statistics of those of `keys` that are memories."""
 
-    def previous_text(self, namespace: Namespace, key: str) -> str | None:
-        """Own text of the memory written before `key` in `namespace`."""
+    def context_inputs(self, namespace: Namespace, keys: Sequence[str]) -> ContextInputs:
+        """Which of `keys` are memories, and the own text of the memory before each.
+
+        For a key not stored yet, that is the namespace's last memory; one read.
+        """
 
     def iter_memory_stats(
         self, namespace: Namespace, page_size: int = 1000

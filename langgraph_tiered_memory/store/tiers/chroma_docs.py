@@ -217,8 +217,13 @@ class ChromaDocs:
         return any(n == ns and ttl for n, ttl in self.registered(ns))
 
     def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
-        """Unknown namespaces, and every write of TTL items."""
-        return ttl or not self.layout.cached(namespace_id(ns))  # entries were prefetched
+        """Unknown namespaces, and known ones getting their first TTL item.
+
+        The entries were prefetched (and are dropped when another process moves or
+        erases the namespace), so the cached TTL flag is the registry's.
+        """
+        nsid = namespace_id(ns)
+        return not self.layout.cached(nsid) or (ttl and not self.layout.held_ttl(nsid))
 
     def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
         """Nothing to copy."""

@@ -240,6 +240,7 @@ class Collections:
         self._where: dict[str, int | None] = {}
         self._moving: dict[str, int] = {}
         self._dims_of: dict[str, int] = {}  # embedding size of bucketed namespaces
+        self._ttl: set[str] = set()  # cached entries that say "has held TTL items"
 
     # ------------------------------------------------------------- registry
     def registry(self) -> Any:
@@ -279,6 +280,7 @@ class Collections:
         self._where.clear()
         self._moving.clear()
         self._dims_of.clear()
+        self._ttl.clear()
 
     def _remember(self, nsid: str, meta: dict[str, Any]) -> None:
         b = meta.get("b")
@@ -287,6 +289,8 @@ class Collections:
             self._dims_of[nsid] = int(meta.get("d", self.dims))
         if meta.get("m") is not None:
             self._moving[nsid] = int(meta["m"])
+        if meta.get("ttl"):
+            self._ttl.add(nsid)
 
     def entries(self, prefix: Namespace = ()) -> Iterator[tuple[Namespace, bool, int | None]]:
         """(namespace, has held TTL items, bucket or None) of registered namespaces."""
@@ -325,6 +329,7 @@ class Collections:
         self._dims_of.pop(nsid, None)
         self._views.pop(nsid, None)
         self._own.pop(nsid, None)
+        self._ttl.discard(nsid)
 
     def forget_namespaces(self) -> None:
         """Drop the cached layout of every namespace (keep the collection handles)."""
@@ -333,10 +338,15 @@ class Collections:
         self._views.clear()
         self._own.clear()
         self._moving.clear()
+        self._ttl.clear()
 
     def cached(self, nsid: str) -> bool:
         """Whether the namespace's registry entry is cached (after `prefetch`: exists)."""
         return nsid in self._where
+
+    def held_ttl(self, nsid: str) -> bool:
+        """Whether the cached registry entry says the namespace has held TTL items."""
+        return nsid in self._ttl
 
     def prefetch(self, nsids: Sequence[str]) -> None:
         """Read the registry entries of the namespace ids not cached yet, in one call."""

@@ -33,6 +33,7 @@ from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongInde
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView, read
 from langgraph_tiered_memory.store.tiers.chroma_vectors import Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryStats
+from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs
 
 __all__ = ["Candidate", "ChromaReads"]
 
@@ -422,12 +423,15 @@ class ChromaReads(ChromaBase):
             return {}
         return idx.memory_stats(self.prefix, namespace_id(namespace), list(keys))
 
-    def previous_text(self, namespace: Namespace, key: str) -> str | None:
-        """Own text of the memory written before `key` in `namespace` (memory mode only)."""
+    def context_inputs(self, namespace: Namespace, keys: Sequence[str]) -> ContextInputs:
+        """Which of `keys` are memories and the text before each (memory mode only).
+
+        One read of the memory index (one Redis round trip with a Chroma server).
+        """
         idx = self.memindex
         if idx is None:
-            return None
-        return idx.previous_text(self.prefix, namespace_id(namespace), key)
+            return ContextInputs(frozenset(), {})
+        return idx.context_inputs(self.prefix, namespace_id(namespace), keys)
 
     def iter_memory_stats(
         self, namespace: Namespace, page_size: int = 1000

@@ -61,7 +61,12 @@ from langgraph_tiered_memory.store.tiers.sqlite_keywords import (  # noqa: F401 
     legacy_fts_table as _legacy_fts_table,  # of the layout before names were case-safe
 )
 from langgraph_tiered_memory.store.tiers.sqlite_registry import NamespaceRegistry
-from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryStats, MemoryTable
+from langgraph_tiered_memory.store.tiers.sqlite_stats import (
+    ContextInputs,
+    MemoryRow,
+    MemoryStats,
+    MemoryTable,
+)
 
 __all__ = [
     "DocMirror",
@@ -431,6 +436,13 @@ class DocMirror:
         """
         with self._db.locked():
             return self._keywords.previous_text(prefix, nsid, key)
+
+    def context_inputs(self, prefix: str, nsid: str, keys: Sequence[str]) -> ContextInputs:
+        """Which of `keys` are memories, and the text before each (one read for a batch)."""
+        with self._db.locked():
+            memories = frozenset(self._memories.stats(prefix, nsid, keys))
+            previous = {k: self._keywords.previous_text(prefix, nsid, k) for k in keys}
+        return ContextInputs(memories, previous)
 
     # ------------------------------------------------------------- erasure
     def namespace_keys(self, prefix: str, nsid: str) -> set[str]:

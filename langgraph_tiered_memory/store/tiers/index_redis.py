@@ -74,7 +74,7 @@ from langgraph_tiered_memory.store.tiers.sqlite_history import (
     Selection,
     StoredEvent,
 )
-from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryStats
+from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs, MemoryRow, MemoryStats
 
 __all__ = ["HeaderChange", "RedisHistory", "RedisIndex"]
 
@@ -347,13 +347,19 @@ return added
 _NEIGHBOURS = """
 local P, nsid, mode = ARGV[1], ARGV[2], ARGV[3]
 local mb, ord = P .. ':ltm:{' .. nsid .. '}:', P .. ':lt:{' .. nsid .. '}:ord'
-if mode == 'prev' then
-  local seq = redis.call('ZSCORE', ord, ARGV[4])
-  local prev = redis.call('ZREVRANGEBYSCORE', ord, '(' .. (seq or '+inf'), '-inf', 'LIMIT', 0, 1)
-  if not prev[1] then return false end
-  return redis.call('HGET', mb .. prev[1], 'raw')
-end
 local out = {}
+if mode == 'prev' or mode == 'inputs' then
+  for i = 4, #ARGV do
+    local seq = redis.call('ZSCORE', ord, ARGV[i])
+    local prev = redis.call('ZREVRANGEBYSCORE', ord, '(' .. (seq or '+inf'), '-inf', 'LIMIT', 0, 1)
+    local text = prev[1] and redis.call('HGET', mb .. prev[1], 'raw') or false
+    if mode == 'prev' then return text end
+    local m = redis.call('HMGET', mb .. ARGV[i], 'seq', 'created')
+    out[#out + 1] = (m[1] and m[2]) and 1 or 0
+    out[#out + 1] = text
+  end
+  return out
+end
 for i = 4, #ARGV do
   local seq = redis.call('ZSCORE', ord, ARGV[i])
   if seq then
@@ -897,6 +903,17 @@ class RedisIndex:
         self._check(prefix)
         found = self._near(args=[prefix, nsid, "prev", key])
         return None if found is None else _s(found)
+
+    def context_inputs(self, prefix: str, nsid: str, keys: Sequence[str]) -> ContextInputs:
+        """Which of `keys` are memories, and the text before each, in one round trip."""
+        self._check(prefix)
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return ContextInputs(frozenset(), {})
+        found = self._near(args=[prefix, nsid, "inputs", *keys])
+        memories = frozenset(k for k, flag in zip(keys, found[0::2], strict=True) if int(flag))
+        previous = {k: None if t is None else _s(t) for k, t in zip(keys, found[1::2], strict=True)}
+        return ContextInputs(memories, previous)
 
     def keyword_table(self, prefix: str, nsid: str) -> str | None:
         """None: no namespace has a keyword table of its own here."""

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, select_keys
 
-__all__ = ["MemoryRow", "MemoryStats", "MemoryTable"]
+__all__ = ["ContextInputs", "MemoryRow", "MemoryStats", "MemoryTable"]
 
 
 class MemoryRow(NamedTuple):
@@ -42,6 +42,16 @@ class MemoryStats(NamedTuple):
     created_at: float
     access_count: int
     last_accessed: float | None
+
+
+class ContextInputs(NamedTuple):
+    """What a batch of memory writes to one namespace reads before embedding its context keys."""
+
+    memories: frozenset[str]
+    """Those of the asked keys that are memories already."""
+    previous: Mapping[str, str | None]
+    """Each asked key -> own text of the memory written just before it (for a key not
+    stored yet, the namespace's last memory); None: no earlier memory."""
 
 
 _SCHEMA = """
