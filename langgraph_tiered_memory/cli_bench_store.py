@@ -133,6 +133,14 @@ def bench_store(
     batches: Annotated[
         int, typer.Option(min=1, help="With --writes: timed batch writes per column.")
     ] = 30,
+    users: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="With --writes: user namespaces the puts go to (the first put to each is"
+            " reported apart).",
+        ),
+    ] = 100,
     stores: Annotated[
         str | None,
         typer.Option(
@@ -216,6 +224,7 @@ def bench_store(
         _bench_writes(
             singles=singles,
             batches=batches,
+            users=users,
             stores=stores,
             batch_size=batch_size,
             chroma_path=chroma_path,
@@ -291,6 +300,7 @@ def _bench_writes(
     *,
     singles: int,
     batches: int,
+    users: int,
     stores: str | None,
     batch_size: int | None,
     chroma_path: Path | None,
@@ -317,6 +327,7 @@ def _bench_writes(
         singles=singles,
         batches=batches,
         batch_size=batch_size or 20,
+        users=users,
         stores=_parse_stores(stores or ",".join(WRITE_COLUMNS), WRITE_COLUMNS),
         chroma_path=str(chroma_path) if chroma_path is not None else None,
         chroma_host=chroma_host,

@@ -14,7 +14,8 @@ Every column writes the same items, one user's namespace per call, in one run:
 - ``redisstore``: upstream `RedisStore`, as a reference.
 
 Two shapes: `singles` calls of one item (`store.put`; for raw, an upsert of one record),
-each timed alone, user ``i % users`` for item ``i``; then `batches` calls of
+each timed alone, user ``i % users`` for item ``i`` (the p50 is also given apart for
+the puts that are a namespace's first, and the others); then `batches` calls of
 `batch_size` items of one user's namespace (`store.batch` of `PutOp`s; for raw, one
 upsert). The columns take turns item by item and batch by batch, the order rotating,
 so load from other processes falls on all of them alike. Vectors come from
@@ -149,9 +150,13 @@ class WriteBenchResult:
         status: ``"ok"`` or ``"error: ..."``.
         single_p50_ms: Median time of a one-item write.
         single_p95_ms: Its 95th percentile.
+        first_p50_ms: Median of the one-item writes that were their namespace's first.
+        later_p50_ms: Median of the other one-item writes.
         batch_per_s: Items / time in the batch calls.
         p50_ratio: `single_p50_ms` / raw's.
         p95_ratio: `single_p95_ms` / raw's.
+        first_ratio: `first_p50_ms` / raw's.
+        later_ratio: `later_p50_ms` / raw's.
         batch_ratio: raw's `batch_per_s` / this one's.
         written: Items written, the warm-up item included.
         found: Items read back afterwards.
@@ -162,9 +167,13 @@ class WriteBenchResult:
     status: str = "ok"
     single_p50_ms: float | None = None
     single_p95_ms: float | None = None
+    first_p50_ms: float | None = None
+    later_p50_ms: float | None = None
     batch_per_s: float | None = None
     p50_ratio: float | None = None
     p95_ratio: float | None = None
+    first_ratio: float | None = None
+    later_ratio: float | None = None
     batch_ratio: float | None = None
     written: int = 0
     found: int | None = None
@@ -203,6 +212,7 @@ class _Column:
     ) -> None:
         self.write, self.count, self.row = write, count, row
         self.single_seconds: list[float] = []
+        self.first: list[bool] = []  # per one-item write: its namespace's first
         self.batch_seconds = 0.0
 
 
@@ -271,8 +281,13 @@ def _calls(config: WriteBenchConfig) -> tuple[list[Item], list[list[Item]]]:
     return singles, batches
 
 
-def _take_turns(columns: list[_Column], call: list[Item], turn: int, *, single: bool) -> None:
-    """Time `call` in every column still ok, starting with column ``turn % len``."""
+def _take_turns(
+    columns: list[_Column], call: list[Item], turn: int, *, single: bool, first: bool = False
+) -> None:
+    """Time `call` in every column still ok, starting with column ``turn % len``.
+
+    `first`: a one-item call that is its namespace's first write.
+    """
     live = [c for c in columns if c.row.status == "ok"]
     if not live:
         return
@@ -289,6 +304,7 @@ def _take_turns(columns: list[_Column], call: list[Item], turn: int, *, single: 
         column.row.written += len(call)
         if single:
             column.single_seconds.append(spent)
+            column.first.append(first)
         else:
             column.batch_seconds += spent
 
@@ -300,6 +316,13 @@ def _finish(columns: list[_Column], batch_items: int) -> None:
         if row.status != "ok":
             continue
         row.single_p50_ms, row.single_p95_ms = common.percentiles_ms(c.single_seconds)
+        for is_first in (True, False):
+            part = [t for t, f in zip(c.single_seconds, c.first, strict=True) if f is is_first]
+            p50 = common.percentiles_ms(part)[0] if part else None
+            if is_first:
+                row.first_p50_ms = p50
+            else:
+                row.later_p50_ms = p50
         row.batch_per_s = batch_items / max(c.batch_seconds, 1e-9)
         try:
             row.found = c.count()
@@ -315,6 +338,10 @@ def _finish(columns: list[_Column], batch_items: int) -> None:
             continue
         row.p50_ratio = row.single_p50_ms / raw.single_p50_ms
         row.p95_ratio = row.single_p95_ms / raw.single_p95_ms
+        if row.first_p50_ms is not None and raw.first_p50_ms:
+            row.first_ratio = row.first_p50_ms / raw.first_p50_ms
+        if row.later_p50_ms is not None and raw.later_p50_ms:
+            row.later_ratio = row.later_p50_ms / raw.later_p50_ms
         row.batch_ratio = raw.batch_per_s / row.batch_per_s
 
 
@@ -396,9 +423,12 @@ def run_write_benchmark(
             column.write([warmup])
             column.row.written += 1
         console.print(f"[dim]writes: {config.singles} single puts per column...[/dim]")
+        written = {warmup[0]}
         for turn, one in enumerate(singles):
             embeddings.prefetch([one[2]])
-            _take_turns(columns, [one], turn, single=True)
+            first = one[0] not in written
+            written.add(one[0])
+            _take_turns(columns, [one], turn, single=True, first=first)
         console.print(f"[dim]writes: {config.batches} batches of {config.batch_size}...[/dim]")
         for turn, batch in enumerate(batches):
             embeddings.prefetch([text for _, _, text in batch])
@@ -438,6 +468,10 @@ def render_write_report(report: WriteBenchReport, console: Console) -> None:
     rows: list[tuple[str, Callable[[WriteBenchResult], str]]] = [
         ("single put p50 ms", lambda r: common.fmt_ms(r.single_p50_ms)),
         ("  / raw", lambda r: _ratio(r.p50_ratio)),
+        ("  namespace's first put p50 ms", lambda r: common.fmt_ms(r.first_p50_ms)),
+        ("    / raw", lambda r: _ratio(r.first_ratio)),
+        ("  later puts p50 ms", lambda r: common.fmt_ms(r.later_p50_ms)),
+        ("    / raw", lambda r: _ratio(r.later_ratio)),
         ("single put p95 ms", lambda r: common.fmt_ms(r.single_p95_ms)),
         ("  / raw", lambda r: _ratio(r.p95_ratio)),
         (f"batch of {cfg.batch_size}: items/s", lambda r: common.fmt(r.batch_per_s, ",.0f")),

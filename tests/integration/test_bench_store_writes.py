@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 runner = CliRunner()
 
-SINGLES, BATCHES, BATCH = 6, 2, 3
+SINGLES, BATCHES, BATCH, USERS = 6, 2, 3, 3  # 3 first puts of a namespace, 3 later
 COLUMNS = ["raw", "raw-default", "long", "hybrid", "redisstore"]
 
 
@@ -28,6 +28,7 @@ def run_writes(*args: str) -> tuple[dict[str, Any], str]:
         [
             "bench", "store", "--writes", "--json",
             "--singles", str(SINGLES), "--batches", str(BATCHES), "--batch-size", str(BATCH),
+            "--users", str(USERS),
             *args,
         ],
     )  # fmt: skip
@@ -52,10 +53,22 @@ def check_report(data: dict[str, Any], table: str) -> None:
         assert row["p95_ratio"] == pytest.approx(row["single_p95_ms"] / raw["single_p95_ms"])
         assert row["batch_ratio"] == pytest.approx(raw["batch_per_s"] / row["batch_per_s"])
         assert min(row["p50_ratio"], row["p95_ratio"], row["batch_ratio"]) > 0
+        # the p50 apart for a namespace's first put and the later ones (SINGLES > users)
+        assert 0 < row["first_p50_ms"] and 0 < row["later_p50_ms"]
+        assert min(row["first_p50_ms"], row["later_p50_ms"]) <= row["single_p50_ms"]
+        assert row["single_p50_ms"] <= max(row["first_p50_ms"], row["later_p50_ms"])
+        assert row["first_ratio"] == pytest.approx(row["first_p50_ms"] / raw["first_p50_ms"])
+        assert row["later_ratio"] == pytest.approx(row["later_p50_ms"] / raw["later_p50_ms"])
         # every item was written and is found again (collection count / prefix search)
         assert row["written"] == row["found"] == items, name
         assert row["label"] in table
-    for figure in ("single put p50 ms", "single put p95 ms", f"batch of {BATCH}: items/s"):
+    for figure in (
+        "single put p50 ms",
+        "namespace's first put p50 ms",
+        "later puts p50 ms",
+        "single put p95 ms",
+        f"batch of {BATCH}: items/s",
+    ):
         assert figure in table
 
 

@@ -10,6 +10,7 @@ holds alone.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +23,8 @@ from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.memory_keys import context_text
-from langgraph_tiered_memory.store._common import namespace_id
+from langgraph_tiered_memory.store._common import encode_namespace, namespace_id
+from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
 from tests.fakes import HashingEmbeddings
 from tests.integration.test_long_replicas import _replica
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  (fixture)
@@ -127,6 +129,57 @@ def test_a_memory_batch_reads_its_context_inputs_in_one_round_trip_per_namespace
         store.close()
 
 
+def _same_bucket(store: TieredMemoryStore, ns: tuple[str, ...]) -> tuple[str, ...]:
+    """A new namespace sharing `ns`'s bucket (whose collection the store has opened)."""
+    buckets = store.tiers["long"]._layout.buckets  # type: ignore[attr-defined]
+    want = bucket_of(namespace_id(ns), buckets)
+    for i in itertools.count():
+        other = ("users", f"u{i}", "memories")
+        if bucket_of(namespace_id(other), buckets) == want:
+            return other
+    raise AssertionError("unreachable")
+
+
+def test_a_first_server_put_to_a_namespace_is_one_chroma_call(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    other = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    try:
+        store.put(NS, "a", {"text": "Ana keeps bees on her roof"})
+        new = _same_bucket(store, NS)
+        client = store.tiers["long"].client  # type: ignore[attr-defined]
+        opened: list[str] = []
+        for name in ("get_collection", "get_or_create_collection", "create_collection"):
+            original = getattr(client, name)
+
+            def opening(*a: Any, _f: Callable[..., Any] = original, **k: Any) -> Any:
+                opened.append(str(a[0] if a else k.get("name")))
+                return _f(*a, **k)
+
+            monkeypatch.setattr(client, name, opening)
+        with counted(monkeypatch, store) as calls:
+            store.put(new, "k", {"text": "Bo keeps goats"}, ttl=60)
+        # The planning read of the registry, the begin script (which registers the
+        # namespace) and the commit; in Chroma, only the item.
+        assert dict(calls) == {"chroma upsert": 1, "redis": 3}
+        assert opened == []
+        # Another process lists it, finds its item and knows it has held TTL items.
+        assert new in other.list_namespaces(prefix=("users",))
+        assert other.get(new, "k").value == {"text": "Bo keeps goats"}  # type: ignore[union-attr]
+        assert [it.key for it in other.search(new, query="goats")] == ["k"]
+        assert other.tiers["long"]._docs.has_held_ttl(new)  # type: ignore[attr-defined]
+        with counted(monkeypatch, other) as calls:  # known now: no registry write
+            other.put(new, "k2", {"text": "Bo sells cheese"})
+        assert calls["chroma upsert"] == 1 and "chroma get" not in calls
+    finally:
+        store.close()
+        other.close()
+
+
 def test_only_the_first_ttl_write_of_a_namespace_updates_the_registry(
     chroma_server: Server,  # noqa: F811
     redis_url: str,
@@ -134,24 +187,67 @@ def test_only_the_first_ttl_write_of_a_namespace_updates_the_registry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    r = redis.Redis.from_url(redis_url)
     try:
         store.put(NS, "a", {"text": "Ana keeps bees on her roof"})
+        assert r.hget(f"{key_prefix}:lt:reg", encode_namespace(NS)) == b"0"
         with counted(monkeypatch, store) as calls:  # the namespace now holds TTL items
             store.put(NS, "b", {"text": "Ana learns the cello"}, ttl=60)
-        assert calls["chroma upsert"] == 2  # the registry entry, then the item
-        with counted(monkeypatch, store) as calls:
-            store.put(NS, "c", {"text": "Ana flies to Oslo in May"}, ttl=60)
+        # The flag is set by the begin script: no registry write in Chroma.
         assert dict(calls) == {"chroma upsert": 1, "redis": 2}
+        assert r.hget(f"{key_prefix}:lt:reg", encode_namespace(NS)) == b"1"
         assert [ttl for ns, ttl in store.tiers["long"]._docs.registered(NS)] == [True]  # type: ignore[attr-defined]
     finally:
         store.close()
     fresh = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
-    try:  # another process reads the flag from the registry: no second registration
+    try:  # another process reads the flag from the registry
         with counted(monkeypatch, fresh) as calls:
             fresh.put(NS, "d", {"text": "Ana bakes rye"}, ttl=60)
         assert calls["chroma upsert"] == 1
+        assert [it.key for it in fresh.search(NS)] == ["a", "b", "d"]
     finally:
         fresh.close()
+        r.close()
+
+
+def test_a_store_whose_registry_is_only_in_chroma_lists_and_writes_its_namespaces(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stores written before the Redis registry kept their namespaces in Chroma only."""
+    plain, timed = ("users", "ana", "memories"), ("users", "bo", "memories")
+    old = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    old.put(plain, "a", {"text": "Ana keeps bees on her roof"})
+    old.put(timed, "a", {"text": "Bo keeps goats"}, ttl=60)
+    old.tiers["long"]._layout.register([(plain, False), (timed, True)])  # type: ignore[attr-defined]
+    old.close()
+    r = redis.Redis.from_url(redis_url)
+    r.delete(f"{key_prefix}:lt:reg", f"{key_prefix}:lt:regp")
+    r.srem(f"{key_prefix}:lt:filled", f"{key_prefix}/reg")
+    for ns in (plain, timed):
+        r.hdel(f"{key_prefix}:lt:{{{namespace_id(ns)}}}:s", "reg", "d")
+    store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    try:
+        assert store.list_namespaces(prefix=("users",)) == [plain, timed]
+        assert [ttl for _, ttl in store.tiers["long"]._docs.registered(("users",))] == [  # type: ignore[attr-defined]
+            False,
+            True,
+        ]
+        with counted(monkeypatch, store) as calls:  # known: its layout is read once
+            store.put(plain, "a", {"text": "Ana keeps wasps on her roof"})
+        assert calls["chroma upsert"] == 1
+        store.put(timed, "b", {"text": "Bo sells cheese"})
+        assert [it.value["text"] for it in store.search(plain)] == [  # type: ignore[index]
+            "Ana keeps wasps on her roof"
+        ]
+        assert sorted(it.key for it in store.search(timed)) == ["a", "b"]
+        assert store.tiers["long"]._docs.has_held_ttl(timed)  # type: ignore[attr-defined]
+        assert r.sismember(f"{key_prefix}:lt:filled", f"{key_prefix}/reg")
+    finally:
+        store.close()
+        r.close()
 
 
 def _records(store: TieredMemoryStore, nsid: str) -> list[str]:

@@ -14,6 +14,7 @@ in-memory Chroma it is a SQLite file (`DocMirror`) and the writer lock is this p
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -28,17 +29,24 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
+    decode_namespace,
     encode_namespace,
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import decode_document
 from langgraph_tiered_memory.store._history import recovered_events
-from langgraph_tiered_memory.store.tiers.chroma_docs import ChromaDocs, DocSource, MirrorDocs
+from langgraph_tiered_memory.store.tiers.chroma_docs import (
+    ChromaDocs,
+    DocSource,
+    MirrorDocs,
+    ServerDocs,
+)
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     DEFAULT_GRADUATE_AT,
     PAGE,
     Collections,
     NamespaceView,
+    bucket_of,
     strip_ns,
 )
 from langgraph_tiered_memory.store.tiers.chroma_vectors import (
@@ -171,15 +179,17 @@ class ChromaBase:
         self,
         namespaces: Sequence[Namespace],
         intents: Mapping[str, Sequence[str]] | None = None,
+        register: Mapping[str, tuple[str, bool, int]] | None = None,
     ) -> Iterator[Begun | None]:
         """Hold the writer locks of `namespaces`, with their cached layout checked.
 
         The process's lock always; with a Chroma server, the namespaces' locks in
         Redis too, in one round trip that also reads the layout counts (a namespace
         another process moved or removed is read again from the registry) and, for
-        `intents` (keys by namespace id), their headers, recording them as intents.
-        It yields what that read (None without a Chroma server). Keys a dead writer
-        left as intents are repaired first.
+        `intents` (keys by namespace id), their headers, recording them as intents,
+        and enters the namespaces of `register` in the Redis registry. It yields what
+        that read (None without a Chroma server). Keys a dead writer left as intents
+        are repaired first.
         """
         with self._lock:
             self._open()
@@ -187,7 +197,7 @@ class ChromaBase:
                 yield None
                 return
             nsids = [namespace_id(ns) for ns in namespaces]
-            with self._locks.hold(nsids, namespaces, intents=intents) as begun:
+            with self._locks.hold(nsids, namespaces, intents=intents, register=register) as begun:
                 self._forget_moved(begun.epoch, [begun.layout[n] for n in nsids], nsids)
                 if begun.left:
                     self._repair_left(namespaces, begun, intents or {})
@@ -301,6 +311,9 @@ class ChromaBase:
                 self._open_index()
             if getattr(settings, "is_persistent", False) and directory:
                 self._open_copies(directory)
+            elif self._index is not None:
+                self._docs_source = ServerDocs(self._layout, self._index)
+                self._vector_source = ChromaVectors()
             else:
                 self._docs_source = ChromaDocs(self._layout)
                 self._vector_source = ChromaVectors()
@@ -426,7 +439,9 @@ class ChromaBase:
         idx = RedisIndex(self._redis, self.prefix)
         idx.setup()
         imported = self._import_file(idx) if self._memory_index_path else {}
-        entries = list(self._layout.entries(()))
+        self._fill_registry(idx)
+        self._layout.listed = functools.partial(self._listed, idx)
+        entries = self._server_entries(idx)
         idx.recover(
             self.prefix,
             self._read_primaries,
@@ -440,6 +455,51 @@ class ChromaBase:
             self._fill_memories(idx, entries)
         self._drop_gone(idx, imported)
         self._index = idx
+
+    def _fill_registry(self, idx: RedisIndex) -> None:
+        """Copy the registry collection into the Redis registry, once per store prefix.
+
+        Stores written before the Redis registry listed every namespace keep theirs
+        only in Chroma. Each page of namespaces is copied under their writer locks,
+        read afresh, so a namespace another process erases meanwhile is not restored.
+        """
+        marker = f"{self.prefix}/reg"
+        if idx.is_filled(marker):
+            return
+        assert self._locks is not None
+        nsids = [namespace_id(ns) for ns, _, _ in self._layout.entries(())]
+        for at in range(0, len(nsids), PAGE):
+            page = nsids[at : at + PAGE]
+            with self._locks.hold(page):
+                got = self._layout.registry().get(ids=page, include=["metadatas"])
+                idx.fill_registry(
+                    self.prefix,
+                    [
+                        (m["ns"], bool(m.get("ttl")), None if m.get("d") is None else int(m["d"]))
+                        for m in got["metadatas"]
+                        if m and "ns" in m
+                    ],
+                )
+        idx.mark_filled(marker)
+        logger.info("namespace registry of %s copied to Redis (%d)", self.prefix, len(nsids))
+
+    def _listed(self, idx: RedisIndex, nsids: list[str]) -> dict[str, int | None]:
+        """Namespace ids in the Redis registry, with their embedding size (if recorded)."""
+        return {n: dims for n, (_, dims) in idx.registrations(self.prefix, nsids).items()}
+
+    def _server_entries(self, idx: RedisIndex) -> list[Entry]:
+        """Registry entries of a Chroma server's tier: the collection's, then Redis-only ones.
+
+        A namespace the registry collection lacks lives in its bucket.
+        """
+        entries = list(self._layout.entries(()))
+        seen = {namespace_id(ns) for ns, _, _ in entries}
+        for enc, ttl in idx.registered(self.prefix, ""):
+            ns = decode_namespace(enc)
+            nsid = namespace_id(ns)
+            if nsid not in seen:
+                entries.append((ns, ttl, bucket_of(nsid, self._layout.buckets)))
+        return entries
 
     def _import_file(self, idx: RedisIndex) -> dict[str, list[str]]:
         """Import the `memory_index_path` file into `idx`; the keys of its memories.

@@ -5,8 +5,12 @@ Chosen once, when the tier opens its client:
 - `MirrorDocs`: beside an embedded Chroma, the SQLite document copy (`DocMirror`)
   answers `get`, emptiness checks and the namespace list; Chroma queries then return
   ids and distances only. Writes are bracketed by its intent log (`begin`/`commit`).
-- `ChromaDocs`: with a Chroma server, documents are the primary records' metadata and
-  the namespace list is the registry collection; `begin`/`commit` do nothing.
+- `ChromaDocs`: with an in-memory Chroma, documents are the primary records' metadata
+  and the namespace list is the registry collection; `begin`/`commit` do nothing.
+- `ServerDocs`: with a Chroma server, the same documents, and the namespace list is
+  the Redis registry (`RedisIndex.registered`), which a write's begin script updates:
+  a namespace's first write adds no Chroma call. The registry collection then keeps
+  only the entries of namespaces moved to their own collection, or registered before.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from langgraph_tiered_memory.store._common import (
 )
 from langgraph_tiered_memory.store.tiers.chroma_layout import Collections, read
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
+from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 
-__all__ = ["ChromaDocs", "DocSource", "MirrorDocs"]
+__all__ = ["ChromaDocs", "DocSource", "MirrorDocs", "ServerDocs"]
 
 
 class DocSource(Protocol):
@@ -232,3 +237,33 @@ class ChromaDocs:
     def unregistered(self, ns: Namespace) -> None:
         """Nothing to copy."""
         return None
+
+
+class ServerDocs(ChromaDocs):
+    """Documents from Chroma; namespaces from the Redis registry (a Chroma server)."""
+
+    def __init__(self, layout: Collections, index: RedisIndex):
+        super().__init__(layout)
+        self.index = index
+
+    def registered(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
+        """Registered namespaces under `prefix`, from the Redis registry."""
+        under = encode_namespace(prefix)
+        return [
+            (decode_namespace(enc), ttl)
+            for enc, ttl in self.index.registered(self.layout.prefix, under)
+        ]
+
+    def has_held_ttl(self, ns: Namespace) -> bool:
+        """From the Redis registry (one round trip)."""
+        nsid = namespace_id(ns)
+        found = self.index.registrations(self.layout.prefix, [nsid]).get(nsid)
+        return found is not None and found[0]
+
+    def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
+        """Never: a server write registers its namespaces when it takes their locks."""
+        return False
+
+    def unregistered(self, ns: Namespace) -> None:
+        """Drop the namespace from the Redis registry."""
+        self.index.unregister(self.layout.prefix, encode_namespace(ns))

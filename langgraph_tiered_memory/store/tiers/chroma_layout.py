@@ -241,6 +241,9 @@ class Collections:
         self._moving: dict[str, int] = {}
         self._dims_of: dict[str, int] = {}  # embedding size of bucketed namespaces
         self._ttl: set[str] = set()  # cached entries that say "has held TTL items"
+        self.listed: Callable[[list[str]], dict[str, int | None]] | None = None
+        """With a Chroma server: the namespace ids registered in Redis (-> embedding
+        size), which lists every namespace, also those the registry collection lacks."""
 
     # ------------------------------------------------------------- registry
     def registry(self) -> Any:
@@ -315,12 +318,9 @@ class Collections:
 
     def lookup(self, nsid: str) -> tuple[bool, int | None]:
         """(registered, bucket or None) of a namespace id, cached after the first read."""
-        if nsid in self._where:
-            return True, self._where[nsid]
-        got = self.registry().get(ids=[nsid], include=["metadatas"])
-        if not got["ids"]:
+        self.prefetch([nsid])
+        if nsid not in self._where:
             return False, None
-        self._remember(nsid, got["metadatas"][0])
         return True, self._where[nsid]
 
     def forget_namespace(self, nsid: str) -> None:
@@ -349,12 +349,41 @@ class Collections:
         return nsid in self._ttl
 
     def prefetch(self, nsids: Sequence[str]) -> None:
-        """Read the registry entries of the namespace ids not cached yet, in one call."""
+        """Read the registry entries of the namespace ids not cached yet, in one call.
+
+        With a Chroma server (`listed`), Redis is asked first: a namespace it does not
+        list is not registered, and one the registry collection lacks (registered by a
+        write since the Redis registry lists every namespace) lives in its bucket.
+        """
         unknown = [n for n in dict.fromkeys(nsids) if n not in self._where]
-        if unknown:
-            got = self.registry().get(ids=unknown, include=["metadatas"])
-            for nsid, meta in zip(got["ids"], got["metadatas"], strict=True):
-                self._remember(nsid, meta)
+        if not unknown:
+            return
+        listed = None
+        if self.listed is not None:
+            listed = self.listed(unknown)
+            unknown = [n for n in unknown if n in listed]
+            if not unknown:
+                return
+        got = self.registry().get(ids=unknown, include=["metadatas"])
+        for nsid, meta in zip(got["ids"], got["metadatas"], strict=True):
+            self._remember(nsid, meta)
+        for nsid in unknown:
+            if listed is not None and nsid not in self._where:
+                self.adopt(nsid, listed[nsid])
+
+    def adopt(self, nsid: str, dims: int | None = None) -> None:
+        """Cache a namespace without a registry collection entry: in its bucket."""
+        self._where[nsid] = bucket_of(nsid, self.buckets)
+        self._dims_of[nsid] = self.dims if dims is None else dims
+
+    @staticmethod
+    def _entry(ns: Namespace, ttl: bool) -> dict[str, Any]:
+        meta: dict[str, Any] = {"ns": encode_namespace(ns), "depth": len(ns)}
+        for d in range(1, len(ns) + 1):
+            meta[f"p{d}"] = namespace_id(ns[:d])
+        if ttl:
+            meta["ttl"] = True
+        return meta
 
     def register(self, entries: Sequence[tuple[Namespace, bool]]) -> dict[str, int | None]:
         """Register namespaces in one upsert (new ones get their bucket): nsid -> bucket."""
@@ -366,11 +395,7 @@ class Collections:
             nsid = namespace_id(ns)
             bucket = self._where[nsid] if nsid in self._where else bucket_of(nsid, self.buckets)
             out[nsid] = bucket
-            meta: dict[str, Any] = {"ns": encode_namespace(ns), "depth": len(ns)}
-            for d in range(1, len(ns) + 1):
-                meta[f"p{d}"] = namespace_id(ns[:d])
-            if ttl:
-                meta["ttl"] = True
+            meta = self._entry(ns, ttl)
             if bucket is not None:
                 meta["b"] = bucket
                 meta["d"] = self._dims_of.get(nsid, self.dims)
@@ -542,9 +567,14 @@ class Collections:
             offset += PAGE
 
     def flip(self, ns: Namespace, bucket: int) -> None:
-        """Step 2: the registry entry now names the own collection (`m`: clean-up due)."""
+        """Step 2: the registry entry now names the own collection (`m`: clean-up due).
+
+        An upsert of the whole entry: a namespace a Chroma server's tier registered
+        only in Redis has none in the registry collection yet.
+        """
         nsid = namespace_id(ns)
-        self.registry().update(ids=[nsid], metadatas=[{"b": None, "m": bucket}])
+        meta = {**self._entry(ns, nsid in self._ttl), "b": None, "m": bucket}
+        self.registry().upsert(ids=[nsid], embeddings=[[1.0]], metadatas=[meta])
         self._where[nsid] = None
         self._moving[nsid] = bucket
         self._views.pop(nsid, None)

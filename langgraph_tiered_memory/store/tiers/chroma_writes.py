@@ -1,7 +1,8 @@
 """Writes of the long-term tier: puts and deletes, TTL refresh and sweep, moves.
 
 A batch is written in four steps: (1) the namespaces it creates are registered in one
-registry upsert and every changed key is recorded in the document copy's intent log;
+registry upsert (with a Chroma server: in Redis, by the script that takes the locks)
+and every changed key is recorded in the document copy's intent log;
 (2) Chroma gets one upsert (and one delete) per target collection, so the namespaces
 sharing a bucket share its calls; (3) the vector copy follows Chroma; (4) the document
 copy and memory index commit and clear the intent log. A crash in between leaves keys
@@ -40,6 +41,7 @@ from langgraph_tiered_memory.store._common import (
     ItemWrite,
     Namespace,
     StoredItem,
+    encode_namespace,
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import (
@@ -162,31 +164,51 @@ class ChromaWrites(ChromaBase):
             by_ns.setdefault(w.namespace, []).append(w)
             graph = graph or w.triples is not None
         self._open()
-        intents = None
+        intents = register = None
         if self._locks is not None:  # a Chroma server: headers come with the locks
             intents = {
                 namespace_id(ns): list(dict.fromkeys(w.key for w in group))
                 for ns, group in by_ns.items()
             }
-        with self._writing(list(by_ns), intents) as begun:
+            # ... and the namespaces that get items are registered in Redis then.
+            register = {
+                namespace_id(ns): (
+                    encode_namespace(ns),
+                    any(w.ttl is not None for w in group),
+                    self.dims,
+                )
+                for ns, group in by_ns.items()
+                if any(w.value is not None for w in group)
+            }
+        with self._writing(list(by_ns), intents, register) as begun:
             if graph and self.graph_file is None:
                 raise ConfigurationError(
                     "Writes carry knowledge-graph triples, but this long tier keeps no"
                     " SQLite file for them (a Chroma server without memory_index_path)."
                 )
             docs = self._docs
+            fresh: set[str] = set()
+            if begun is not None:  # registered by this write: no registry read
+                fresh = {n for n, was in begun.registered.items() if was is None}
+                for nsid in fresh:
+                    self._layout.adopt(nsid)
             self._layout.prefetch([namespace_id(ns) for ns in by_ns])
-            known = {ns for ns in by_ns if self._layout.cached(namespace_id(ns))}
-            new = [
-                (ns, any(w.ttl is not None for w in group))
-                for ns, group in by_ns.items()
-                if any(w.value is not None for w in group)
-            ]
-            new = [(ns, ttl) for ns, ttl in new if docs.needs_register(ns, ttl=ttl)]
-            if new:
-                self._layout.register(new)
-                for ns, ttl in new:
-                    docs.registered_now(ns, ttl=ttl)
+            known = {
+                ns
+                for ns in by_ns
+                if self._layout.cached(nsid := namespace_id(ns)) and nsid not in fresh
+            }
+            if begun is None:
+                new = [
+                    (ns, any(w.ttl is not None for w in group))
+                    for ns, group in by_ns.items()
+                    if any(w.value is not None for w in group)
+                ]
+                new = [(ns, ttl) for ns, ttl in new if docs.needs_register(ns, ttl=ttl)]
+                if new:
+                    self._layout.register(new)
+                    for ns, ttl in new:
+                        docs.registered_now(ns, ttl=ttl)
             targets: dict[str, _Target] = {}
             pending = [
                 p

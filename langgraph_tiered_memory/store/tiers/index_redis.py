@@ -17,7 +17,8 @@ namespace registry), with the same methods and meaning, in the store's Redis:
     P:lth:{n}:<key>    LIST of the memory's history events;  P:lt:{n}:hk  SET of those keys
     P:lt:hns           HASH namespace id -> labels;  P:lt:hs:<subject>  SET of "nsid:key"
     P:lth:t:<hash>     LIST of tombstones;  P:lt:hseq  counter of events (their order)
-    P:lt:reg, P:lt:regp  namespace registry (HASH, and ZSET for prefix ranges)
+    P:lt:reg, P:lt:regp  namespace registry (HASH, and ZSET for prefix ranges); `reg`
+                       (its TTL flag) and `d` (embedding size) in P:lt:{n}:s too
     P:lt:filled        SET of one-off jobs done
 
 `P` is the store's key prefix and `{n}` the namespace id as a hash tag. Every change is
@@ -65,6 +66,7 @@ from langgraph_tiered_memory.ranking_bm25 import (
     rank,
 )
 from langgraph_tiered_memory.ranking_terms import fts_terms_many
+from langgraph_tiered_memory.store._namespaces import decode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
@@ -765,14 +767,42 @@ class RedisIndex:
 
     def register(self, prefix: str, ns: str, *, ttl: bool) -> None:
         """Record namespace `ns` (encoded); `ttl` marks that it has held TTL items."""
+        self.fill_registry(prefix, [(ns, ttl, None)])
+
+    def fill_registry(self, prefix: str, entries: Sequence[tuple[str, bool, int | None]]) -> None:
+        """Record namespaces (encoded, has held TTL items, embedding size) in one round trip.
+
+        Idempotent: a TTL flag already set stays set, a recorded size stays.
+        """
         self._check(prefix)
         pipe = self._r.pipeline(transaction=True)
-        pipe.zadd(f"{prefix}:lt:regp", {ns: 0})
-        if ttl:
-            pipe.hset(f"{prefix}:lt:reg", ns, "1")
-        else:
-            pipe.hsetnx(f"{prefix}:lt:reg", ns, "0")
-        pipe.execute()
+        for ns, ttl, dims in entries:
+            base = f"{self._base(namespace_id(decode_namespace(ns)))}:s"
+            pipe.zadd(f"{prefix}:lt:regp", {ns: 0})
+            if ttl:
+                pipe.hset(f"{prefix}:lt:reg", ns, "1")
+                pipe.hset(base, "reg", "1")
+            else:
+                pipe.hsetnx(f"{prefix}:lt:reg", ns, "0")
+                pipe.hsetnx(base, "reg", "0")
+            if dims is not None:
+                pipe.hsetnx(base, "d", dims)
+        if entries:
+            pipe.execute()
+
+    def registrations(
+        self, prefix: str, nsids: Sequence[str]
+    ) -> dict[str, tuple[bool, int | None]]:
+        """(has held TTL items, embedding size) of the given namespace ids registered."""
+        self._check(prefix)
+        pipe = self._r.pipeline(transaction=False)
+        for nsid in nsids:
+            pipe.hmget(f"{self._base(nsid)}:s", "reg", "d")
+        out: dict[str, tuple[bool, int | None]] = {}
+        for nsid, (flag, dims) in zip(nsids, pipe.execute() if nsids else [], strict=True):
+            if flag is not None:
+                out[nsid] = (_s(flag) == "1", None if dims is None else int(dims))
+        return out
 
     def unregister(self, prefix: str, ns: str) -> None:
         """Forget namespace `ns` (encoded)."""
@@ -780,6 +810,7 @@ class RedisIndex:
         pipe = self._r.pipeline(transaction=True)
         pipe.zrem(f"{prefix}:lt:regp", ns)
         pipe.hdel(f"{prefix}:lt:reg", ns)
+        pipe.hdel(f"{self._base(namespace_id(decode_namespace(ns)))}:s", "reg", "d")
         pipe.execute()
 
     def registered(self, prefix: str, under: str) -> list[tuple[str, bool]]:

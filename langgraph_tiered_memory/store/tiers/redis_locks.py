@@ -20,6 +20,8 @@ record count the write needs (`P:lt:{n}:h`, `recs` in `P:lt:{n}:s`, kept by
 `RedisIndex.commit`), the keys a dead writer left in the namespace's intent set (when
 the lock was free), and records the write's keys as intents. The second round trip is
 the index commit, which releases the locks of their outermost holder (`handoff`).
+The begin script also enters the namespaces a write creates in the Redis namespace
+registry (`register`), so a namespace's first write costs no extra round trip.
 
 `P:lt:{<namespace id>}:layout` counts the changes of where a namespace lives (a move
 from a bucket to its own collection, its registry entry removed), and `P:lt:erased`
@@ -58,7 +60,8 @@ _BEGIN = """
 local P, lease, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local taken, specs = {}, {}
 for j = 1, n do
-  local nsid, token, mine, keys = ARGV[4 * j], ARGV[4 * j + 1], ARGV[4 * j + 2], ARGV[4 * j + 3]
+  local at = 5 * j - 1
+  local nsid, token, mine, keys = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
   local lk = P .. ':lt:{' .. nsid .. '}:lock'
   if mine == '1' then
     if redis.call('GET', lk) == token then redis.call('PEXPIRE', lk, lease) end
@@ -70,7 +73,7 @@ for j = 1, n do
     end
     return cjson.encode({busy = j})
   end
-  specs[j] = {nsid, mine, keys}
+  specs[j] = {nsid, mine, keys, ARGV[at + 4]}
 end
 local out = {epoch = tonumber(redis.call('GET', P .. ':lt:erased') or '0'), ns = {}}
 for j, s in ipairs(specs) do
@@ -87,6 +90,18 @@ for j, s in ipairs(specs) do
       for _, k in ipairs(keys) do redis.call('SADD', base .. ':i', k) end
       redis.call('SADD', P .. ':lt:intents', nsid)
       r.rec = 1
+    end
+  end
+  if s[4] ~= '' then
+    local g = cjson.decode(s[4])
+    local cur = redis.call('HGET', base .. ':s', 'reg')
+    r.reg = cur or ''
+    if not cur or (g[2] == 1 and cur == '0') then
+      local flag = tostring(g[2])
+      redis.call('HSET', base .. ':s', 'reg', flag)
+      if not cur then redis.call('HSET', base .. ':s', 'd', g[3]) end
+      redis.call('HSET', P .. ':lt:reg', g[1], flag)
+      redis.call('ZADD', P .. ':lt:regp', 0, g[1])
     end
   end
   out.ns[j] = r
@@ -129,6 +144,9 @@ class Begun:
     """Keys a dead writer left as intents, in namespaces whose lock was free."""
     recorded: set[str] = field(default_factory=set)
     """Namespaces whose keys were recorded as intents (not those with `left` keys)."""
+    registered: dict[str, str | None] = field(default_factory=dict)
+    """Of the namespaces asked to register: their registry flag before ("0", "1": has
+    held TTL items; None: new, registered by this call)."""
 
 
 def _s(value: Any) -> str:
@@ -187,6 +205,7 @@ class NamespaceLocks:
         names: Sequence[object] = (),
         *,
         intents: Mapping[str, Sequence[str]] | None = None,
+        register: Mapping[str, tuple[str, bool, int]] | None = None,
         wait: float | None = None,
     ) -> Iterator[Begun]:
         """Hold the locks of `nsids` for the block; yields what taking them read.
@@ -197,6 +216,9 @@ class NamespaceLocks:
             names: The namespaces, for the error message (matched by position).
             intents: Keys about to be written, by namespace id: their headers are
                 read and they are recorded as intents (unless `Begun.left`).
+            register: Namespaces to enter in the Redis registry (`RedisIndex.registered`),
+                by namespace id: (encoded namespace, has TTL items, embedding size).
+                The registry flag each had before is in `Begun.registered`.
             wait: Seconds to wait instead of the configured `wait` (0: one attempt).
 
         Raises:
@@ -213,6 +235,12 @@ class NamespaceLocks:
             token = fresh.get(nsid) or held[nsid][0]
             args += [nsid, token, "0" if nsid in fresh else "1"]
             args.append("" if keys is None else json.dumps(list(keys), ensure_ascii=False))
+            reg = None if register is None else register.get(nsid)
+            args.append(
+                ""
+                if reg is None
+                else json.dumps([reg[0], int(reg[1]), int(reg[2])], ensure_ascii=False)
+            )
         deadline = time.monotonic() + (self.wait if wait is None else wait)
         while True:
             reply = json.loads(_s(self._begin(args=args)))
@@ -240,6 +268,8 @@ class NamespaceLocks:
                 found = _list(r.get("h"))
                 begun.headers[nsid] = {k: h for k, h in zip(intents[nsid], found, strict=True) if h}
                 begun.recs[nsid] = int(r["recs"]) if r.get("recs") else None
+            if register is not None and nsid in register:
+                begun.registered[nsid] = _s(r["reg"]) or None
         for nsid in wanted:
             if nsid in fresh:
                 held[nsid] = [fresh[nsid], 1, False]
