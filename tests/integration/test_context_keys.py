@@ -1,4 +1,4 @@
-"""Key vectors of memories in own collections: kept in the vector copy, not in HNSW.
+"""Key vectors of memories in own collections: `x:` HNSW records, embedded or on a server.
 
 Each test compares a namespace in its own collection with a bucketed twin written the
 same way (bucketed namespaces score every record exactly, key vectors included, as
@@ -8,6 +8,10 @@ key-vector similarities.
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
+import tarfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,11 +21,7 @@ import pytest
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.store._common import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import Collections
-from langgraph_tiered_memory.store.tiers.chroma_vectors import (
-    VECTORS_FILE,
-    VectorCopy,
-    VectorSource,
-)
+from langgraph_tiered_memory.store.tiers.chroma_vectors import VECTORS_FILE
 from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
@@ -93,9 +93,8 @@ def _hnsw_ids(store: Any, ns: tuple[str, ...] = NS) -> list[str]:
 
 
 def _copied(store: Any, prefix: str, ns: tuple[str, ...] = NS) -> set[str]:
-    tier = store.tiers["long"]
-    keys = [f"m{i}" for i in range(len(FACTS))]
-    return set(tier._vcopy.key_rids(prefix, namespace_id(ns), keys))
+    """Ids of the key (extra) vectors the own collection's HNSW index holds."""
+    return {rid for rid in _hnsw_ids(store, ns) if rid[:2] == "x:"}
 
 
 def _current_key_rids(
@@ -134,18 +133,19 @@ def _both(twins: Any, fn: Any) -> None:
     fn(own)
 
 
-def test_an_own_collection_holds_one_hnsw_record_per_memory(twins: Any) -> None:
+def test_an_own_collection_keeps_each_context_key_as_an_hnsw_record(twins: Any) -> None:
     bucketed, own, prefix, clock = twins
     _both(twins, lambda s: [s.put(NS, f"m{i}", {"content": t}) for i, t in enumerate(FACTS)])
-    # Every memory after the first has a context key; none of them is in the HNSW index.
-    assert _hnsw_ids(own) == sorted(f"p:m{i}" for i in range(len(FACTS)))
+    # Every memory after the first has a context key, an `x:` record beside its own.
+    primaries = {f"p:m{i}" for i in range(len(FACTS))}
+    assert set(_hnsw_ids(own)) == primaries | _current_key_rids(own)
     assert _copied(own, prefix) == _current_key_rids(own)
     assert len(_current_key_rids(own)) == len(FACTS) - 1
     assert _dense(own, clock) == _dense(bucketed, clock)
     assert any(h[3] is not None for hits in _dense(own, clock).values() for h in hits)
 
 
-def test_rewrites_deletes_and_sweeps_keep_the_copy_exact(twins: Any) -> None:
+def test_rewrites_deletes_and_sweeps_keep_the_key_records_exact(twins: Any) -> None:
     bucketed, own, prefix, clock = twins
 
     def ops(s: Any) -> None:
@@ -163,7 +163,8 @@ def test_rewrites_deletes_and_sweeps_keep_the_copy_exact(twins: Any) -> None:
     assert bucketed.sweep_ttl() == own.sweep_ttl() == 1  # m7, and m8's context key
     assert not any(r.endswith((":m7", ":m8")) for r in _copied(own, prefix))
     assert _copied(own, prefix) == _current_key_rids(own, unkeyed=("m6", "m8"))
-    assert _hnsw_ids(own) == sorted(f"p:m{i}" for i in range(len(FACTS)) if i not in (5, 7))
+    primaries = {f"p:m{i}" for i in range(len(FACTS)) if i not in (5, 7)}
+    assert set(_hnsw_ids(own)) - _copied(own, prefix) == primaries
     assert _dense(own, clock) == _dense(bucketed, clock)
 
 
@@ -192,8 +193,8 @@ def test_a_crashed_move_to_an_own_collection_is_finished(
     for s in (twin, store):
         for i, t in enumerate(FACTS[4:], start=4):
             s.put(NS, f"m{i}", {"content": t})
-    assert _hnsw_ids(store) == sorted(f"p:m{i}" for i in range(len(FACTS)))
-    assert _copied(store, prefix) == _current_key_rids(store)
+    primaries = {f"p:m{i}" for i in range(len(FACTS))}
+    assert set(_hnsw_ids(store)) == primaries | _current_key_rids(store)
     assert _dense(store, clock) == _dense(twin, clock)
     twin.close()
     store.close()
@@ -218,8 +219,8 @@ def test_a_write_interrupted_before_chroma_leaves_no_key_vector_behind(
         store.put(NS, "m4", {"content": "Hana now works day shifts."})
     with pytest.raises(RuntimeError, match="^injected crash before Chroma$"):
         store.put(NS, "m6", {"content": FACTS[6]})
-    assert len(_copied(store, prefix)) == len(before) + 2  # written ahead of Chroma
-    assert _dense(store, clock) == dense  # their write ids are not Chroma's: ignored
+    assert _copied(store, prefix) == before  # nothing reached Chroma
+    assert _dense(store, clock) == dense
     monkeypatch.undo()
     store.close()
     store = _store(tmp_path / "o", prefix, clock, own=True)  # repairs the intent log
@@ -228,61 +229,80 @@ def test_a_write_interrupted_before_chroma_leaves_no_key_vector_behind(
     store.close()
 
 
-def test_a_lost_vector_copy_is_recorded_and_its_key_vectors_re_made(tmp_path: Path) -> None:
-    clock = Clock()
-    prefix = "k" + uuid.uuid4().hex[:8]
-    store = _store(tmp_path / "o", prefix, clock, own=True)
-    for i, t in enumerate(FACTS):
-        store.put(NS, f"m{i}", {"content": t})
-    dense = _dense(store, clock)
-    store.close()
-    for suffix in ("", "-wal", "-shm"):
-        (tmp_path / "o" / (VECTORS_FILE + suffix)).unlink(missing_ok=True)
-    store = _store(tmp_path / "o", prefix, clock, own=True)
-    tier = store.tiers["long"]
-    assert tier.key_vectors_due() == [NS]
-    assert _copied(store, prefix) == set()
-    lost = _dense(store, clock)
-    assert all(h[3] is None for hits in lost.values() for h in hits)  # own vectors only
-    made = tier.restore_key_vectors(NS, HashingEmbeddings(DIMS).embed_documents)
-    assert made == len(FACTS) - 1
-    assert tier.key_vectors_due() == []
-    assert _copied(store, prefix) == _current_key_rids(store)
-    assert _dense(store, clock) == dense
-    assert tier.restore_key_vectors(NS, HashingEmbeddings(DIMS).embed_documents) == 0
-    store.close()
+FIXTURE = Path(__file__).parent.parent / "data" / "legacy" / "legacy-embedded-keys.tgz"
 
 
-def test_key_vectors_written_into_hnsw_by_older_versions_still_count(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _legacy(root: Path, prefix: str, clock: Clock) -> Any:
+    store = TieredMemoryStore(
+        chroma_path=str(root / "chroma"),
+        key_prefix=prefix,
+        tiers={"default": "long"},
+        index={"dims": 64, "embed": HashingEmbeddings(64), "fields": ["content"]},
+        clock=clock,
+    )
+    store.setup()
+    return store
+
+
+def _legacy_dense(store: Any, queries: list[str], clock: Clock) -> dict[str, Any]:
+    tier, emb = store.tiers["long"], HashingEmbeddings(64)
+    out = {}
+    for q in queries:
+        hits = tier.retrieve(
+            NS, query_vector=emb.embed_query(q), match=None, filter=None, limit=5, now=clock()
+        ).dense
+        out[q] = sorted([h.item.key, h.best, h.own, h.context] for h in hits)
+    return out
+
+
+def _approx(dense: dict[str, Any]) -> dict[str, Any]:
+    return {
+        q: [[k, *(None if s is None else pytest.approx(s, abs=1e-5) for s in r)] for k, *r in hits]
+        for q, hits in dense.items()
+    }
+
+
+def _legacy_prefixes(path: Path) -> set[str] | None:
+    """Prefixes with rows in the copy's old `keyvec` table (None: the table is gone)."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "keyvec" not in tables:
+            assert "keys_due" not in tables
+            return None
+        return {p for (p,) in conn.execute("SELECT DISTINCT prefix FROM keyvec")}
+    finally:
+        conn.close()
+
+
+def test_key_vectors_of_an_older_vector_copy_move_into_chroma_once(tmp_path: Path) -> None:
+    """A store written by 96c17ec (make_embedded_store.py) ranks as it did.
+
+    Two prefixes share the copy file: each moves its own key vectors into Chroma and
+    deletes its rows; the old tables go once the last prefix has taken its rows.
+    """
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(tmp_path, filter="data")
+    expected = json.loads((tmp_path / "expected.json").read_text())
     clock = Clock()
-    prefix = "k" + uuid.uuid4().hex[:8]
-    twin = _store(tmp_path / "b", prefix, clock, own=False)
-    # The previous version kept every key vector of an own collection in HNSW.
-    monkeypatch.setattr(VectorCopy, "split_keys", VectorSource.split_keys)
-    monkeypatch.setattr(VectorCopy, "adopt_keys", VectorSource.adopt_keys)
-    old = _store(tmp_path / "o", prefix, clock, own=True)
-    for s in (twin, old):
-        for i, t in enumerate(FACTS):
-            s.put(NS, f"m{i}", {"content": t})
-    old.close()
-    monkeypatch.undo()
-    store = _store(tmp_path / "o", prefix, clock, own=True)
-    legacy = _current_key_rids(store)
-    assert set(_hnsw_ids(store)) - {f"p:m{i}" for i in range(len(FACTS))} == legacy
-    assert _copied(store, prefix) == set()
-    assert _dense(store, clock) == _dense(twin, clock)
-    for s in (twin, store):  # a rewrite moves the memory's key vector to the copy
-        s.put(NS, "m2", {"content": "Ivo sold the red kayak."})
-        s.delete(NS, "m4")
-    moved = {r for r in _current_key_rids(store) if r.endswith(":m2")}
-    assert len(moved) == 1 and _copied(store, prefix) == moved
-    hnsw_keys = set(_hnsw_ids(store)) - {f"p:m{i}" for i in range(len(FACTS))}
-    assert hnsw_keys == _current_key_rids(store, unkeyed=("m5",)) - moved
-    assert not any(r.endswith((":m4", ":m5")) for r in hnsw_keys)  # deleted, unkeyed
-    assert _dense(store, clock) == _dense(twin, clock)
-    twin.close()
+    clock.now = expected["now"]
+    vectors = tmp_path / "chroma" / VECTORS_FILE
+    saved = tmp_path / "saved.sqlite3"
+    shutil.copy(vectors, saved)
+    assert _legacy_prefixes(vectors) == {"lega", "legb"}
+    left = [{"legb"}, None]
+    for round_ in range(2):  # the second time as if the first crashed before the cleanup
+        for n, prefix in enumerate(("lega", "legb")):
+            store = _legacy(tmp_path, prefix, clock)
+            want = expected[prefix]
+            assert _copied(store, prefix) == set(want["key_rids"])
+            assert _legacy_dense(store, list(want["dense"]), clock) == _approx(want["dense"])
+            store.close()
+            assert _legacy_prefixes(vectors) == left[n]
+        if round_ == 0:
+            shutil.copy(saved, vectors)
+    store = _legacy(tmp_path, "lega", clock)  # opened again: nothing left to move
+    assert _copied(store, "lega") == set(expected["lega"]["key_rids"])
     store.close()
 
 

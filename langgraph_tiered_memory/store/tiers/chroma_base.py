@@ -24,6 +24,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.store._common import (
@@ -53,6 +55,8 @@ from langgraph_tiered_memory.store.tiers.chroma_vectors import (
     ChromaVectors,
     VectorCopy,
     VectorSource,
+    key_of,
+    write_id_of,
 )
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow
 from langgraph_tiered_memory.store.tiers.index_import import import_memory_index
@@ -359,17 +363,7 @@ class ChromaBase:
         if not vcopy.is_filled(marker):
             bucketed = {namespace_id(ns) for ns, _, b in entries if b is not None}
             vcopy.fill(self.prefix, marker, self._layout.existing_buckets(), bucketed)
-            # Key vectors of own collections live only in the copy and cannot be read
-            # back from Chroma: a new copy file means they must be re-made.
-            owned = [namespace_id(ns) for ns, _, b in entries if b is None]
-            if owned:
-                vcopy.mark_keys_due(self.prefix, owned)
-                logger.warning(
-                    "vector copy of %s made anew: the key vectors of %d namespaces with own"
-                    " collections may have to be re-made (ChromaTier.restore_key_vectors)",
-                    self.prefix,
-                    len(owned),
-                )
+        self._move_legacy_keys(vcopy, entries)
         mirror.recover(
             self.prefix,
             self._read_primaries,
@@ -707,12 +701,43 @@ class ChromaBase:
         if isinstance(col, NamespaceView) and source is not None:
             source.refresh(self.prefix, nsid, keys, col)
         got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
-        found = {rid[2:]: meta for rid, meta in zip(got["ids"], got["metadatas"], strict=True)}
-        if not isinstance(col, NamespaceView) and source is not None:
-            # Key vectors of writes Chroma did not take (or of deleted items) go.
-            write_ids = {k: decode_document(m["_d"]).write_id for k, m in found.items()}
-            source.refresh_keys(self.prefix, nsid, keys, write_ids)
-        return found
+        return {rid[2:]: meta for rid, meta in zip(got["ids"], got["metadatas"], strict=True)}
+
+    def _move_legacy_keys(self, vcopy: VectorCopy, entries: list[Entry]) -> None:
+        """Write the key vectors an earlier version kept in the copy into Chroma (once).
+
+        Earlier versions kept the key vectors (context keys) of namespaces with an own
+        collection beside an embedded Chroma only in the vector copy. They become `x:`
+        records of the own collection, as writes make them now; those of writes the
+        documents no longer name (and of namespaces without an own collection) are
+        dropped. Then the copy's rows go; a crash before that repeats the upserts,
+        which are idempotent.
+        """
+        owned = {namespace_id(ns): ns for ns, _, b in entries if b is None}
+        moved = 0
+        for nsid, rows in vcopy.legacy_keys(self.prefix):
+            col = self._layout.own(owned[nsid], nsid, create=False) if nsid in owned else None
+            if col is None:
+                continue
+            keys = list(dict.fromkeys(key_of(rid) for rid, _ in rows))
+            got = col.get(ids=[f"p:{k}" for k in keys], include=["metadatas"])
+            current = {
+                rid[2:]: _write_id(meta)
+                for rid, meta in zip(got["ids"], got["metadatas"], strict=True)
+            }
+            live = [(r, v) for r, v in rows if current.get(key_of(r)) == write_id_of(r)]
+            if live:
+                col.upsert(
+                    ids=[r for r, _ in live],
+                    embeddings=np.vstack([np.frombuffer(v, dtype=np.float32) for _, v in live]),
+                    metadatas=[None] * len(live),
+                )
+                moved += len(live)
+        vcopy.drop_legacy_keys(self.prefix)
+        if moved:
+            logger.info(
+                "key vectors of %s moved from the vector copy into Chroma: %d", self.prefix, moved
+            )
 
     def _finish_move(self, nsid: str, bucket: int) -> None:
         """Last step of a move to an own collection: empty the old bucket (idempotent)."""

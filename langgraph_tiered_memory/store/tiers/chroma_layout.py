@@ -533,14 +533,8 @@ class Collections:
         self.prefetch([nsid])
         return self._moving.get(nsid)
 
-    def copy_to_own(
-        self, ns: Namespace, view: NamespaceView, *, skip: set[str] | frozenset[str] = frozenset()
-    ) -> Any:
-        """Step 1 of a move: a fresh own collection holding the bucket's records.
-
-        Records whose (namespace-local) ids are in `skip` stay out of it: key vectors
-        kept outside the HNSW index (`VectorSource.adopt_keys`).
-        """
+    def copy_to_own(self, ns: Namespace, view: NamespaceView) -> Any:
+        """Step 1 of a move: a fresh own collection holding the bucket's records."""
         nsid = view.nsid
         self._own.pop(nsid, None)
         try:  # a copy left by an interrupted move may be stale: start over
@@ -552,15 +546,13 @@ class Collections:
         offset = 0
         while True:
             page = view.get(include=["embeddings", "metadatas"], limit=PAGE, offset=offset)
-            rows = [j for j, rid in enumerate(page["ids"]) if rid not in skip]
-            if rows:
-                metas = [
-                    {k: v for k, v in page["metadatas"][j].items() if k != "_ns"} for j in rows
-                ]
+            if page["ids"]:
                 own.upsert(
-                    ids=[page["ids"][j] for j in rows],
-                    embeddings=[page["embeddings"][j] for j in rows],
-                    metadatas=metas,
+                    ids=page["ids"],
+                    embeddings=page["embeddings"],
+                    metadatas=[
+                        {k: v for k, v in m.items() if k != "_ns"} for m in page["metadatas"]
+                    ],
                 )
             if len(page["ids"]) < PAGE:
                 return own

@@ -5,11 +5,8 @@ asks its HNSW index for the `n` nearest records; a bucketed namespace scores all
 records exactly (cosine, numpy) and takes the `n` best. `_aggregate` then turns those
 records into items (best, own-vector and key-vector scores), dropping stale vectors,
 expired items and filtered-out values; search and retrieval differ only in how many
-records they ask for.
-
-Key vectors an own collection keeps outside its HNSW index (see `chroma_vectors`) are
-scored exactly over the neighbourhood of the HNSW hits: the hits themselves and the
-memories written right after them, whose context key was made with a hit's text.
+records they ask for. Key vectors are records like any other, in the bucket or the own
+collection.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ from langgraph_tiered_memory.store._common import (
 from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, ScoredItem
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView, read
-from langgraph_tiered_memory.store.tiers.chroma_vectors import Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryStats
 from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs
 
@@ -94,20 +90,8 @@ class ChromaReads(ChromaBase):
         return out
 
     # ----------------------------------------------------------------- dense records
-    def _ranked(
-        self,
-        ns: Namespace,
-        col: Any,
-        query_vector: Sequence[float],
-        keyed: bool = False,
-    ) -> Ranked:
-        """A function giving the `n` records most similar to the query, best first.
-
-        With `keyed` (memory retrieval), an own collection's index gives its share of
-        the `n` (`VectorSource.hnsw_share`), and the key vectors the vector source keeps
-        for the hits and for the memories whose context key was made with a hit's text
-        (`VectorSource.key_scores`) give the rest.
-        """
+    def _ranked(self, ns: Namespace, col: Any, query_vector: Sequence[float]) -> Ranked:
+        """A function giving the `n` records most similar to the query, best first."""
         qv = [*map(float, query_vector), 0.0]
         if isinstance(col, NamespaceView):
             records = self._vectors.records(self.prefix, col.nsid, col, self.dims)
@@ -115,7 +99,7 @@ class ChromaReads(ChromaBase):
                 self._layout.forget_namespace(col.nsid)
                 moved = self._collection(ns, create=False)
                 if moved is not None and not isinstance(moved, NamespaceView):
-                    return self._ranked(ns, moved, query_vector, keyed)
+                    return self._ranked(ns, moved, query_vector)
             docs = {k: self._decode(ns, k, m) for k, m in (records.metas or {}).items()}
             q = np.asarray(qv, dtype=np.float64)
             matrix = records.matrix.astype(np.float64)
@@ -130,32 +114,17 @@ class ChromaReads(ChromaBase):
             return exact
 
         include = ["metadatas", "distances"] if self._docs.with_metadata else ["distances"]
-        nsid = namespace_id(ns)
 
         def nearest(n: int) -> tuple[Hits, dict[str, Doc]]:
-            # Where key vectors live outside the index, it holds own vectors only, and
-            # about half of the `n` records are key vectors from the vector source.
-            share = self._vectors.hnsw_share(self.prefix, nsid, n) if keyed else n
-            m = share
-            res = read(col.query, query_embeddings=[qv], n_results=m, include=include)
+            res = read(col.query, query_embeddings=[qv], n_results=n, include=include)
             ids = res["ids"][0]
-            if m < n and any(rid[:2] == "x:" for rid in ids):  # written by older versions
-                m = n
-                res = read(col.query, query_embeddings=[qv], n_results=m, include=include)
-                ids = res["ids"][0]
             found: dict[str, Doc] = {}
             if "metadatas" in include:
                 for rid, meta in zip(ids, res["metadatas"][0], strict=True):
                     if rid.startswith("p:"):
                         found[rid[2:]] = self._decode(ns, rid[2:], meta)
             hits = [(rid, 1.0 - float(d)) for rid, d in zip(ids, res["distances"][0], strict=True)]
-            if keyed:
-                keys = list(dict.fromkeys(key_of(rid) for rid in ids))
-                q = np.asarray(qv, dtype=np.float64)
-                scored = self._vectors.key_scores(self.prefix, nsid, keys, q)
-                # The best of them, as many as the index's share leaves.
-                hits += sorted(scored, key=lambda rs: -rs[1])[: n - share]
-            return (hits, len(ids) < m), found
+            return (hits, len(ids) < n), found
 
         return nearest
 
@@ -371,9 +340,8 @@ class ChromaReads(ChromaBase):
             cache: dict[str, Doc] = {}
             if query_vector is not None and self.dims:
                 # Items have several vectors: 4 * limit records let the own-vector and
-                # key-vector lists each reach about `limit` items. (Key vectors kept in
-                # the vector copy come on top, for the neighbourhood of those records.)
-                ranked = self._ranked(ns, col, query_vector, keyed=True)
+                # key-vector lists each reach about `limit` items.
+                ranked = self._ranked(ns, col, query_vector)
                 (hits, _), docs = ranked(4 * limit)
                 cache.update(docs)
                 dense.extend(
@@ -472,65 +440,6 @@ class ChromaReads(ChromaBase):
         indexed = matrix[:, -1] == 0.0  # indexed items end with 0; unindexed ones with 1
         found = [rid[2:] for rid, ok in zip(ids, indexed, strict=True) if ok]
         return found, matrix[indexed, :-1]
-
-    # ----------------------------------------------------------------- key vectors
-    def key_vectors_due(self) -> list[Namespace]:
-        """Namespaces whose key vectors may have to be re-made (`restore_key_vectors`).
-
-        Beside an embedded Chroma, an own collection's key vectors live only in the
-        vector copy; when that file is made anew (deleted, lost), every namespace with
-        an own collection is listed here until it is restored.
-        """
-        due = set(self._vectors.keys_due(self.prefix))
-        return [ns for ns, _ in self._registered(()) if namespace_id(ns) in due] if due else []
-
-    def restore_key_vectors(
-        self, namespace: Namespace, embed: Callable[[list[str]], Sequence[Sequence[float]]]
-    ) -> int:
-        """Re-make the context keys of `namespace` that neither Chroma nor the copy holds.
-
-        A memory's context key is its last key vector, made from the text of the memory
-        written before it (today's predecessor, from the memory index) and its own text,
-        as a write makes it; `embed` must be the store's document embedder. Sentence keys
-        are not re-made: such memories get them back when rewritten.
-
-        Returns:
-            How many key vectors were written.
-        """
-        from langgraph_tiered_memory.memory_keys import context_text
-
-        idx = self.memindex
-        if idx is None or self._describe is None:
-            raise ConfigurationError("Key vectors exist with scoring={'mode': 'memory'} only.")
-        nsid = namespace_id(namespace)
-        with self._lock:
-            col = self._collection(namespace, create=False)
-            if col is None or isinstance(col, NamespaceView):  # buckets: rebuilt from Chroma
-                self._vectors.keys_done(self.prefix, nsid)
-                return 0
-            wanted: dict[str, tuple[str, str, Tags]] = {}  # record id -> key, text, tags
-            for page in self._doc_pages(namespace, col, None, PAGE):
-                for key, meta in page:
-                    item, nvec, write_id, nkeys = self._decode(namespace, key, meta)
-                    if nkeys < 1 or nvec < 2:
-                        continue
-                    own = self._describe(item.value)
-                    prev = idx.previous_text(self.prefix, nsid, key)
-                    text = context_text(prev, own[0] if own else "")
-                    if text is not None:
-                        tags = (text_tag(own[0] if own else None), text_tag(prev))
-                        wanted[f"x:{nvec - 1}:{write_id}:{key}"] = (key, text, tags)
-            held = self._vectors.key_rids(self.prefix, nsid, [w[0] for w in wanted.values()])
-            rids = [rid for rid in wanted if rid not in held]
-            for start in range(0, len(rids), PAGE):  # key vectors written before the copy
-                held.update(col.get(ids=rids[start : start + PAGE], include=[])["ids"])
-            missing = [rid for rid in rids if rid not in held]
-            vectors = embed([wanted[rid][1] for rid in missing]) if missing else []
-            pairs = zip(missing, vectors, strict=True)
-            puts = [(nsid, rid, [*map(float, v), 0.0], wanted[rid][2]) for rid, v in pairs]
-            self._vectors.write_keys(self.prefix, puts)
-            self._vectors.keys_done(self.prefix, nsid)
-        return len(missing)
 
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Count an access of each item (one atomic update of the index, SQLite or Redis)."""

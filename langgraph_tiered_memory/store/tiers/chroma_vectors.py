@@ -10,30 +10,20 @@ Two sources, chosen once when the tier opens its client:
   fresh process loads no HNSW index (a bucket's takes 40-160 ms to load cold).
 - `ChromaVectors`: with a Chroma server, one `get` scoped to the namespace on its bucket.
 
-The source also decides where a memory's key vectors (`x:` records that are index keys,
-such as the context key made with the previous memory's text) live once its namespace
-has its own HNSW collection. An HNSW insert costs ~250-300 µs per record, and memory
-mode wrote two per memory, which capped puts below 2,000/s at 100k memories. Beside an
-embedded Chroma, `VectorCopy` therefore keeps them in its `keyvec` table, and retrieval
-scores them exactly over the neighbourhood of the HNSW hits (`key_scores`): the hits'
-own key vectors, and the key vectors made with a hit's text. Each row records 64-bit
-tags (`text_tag`) of its memory's own text and of the context text it was made with,
-so one indexed query finds both. With a
-server there is no local copy, and `ChromaVectors` keeps them in Chroma, as before.
-Key vectors cannot be rebuilt from Chroma (it holds the texts, not these vectors): they
-are written to the copy before Chroma, stale ones are removed after it, and a copy file
-made anew marks the own-collection namespaces whose key vectors must be re-made
-(`keys_due`, see `ChromaReads.restore_key_vectors`).
+Namespaces with their own HNSW collection are not copied: their records, key vectors
+(`x:` records such as the context key) included, are read from Chroma, embedded or on a
+server. Earlier versions kept those key vectors beside an embedded Chroma only in this
+file (table `keyvec`); `legacy_keys` reads them once so the tier can move them into
+Chroma, and `drop_legacy_keys` deletes them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,16 +32,12 @@ import numpy as np
 __all__ = [
     "VECTORS_FILE",
     "ChromaVectors",
-    "KeyPuts",
     "Pairs",
     "Puts",
-    "Record",
     "Records",
-    "Tags",
     "VectorCopy",
     "VectorSource",
     "key_of",
-    "text_tag",
     "write_id_of",
 ]
 
@@ -68,16 +54,6 @@ CREATE TABLE IF NOT EXISTS vec (
 CREATE UNIQUE INDEX IF NOT EXISTS vec_rid ON vec (prefix, nsid, rid);
 CREATE INDEX IF NOT EXISTS vec_key ON vec (prefix, nsid, key);
 CREATE TABLE IF NOT EXISTS filled (prefix TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS keyvec (
-    prefix TEXT NOT NULL, nsid TEXT NOT NULL, key TEXT NOT NULL, rid TEXT NOT NULL,
-    own INTEGER, ctx INTEGER, v BLOB NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS keyvec_rid ON keyvec (prefix, nsid, rid);
-CREATE INDEX IF NOT EXISTS keyvec_key ON keyvec (prefix, nsid, key);
-CREATE INDEX IF NOT EXISTS keyvec_ctx ON keyvec (prefix, nsid, ctx);
-CREATE TABLE IF NOT EXISTS keys_due (
-    prefix TEXT NOT NULL, nsid TEXT NOT NULL, PRIMARY KEY (prefix, nsid)
-) WITHOUT ROWID;
 """
 
 
@@ -94,18 +70,6 @@ def key_of(rid: str) -> str:
     return rid[2:] if rid.startswith("p:") else rid.split(":", 3)[3]
 
 
-Tags = tuple["int | None", "int | None"]
-"""`text_tag`s of a memory's own text and of the context text its key was made with."""
-
-
-def text_tag(text: str | None) -> int | None:
-    """A 64-bit tag of a memory's text (None: no text), to find the keys made with it."""
-    if not text:
-        return None
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
-
-
 def write_id_of(rid: str) -> str | None:
     """The write id of an extra record id (None for a primary record)."""
     return None if rid.startswith("p:") else rid.split(":", 3)[2]
@@ -116,12 +80,6 @@ Puts = Iterable[tuple[str, str, "Sequence[float] | np.ndarray"]]
 
 Pairs = Iterable[tuple[str, str]]
 """(namespace id, record id or key) pairs."""
-
-Record = tuple[str, "Sequence[float] | np.ndarray"]
-"""(record id, vector) of one namespace."""
-
-KeyPuts = Iterable[tuple[str, str, "Sequence[float] | np.ndarray", "Tags"]]
-"""(namespace id, record id, vector, tags) key vectors."""
 
 
 class VectorSource(ABC):
@@ -152,69 +110,6 @@ class VectorSource(ABC):
 
     def refresh(self, prefix: str, nsid: str, keys: Sequence[str], view: Any) -> None:
         """Copy the current Chroma records of `keys` (repair after an interrupted write)."""
-        return None
-
-    # ------------------------------------------------- key vectors of own collections
-    # The defaults keep them in the own collection (HNSW), beside the item's records.
-    def split_keys(self, records: list[Record]) -> tuple[list[Record], list[Record]]:
-        """(records for Chroma, records for this source) of an own collection's keys."""
-        return records, []
-
-    def write_keys(self, prefix: str, puts: KeyPuts = (), deletes: Pairs = ()) -> None:
-        """Add key vectors; remove (nsid, record id) ones."""
-        return None
-
-    def hnsw_share(self, prefix: str, nsid: str, n: int) -> int:
-        """Records of `n` a memory retrieval asks an own collection's HNSW index for.
-
-        The rest are key vectors of the neighbourhood, from `key_scores`.
-        """
-        return n
-
-    def key_scores(
-        self,
-        prefix: str,
-        nsid: str,
-        keys: Sequence[str],
-        query: np.ndarray,
-    ) -> list[tuple[str, float]]:
-        """Exact similarities of the key vectors held here for a neighbourhood.
-
-        The neighbourhood is the memories `keys` (the HNSW hits) and the memories whose
-        context key was made with one of their texts.
-        """
-        return []
-
-    def adopt_keys(
-        self, prefix: str, nsid: str, pick: Callable[[list[str]], dict[str, Tags | None]]
-    ) -> set[str]:
-        """On a move to an own collection: take the bucket's key records (their ids).
-
-        `pick` maps the extra record ids that stay out of the new HNSW index to the
-        tags of the key vectors among them (None: a stale vector, dropped).
-        """
-        return set()
-
-    def refresh_keys(
-        self, prefix: str, nsid: str, keys: Sequence[str], write_ids: dict[str, str]
-    ) -> None:
-        """Drop key vectors of `keys` that Chroma's documents (`write_ids`) no longer name."""
-        return None
-
-    def key_rids(self, prefix: str, nsid: str, keys: Sequence[str]) -> set[str]:
-        """Ids of the key vectors held here for `keys`."""
-        return set()
-
-    def mark_keys_due(self, prefix: str, nsids: Sequence[str]) -> None:
-        """Record that these namespaces' key vectors must be re-made (copy made anew)."""
-        return None
-
-    def keys_due(self, prefix: str) -> list[str]:
-        """Namespace ids whose key vectors must be re-made."""
-        return []
-
-    def keys_done(self, prefix: str, nsid: str) -> None:
-        """Clear `mark_keys_due` for a namespace."""
         return None
 
 
@@ -364,174 +259,8 @@ class VectorCopy(VectorSource):
             self._conn.execute("INSERT OR IGNORE INTO filled VALUES (?)", (marker,))
         logger.info("vector copy of %s filled from Chroma: %d records", prefix, copied)
 
-    # ------------------------------------------------- key vectors of own collections
-    def split_keys(self, records: list[Record]) -> tuple[list[Record], list[Record]]:
-        """Every key record of an own collection stays here, none goes to Chroma."""
-        return [], records
-
-    def write_keys(self, prefix: str, puts: KeyPuts = (), deletes: Pairs = ()) -> None:
-        """Add and remove key vectors in one transaction."""
-        rows = [
-            (prefix, nsid, key_of(rid), rid, *tags, np.asarray(vec, dtype=np.float32).tobytes())
-            for nsid, rid, vec, tags in puts
-        ]
-        gone = [(prefix, n, r) for n, r in deletes]
-        if not rows and not gone:
-            return
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.executemany(
-                    "DELETE FROM keyvec WHERE prefix=? AND nsid=? AND rid=?", gone
-                )
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO keyvec (prefix, nsid, key, rid, own, ctx, v)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    rows,
-                )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
-    def _key_rows(self, prefix: str, nsid: str, keys: Sequence[str]) -> list[tuple[str, bytes]]:
-        """(record id, vector) of the key vectors of `keys`."""
-        out: list[tuple[str, bytes]] = []
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
-                out.extend(
-                    self._conn.execute(
-                        "SELECT rid, v FROM keyvec WHERE prefix=? AND nsid=? AND key IN"
-                        f" ({','.join('?' * len(chunk))})",
-                        (prefix, nsid, *chunk),
-                    ).fetchall()
-                )
-        return out
-
-    def hnsw_share(self, prefix: str, nsid: str, n: int) -> int:
-        """Half when the copy holds key vectors of the namespace, else all.
-
-        With key vectors here, the index holds own vectors only; without any (say,
-        `context_keys` off), it gets the whole pool as before.
-        """
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT 1 FROM keyvec WHERE prefix=? AND nsid=? LIMIT 1", (prefix, nsid)
-            ).fetchone()
-        return n if row is None else max(1, n // 2)
-
-    def key_scores(
-        self,
-        prefix: str,
-        nsid: str,
-        keys: Sequence[str],
-        query: np.ndarray,
-    ) -> list[tuple[str, float]]:
-        """Cosine similarity of each key vector of the neighbourhood.
-
-        A hit's text is known by the `own` tag of its key vectors, so the memory written
-        first (no context key) does not lead to its successor; that one counts only as
-        a hit of its own.
-        """
-        if not keys:
-            return []
-        found: dict[str, bytes] = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
-                hit = self._conn.execute(
-                    "SELECT rid, v, own FROM keyvec WHERE prefix=? AND nsid=? AND key IN"
-                    f" ({','.join('?' * len(chunk))})",
-                    (prefix, nsid, *chunk),
-                ).fetchall()
-                found.update((rid, v) for rid, v, _ in hit)
-                owns = list({own for _, _, own in hit if own is not None})
-                if owns:
-                    found.update(
-                        self._conn.execute(
-                            "SELECT rid, v FROM keyvec WHERE prefix=? AND nsid=? AND ctx IN"
-                            f" ({','.join('?' * len(owns))})",
-                            (prefix, nsid, *owns),
-                        ).fetchall()
-                    )
-        rows = list(found.items())
-        if not rows:
-            return []
-        matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), -1).astype(np.float64)
-        q = np.asarray(query, dtype=np.float64)
-        norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
-        sims = np.divide(matrix @ q, norms, out=np.zeros(len(norms)), where=norms > 0)
-        return [(rid, float(s)) for (rid, _), s in zip(rows, sims, strict=True)]
-
-    def adopt_keys(
-        self, prefix: str, nsid: str, pick: Callable[[list[str]], dict[str, Tags | None]]
-    ) -> set[str]:
-        """Copy the namespace's key records from its bucket records into `keyvec`.
-
-        Runs before the registry names the own collection; key vectors left by an
-        interrupted earlier move are replaced.
-        """
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT rid, v FROM vec WHERE prefix=? AND nsid=? AND rid >= 'x:' AND rid < 'x;'",
-                (prefix, nsid),
-            ).fetchall()
-        tags = pick([rid for rid, _ in rows])  # may read this copy: unlocked
-        kept = [(rid, *tag, v) for rid, v in rows if (tag := tags.get(rid)) is not None]
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.execute("DELETE FROM keyvec WHERE prefix=? AND nsid=?", (prefix, nsid))
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO keyvec (prefix, nsid, key, rid, own, ctx, v)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    [(prefix, nsid, key_of(rid), rid, own, ctx, v) for rid, own, ctx, v in kept],
-                )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-        return set(tags)
-
-    def refresh_keys(
-        self, prefix: str, nsid: str, keys: Sequence[str], write_ids: dict[str, str]
-    ) -> None:
-        """Drop key vectors of `keys` whose write is not Chroma's current one."""
-        stale = [
-            (nsid, rid)
-            for rid, _ in self._key_rows(prefix, nsid, keys)
-            if write_ids.get(key_of(rid)) != write_id_of(rid)
-        ]
-        self.write_keys(prefix, deletes=stale)
-
-    def key_rids(self, prefix: str, nsid: str, keys: Sequence[str]) -> set[str]:
-        """Ids of the key vectors held for `keys`."""
-        return {rid for rid, _ in self._key_rows(prefix, nsid, keys)}
-
-    def mark_keys_due(self, prefix: str, nsids: Sequence[str]) -> None:
-        """Record namespaces whose key vectors must be re-made."""
-        with self._lock:
-            self._conn.executemany(
-                "INSERT OR IGNORE INTO keys_due VALUES (?, ?)", [(prefix, n) for n in nsids]
-            )
-
-    def keys_due(self, prefix: str) -> list[str]:
-        """Namespace ids whose key vectors must be re-made."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT nsid FROM keys_due WHERE prefix=? ORDER BY nsid", (prefix,)
-            ).fetchall()
-        return [n for (n,) in rows]
-
-    def keys_done(self, prefix: str, nsid: str) -> None:
-        """Clear the re-make mark of a namespace."""
-        with self._lock:
-            self._conn.execute("DELETE FROM keys_due WHERE prefix=? AND nsid=?", (prefix, nsid))
-
     def erase(self, prefix: str, nsid: str) -> set[str]:
-        """Drop every record, key vector and mark of a namespace; the keys they held."""
+        """Drop every record of a namespace; the keys they held."""
         args = (prefix, nsid)
         with self._lock:
             self._conn.execute("BEGIN")
@@ -539,13 +268,10 @@ class VectorCopy(VectorSource):
                 keys = {
                     str(k)
                     for (k,) in self._conn.execute(
-                        "SELECT key FROM vec WHERE prefix=?1 AND nsid=?2 UNION"
-                        " SELECT key FROM keyvec WHERE prefix=?1 AND nsid=?2",
-                        args,
+                        "SELECT DISTINCT key FROM vec WHERE prefix=? AND nsid=?", args
                     )
                 }
-                for table in ("vec", "keyvec", "keys_due"):
-                    self._conn.execute(f"DELETE FROM {table} WHERE prefix=? AND nsid=?", args)
+                self._conn.execute("DELETE FROM vec WHERE prefix=? AND nsid=?", args)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -554,14 +280,62 @@ class VectorCopy(VectorSource):
         return keys
 
     def namespace_keys(self, prefix: str, nsid: str) -> set[str]:
-        """Keys of a namespace's records and key vectors held here."""
+        """Keys of a namespace's records held here."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT key FROM vec WHERE prefix=?1 AND nsid=?2 UNION"
-                " SELECT key FROM keyvec WHERE prefix=?1 AND nsid=?2",
-                (prefix, nsid),
+                "SELECT DISTINCT key FROM vec WHERE prefix=? AND nsid=?", (prefix, nsid)
             ).fetchall()
         return {str(k) for (k,) in rows}
+
+    # ------------------------------------------- key vectors of earlier versions
+    def _has_legacy_keys(self) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='keyvec'"
+        ).fetchone()
+        return row is not None
+
+    def legacy_keys(self, prefix: str) -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
+        """(namespace id, [(record id, float32 vector)]) pages of the old `keyvec` rows."""
+        with self._lock:
+            if not self._has_legacy_keys():
+                return
+            nsids = [
+                n
+                for (n,) in self._conn.execute(
+                    "SELECT DISTINCT nsid FROM keyvec WHERE prefix=? ORDER BY nsid", (prefix,)
+                )
+            ]
+        for nsid in nsids:
+            after = 0
+            while True:
+                with self._lock:
+                    rows = self._conn.execute(
+                        "SELECT rowid, rid, v FROM keyvec WHERE prefix=? AND nsid=? AND rowid>?"
+                        " ORDER BY rowid LIMIT 500",
+                        (prefix, nsid, after),
+                    ).fetchall()
+                if not rows:
+                    break
+                after = rows[-1][0]
+                yield nsid, [(rid, v) for _, rid, v in rows]
+
+    def drop_legacy_keys(self, prefix: str) -> None:
+        """Delete the prefix's old key vectors; the old tables once no prefix has rows."""
+        with self._lock:
+            if not self._has_legacy_keys():
+                return
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.execute("DELETE FROM keyvec WHERE prefix=?", (prefix,))
+                self._conn.execute("DELETE FROM keys_due WHERE prefix=?", (prefix,))
+                if self._conn.execute("SELECT 1 FROM keyvec LIMIT 1").fetchone() is None:
+                    self._conn.execute("DROP TABLE keyvec")
+                    self._conn.execute("DROP TABLE keys_due")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def vacuum(self) -> None:
         """Rebuild the file from its live rows (`VACUUM`), then empty the WAL."""

@@ -14,17 +14,14 @@ the graph (`graph_file`): recorded with the intent in step (1), applied in the c
 of step (4). Deletes, sweeps and memories rewritten as non-memories drop their keys'
 triples in that same commit.
 
-In an own collection, the vector source decides where key vectors go (`split_keys`):
-beside an embedded Chroma they skip the HNSW index and go to the vector copy, written
-before Chroma (with the context keys a delete invalidates removed), while the key
-vectors of replaced writes are removed after it. A key vector is only valid while its
-item's document names its write id, so a crash in between leaves nothing a reader
-trusts, and the next open drops the leftovers (`refresh_keys`).
+Key vectors (such as the context key) are `x:` records like an item's other extra
+vectors, in its bucket or its own collection. A key vector counts only while its
+item's document names its write id, so a crash between the steps leaves nothing a
+reader trusts.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
@@ -58,7 +55,6 @@ from langgraph_tiered_memory.store.tiers.chroma_layout import (
     bucket_of,
     strip_ns,
 )
-from langgraph_tiered_memory.store.tiers.chroma_vectors import Record, Tags, key_of, text_tag
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow, PendingGraph
 from langgraph_tiered_memory.store.tiers.index_redis import HeaderChange
 from langgraph_tiered_memory.store.tiers.redis_locks import Begun
@@ -124,8 +120,6 @@ class _Pending:
         self.records: list[tuple[str, np.ndarray]] = []
         self.stale: list[str] = []
         self.unkeyed: list[str] = []  # context keys made with a deleted memory's text
-        self.key_puts: list[Record] = []  # key vectors kept in the vector copy
-        self.tags: dict[str, Tags] = {}  # key -> text tags of its key vectors
         self.graph: list[MemoryTriples] | None = None  # triples of upserts that carry them
         self.history: list[HistoryRow] = []  # memory history events (`record_history`)
         self.headers: dict[str, str] = {}  # packed headers of upserts (Chroma server)
@@ -215,18 +209,7 @@ class ChromaWrites(ChromaBase):
                 for ns, group in by_ns.items()
                 if (p := self._prepare(ns, group, now, targets, begun, ns in known)) is not None
             ]
-            owned = [p for p in pending if not isinstance(p.col, NamespaceView)]
-            # Key vectors that skip Chroma are written first; see the module notes.
-            self._vectors.write_keys(
-                self.prefix,
-                [(p.nsid, rid, vec, p.tags[key_of(rid)]) for p in owned for rid, vec in p.key_puts],
-                deletes=[(p.nsid, rid) for p in owned for rid in p.unkeyed],
-            )
             self._send(targets)
-            self._vectors.write_keys(
-                self.prefix,
-                deletes=[(p.nsid, rid) for p in owned for rid in p.stale if rid[:2] == "x:"],
-            )
             views = [p for p in pending if isinstance(p.col, NamespaceView)]
             if views:
                 self._vectors.write(
@@ -348,7 +331,6 @@ class ChromaWrites(ChromaBase):
         metadatas: list[dict[str, Any]] = []
         rows: list[Sequence[float]] = []  # each record's vector, without the extra dimension
         blanks: list[int] = []  # records of unindexed items
-        keyed: list[int] = []  # records that are key vectors (the last ones of an item)
         zero = [0.0] * self.dims
         for w, write_id in zip(upserts, write_ids, strict=True):
             prev = old_docs.get(w.key)
@@ -398,11 +380,7 @@ class ChromaWrites(ChromaBase):
             rows.append(vectors[0] if vectors else zero)
             metadatas.append(meta)
             p.mirrored[w.key] = meta
-            if w.key_vectors:
-                p.tags[w.key] = (text_tag(w.keyword_text), text_tag(w.context_text))
             for i, vec in enumerate(vectors[1:], start=1):
-                if i >= len(vectors) - w.key_vectors:
-                    keyed.append(len(rows))
                 ids.append(f"x:{i}:{write_id}:{w.key}")
                 rows.append(vec)
                 metadatas.append({"_k": w.key, "_w": write_id})
@@ -437,20 +415,12 @@ class ChromaWrites(ChromaBase):
             target.deletes.extend(f"{p.nsid}:{rid}" for rid in p.stale)
             target.embeddings.append(matrix)
             return p
-        _, p.key_puts = self._vectors.split_keys([p.records[j] for j in keyed])
-        if p.key_puts:
-            copied = {rid for rid, _ in p.key_puts}
-            kept = [j for j, rid in enumerate(ids) if rid not in copied]
-            ids = [ids[j] for j in kept]
-            metadatas = [metadatas[j] for j in kept]
-            matrix = matrix[kept]
         target = targets.setdefault(f"n{p.nsid}", _Target(col))
         target.ids.extend(ids)
         # Extra vectors of an own collection carry no metadata: their id names the item
         # and the write (`_k`/`_w` serve the bucket's vector copy only), and every
         # metadata key costs Chroma a row per record.
         target.metadatas.extend(m if "_d" in m else None for m in metadatas)
-        # Key vectors written before they moved to the copy may still be in Chroma.
         target.deletes.extend([*p.stale, *unkeyed])
         target.embeddings.append(matrix)
         return p
@@ -587,48 +557,13 @@ class ChromaWrites(ChromaBase):
             self._graduate(ns, view)
 
     def _graduate(self, ns: Namespace, view: NamespaceView) -> None:
-        """Copy, flip the registry entry, empty the bucket; a rerun finishes a crashed move.
-
-        Key vectors the vector source keeps for own collections move there (from the
-        bucket's copy) instead of into the new HNSW index.
-        """
-        pick = functools.partial(self._pick_keys, view)
-        moved = self._vectors.adopt_keys(self.prefix, view.nsid, pick)
-        self._layout.copy_to_own(ns, view, skip=moved)
+        """Copy, flip the registry entry, empty the bucket; a rerun finishes a crashed move."""
+        self._layout.copy_to_own(ns, view)
         if self._locks is not None:
             self._locks.keepalive()
         self._layout_changing(view.nsid)
         self._layout.flip(ns, view.bucket)
         self._finish_move(view.nsid, view.bucket)
-
-    def _pick_keys(self, view: NamespaceView, rids: list[str]) -> dict[str, Tags | None]:
-        """Key vectors (with their tags) and stale vectors (None) among extra record ids.
-
-        Stale vectors, left by interrupted writes, are dropped by the move. The context
-        text a key was made with is taken to be today's predecessor's text.
-        """
-        keys = list(dict.fromkeys(key_of(rid) for rid in rids))
-        docs = {
-            k: decode_document(m["_d"]) for k, m in self._docs.get(view.nsid, view, keys).items()
-        }
-        idx = self.memindex
-        tags: dict[str, Tags] = {}
-        out: dict[str, Tags | None] = {}
-        for rid in rids:
-            _, i, write_id, key = rid.split(":", 3)
-            doc = docs.get(key)
-            if doc is None or doc.write_id != write_id:
-                out[rid] = None
-                continue
-            if int(i) < doc.vectors - doc.key_vectors:
-                continue  # a field vector: stays an HNSW record
-            if key not in tags:
-                prev = None if idx is None else idx.previous_text(self.prefix, view.nsid, key)
-                described = None if self._describe is None else self._describe(doc.value)
-                own = text_tag(described[0]) if described is not None else None
-                tags[key] = (own, text_tag(prev))
-            out[rid] = tags[key]
-        return out
 
     def _unregister_if_empty(self, namespace: Namespace, col: Any) -> None:
         if not self._docs.has_docs(namespace_id(namespace), col):
@@ -745,14 +680,9 @@ class ChromaWrites(ChromaBase):
         self._docs.begin(nsid, gone)
         if separate is not None:
             separate.begin(self.prefix, nsid, gone)
+        col.delete(ids=doomed)
         if isinstance(col, NamespaceView):
-            col.delete(ids=doomed)
             self._vectors.write(self.prefix, [], deletes=[(nsid, rid) for rid in doomed])
-        else:  # key vectors first, as in `write`: the swept items are gone for readers
-            self._vectors.write_keys(
-                self.prefix, deletes=[(nsid, rid) for rid in doomed if rid[:2] == "x:"]
-            )
-            col.delete(ids=doomed)
         history = None
         if self.record_history:
             previous = {item.key: item.value for item, _ in records}

@@ -13,7 +13,7 @@ shared namespaces that name the user (`erase_keys`). What goes, for each namespa
   statistics, keyword entries (and the namespace's own FTS5 table) and registry row;
   or, with a Chroma server, the Redis index (`RedisIndex.erase_namespace`). The graph
   tables and the memory history have their own erase (`graph.erase`, `store/_history`);
-- in the vector copy beside an embedded Chroma: its records, key vectors and marks.
+- in the vector copy beside an embedded Chroma: its bucket records.
 
 What a delete through an API leaves on disk is then scrubbed: the tier's SQLite files
 delete with `secure_delete` (freed space is zeroed), FTS5 tables that lost rows are
