@@ -16,6 +16,11 @@ from redis.cluster import RedisCluster
 
 from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from langgraph_tiered_memory.graph.types import MemoryTriples
+from langgraph_tiered_memory.store._namespaces import (
+    decode_namespace,
+    encode_namespace,
+    namespace_id,
+)
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex, _search_reply
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, Selection
@@ -255,23 +260,25 @@ def test_touches_from_two_clients_add_up(
 def test_erase_namespace_leaves_no_key_and_no_search_hit(
     index: RedisIndex, client: redis.Redis, key_prefix: str
 ) -> None:
-    nsid, other = uuid.uuid4().hex, uuid.uuid4().hex
+    names = {ns: encode_namespace(("users", uuid.uuid4().hex)) for ns in ("gone", "kept")}
+    nsid, other = (namespace_id(decode_namespace(names[n])) for n in ("gone", "kept"))
+    encoded = {nsid: names["gone"], other: names["kept"]}
     rows = {f"k{i}": MemoryRow("dog trip", "camping", "june", "fact", 0.5, None, 1.0) for i in "ab"}
     events = [HistoryRow("ka", 1.0, "add", "user", None, None, "h", "dog trip", "sa")]
     for ns in (nsid, other):
-        index.register(key_prefix, f"enc-{ns}", ttl=False)
+        index.register(key_prefix, encoded[ns], ttl=False)
         index.begin(key_prefix, ns, ["kc"])
         index.commit(key_prefix, ns, memories=rows, docs=False, history=(_NS, events))
         index.touch(key_prefix, [(ns, "ka")], 3.0)
     index.history.tombstone(key_prefix, Selection(nsids=[nsid]), lambda ns, k: f"t-{k}")
-    index.erase_namespace(key_prefix, nsid, f"enc-{nsid}")
+    index.erase_namespace(key_prefix, nsid, encoded[nsid])
     assert list(client.scan_iter(match=f"*{nsid}*", count=1000)) == []
     assert index.keyword_search(key_prefix, nsid, ["dog"], 10) == []
     found = client.execute_command(
         "FT.SEARCH", index.index_name, f"@ns:{{{nsid}}}", "LIMIT", "0", "0", "DIALECT", "2"
     )
     assert _search_reply(found)[0] == 0
-    assert index.registered(key_prefix, "") == [(f"enc-{other}", False)]
+    assert index.registered(key_prefix, "") == [(encoded[other], False)]
     assert [k for k, _ in index.keyword_search(key_prefix, other, ["dog"], 10)] == ["ka", "kb"]
     assert index.namespace_keys(key_prefix, other) == {"ka", "kb", "kc"}
 
