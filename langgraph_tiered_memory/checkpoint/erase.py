@@ -73,6 +73,7 @@ __all__ = [
     "WRITES",
     "AsyncSessionErase",
     "Collect",
+    "collect_search_garbage",
     "Layout",
     "Scan",
     "SessionErase",
@@ -455,14 +456,18 @@ def _threshold(reply: Any) -> str | None:
 def _refused(error: Exception) -> bool:
     _log.warning(
         "Could not run RediSearch's garbage collector after an erase (%s); the erased"
-        " thread ids stay in the checkpoint indexes' tag index until it runs.",
+        " entries stay in the index's term and tag dictionaries until it runs.",
         error,
     )
     return False
 
 
-def _collect(client: Any, indexes: Sequence[str]) -> bool:
-    """Serve a `Collect` request with a sync client."""
+def collect_search_garbage(client: Any, indexes: Sequence[str]) -> bool:
+    """Run RediSearch's garbage collector on `indexes` now, with a sync client.
+
+    Serves a `Collect` request of the checkpoint erase, and the long tier's index
+    after a namespace is erased. False (logged) when the server refuses it.
+    """
     try:
         old = _threshold(client.execute_command("FT.CONFIG", "GET", _THRESHOLD))
         client.execute_command("FT.CONFIG", "SET", _THRESHOLD, "0")
@@ -504,7 +509,7 @@ def run_erase(saver: Any, plan: Plan[Any]) -> Any:
         elif isinstance(request, Query):
             reply = _index(saver, request.index).search(request.query)
         elif isinstance(request, Collect):
-            reply = _collect(client, request.indexes)
+            reply = collect_search_garbage(client, request.indexes)
         else:
             reply = request.queue(client.pipeline(transaction=False)).execute()
         request, result = step(plan, reply)

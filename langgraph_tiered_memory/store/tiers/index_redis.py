@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 from redis.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
-from langgraph_tiered_memory.checkpoint.erase import _collect
+from langgraph_tiered_memory.checkpoint.erase import collect_search_garbage
 from langgraph_tiered_memory.errors import (
     BackendUnavailableError,
     ConfigurationError,
@@ -975,7 +975,7 @@ class RedisIndex:
         `tables` (FTS5 table names) mean nothing here. What Redis itself keeps of deleted
         keys (AOF, RDB snapshots) needs its own steps: BGREWRITEAOF, a new snapshot.
         """
-        _collect(self._r, [self.index_name])
+        collect_search_garbage(self._r, [self.index_name])
 
 
 def _history_payload(ns: Namespace, events: Sequence[HistoryRow]) -> dict[str, Any]:
