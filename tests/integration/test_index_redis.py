@@ -395,3 +395,32 @@ def test_a_search_redisearch_stops_at_its_time_limit_raises(
             index.keyword_search(key_prefix, nsid, ["dog", "walk"], 5)
     finally:
         client.execute_command("FT.CONFIG", "SET", "TIMEOUT", before)
+
+
+def test_setup_warns_when_redis_may_drop_the_index(
+    client: redis.Redis, key_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An evicting or non-persistent Redis is named at setup, with the setting to change."""
+    before = {
+        k.decode() if isinstance(k, bytes) else k: v
+        for name in ("maxmemory-policy", "appendonly", "save")
+        for k, v in client.config_get(name).items()
+    }
+    try:
+        client.config_set("maxmemory-policy", "allkeys-lru")
+        client.config_set("appendonly", "no")
+        client.config_set("save", "")
+        with caplog.at_level("WARNING", logger="langgraph_tiered_memory"):
+            RedisIndex(client, key_prefix).setup()
+        text = caplog.text
+        assert "allkeys-lru" in text and "noeviction" in text
+        assert "appendonly yes" in text
+        caplog.clear()
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("save", "3600 1")
+        with caplog.at_level("WARNING", logger="langgraph_tiered_memory"):
+            RedisIndex(client, key_prefix).setup()
+        assert "evicts" not in caplog.text and "persists nothing" not in caplog.text
+    finally:
+        for k, v in before.items():
+            client.config_set(k, v)

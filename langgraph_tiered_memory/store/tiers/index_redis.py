@@ -519,6 +519,39 @@ class RedisIndex:
         except ResponseError as e:
             if "already exists" not in str(e).lower():
                 raise
+        self._check_durability()
+
+    def _check_durability(self) -> None:
+        """Warn when Redis may drop the index: an eviction policy, or no persistence.
+
+        Counts, history and the keyword index exist only in this Redis, so a policy that
+        evicts keys under memory pressure loses them silently, and a Redis that persists
+        nothing loses them on restart. A Redis that refuses CONFIG (a managed service)
+        is not checked.
+        """
+        try:
+            got = {
+                _s(k): _s(v)
+                for name in ("maxmemory-policy", "appendonly", "save")
+                for k, v in self._r.config_get(name).items()
+            }
+        except ResponseError as e:
+            logger.info("Redis refused CONFIG GET (%s): durability settings not checked", e)
+            return
+        policy = got.get("maxmemory-policy", "noeviction")
+        if policy != "noeviction":
+            logger.warning(
+                "Redis maxmemory-policy is %r: under memory pressure it evicts the long"
+                " tier's index (keyword index, access counts, history) without an error."
+                " Set maxmemory-policy noeviction.",
+                policy,
+            )
+        if got.get("appendonly", "no") != "yes" and not got.get("save", "").strip():
+            logger.warning(
+                "Redis persists nothing (appendonly no, no save points): a restart loses the"
+                " long tier's index (keyword index, access counts, history) while Chroma"
+                " keeps the memories. Set appendonly yes (appendfsync everysec)."
+            )
 
     def close(self) -> None:
         """Nothing to release: the Redis client belongs to the store."""
