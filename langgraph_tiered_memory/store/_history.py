@@ -377,9 +377,8 @@ class HistoryMethods:
             key: The memory's key.
 
         Raises:
-            ConfigurationError: the store records no history (`history=False`, or an
-                in-memory Chroma with similarity scoring), or `namespace` is routed to
-                the short-term tier.
+            ConfigurationError: the store records no history (`history=False`), or
+                `namespace` is routed to the short-term tier.
         """
         ns = tuple(namespace)
         check_labels(ns)
