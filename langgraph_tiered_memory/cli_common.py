@@ -54,8 +54,8 @@ MemoryIndexPathOption = Annotated[
     typer.Option(
         help="Legacy: a Chroma server store's index now lives in Redis (REDIS_URL); a"
         " file an earlier version kept is imported into Redis once, when the store"
-        " opens, and may be removed afterwards. With an embedded Chroma the index lives"
-        " in the directory."
+        " opens, and may be removed afterwards. With --chroma-path it is refused: the"
+        " index lives in the directory."
     ),
 ]
 """`--memory-index-path`: the store's `memory_index_path=` (legacy: imported once on a server)."""

@@ -1,8 +1,8 @@
 """The embedded graph backend: triples in the long tier's SQLite file.
 
 The triples live in the SQLite file the long-term tier already keeps (`DocMirror`):
-`tiered-memory-docs.sqlite3` beside an embedded Chroma, or the memory index file of an
-in-memory Chroma (`memory_index_path`). The tier writes a memory's triples in the
+`tiered-memory-docs.sqlite3` beside an embedded Chroma, or a file in memory with an
+in-memory Chroma (a tier on a Chroma server keeps none). The tier writes a memory's triples in the
 transaction that writes the memory itself (`ItemWrite.triples`), so they never
 disagree, even after a crash (the intent log replays them). No other process is needed;
 1-2 hop queries are recursive SQL over the scope indexes.
@@ -43,10 +43,11 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 __all__ = ["SqliteGraph"]
 
 _NO_FILE = (
-    "The embedded graph (graph='sqlite') keeps its triples in the SQLite file beside an"
-    " embedded Chroma (chroma_path=...), which this tier does not have. With a Chroma"
-    " server, pass graph=True (FalkorDB on the store's own Redis, shared by every process)"
-    " or graph={'backend': 'falkordb', 'url': 'redis://...'}."
+    "The embedded graph (graph='sqlite') keeps its triples in the long tier's SQLite"
+    " file (beside an embedded Chroma, or in memory with an in-memory one), which a"
+    " tier on a Chroma server does not have: its index is in Redis. Pass graph=True"
+    " (FalkorDB on the store's own Redis, shared by every process) or"
+    " graph={'backend': 'falkordb', 'url': 'redis://...'}."
 )
 
 
@@ -66,7 +67,7 @@ class SqliteGraph:
 
     def __init__(
         self,
-        source: DocMirror | Callable[[], DocMirror | None],
+        source: DocMirror | Callable[[], Any],
         prefix: str,
         *,
         owns_source: bool = False,
@@ -85,18 +86,16 @@ class SqliteGraph:
         """The graph in the SQLite file of the long-term tier (a `ChromaTier`).
 
         Raises:
-            ConfigurationError: the tier keeps no SQLite file (a Chroma server without
-                a memory index file, or an in-memory Chroma in similarity mode).
+            ConfigurationError: the tier keeps no SQLite file (a Chroma server's tier).
         """
-        keeps = getattr(tier, "keeps_sqlite_file", None)
-        if keeps is None or not keeps():
+        if tier.redis is not None:
             raise ConfigurationError(_NO_FILE)
-        return cls(lambda: tier.graph_file, tier.prefix)
+        return cls(lambda: tier.index, tier.prefix)
 
     def _file(self) -> DocMirror:
         source = self._source
         found = source if isinstance(source, DocMirror) else source()
-        if found is None:
+        if not isinstance(found, DocMirror):
             raise ConfigurationError(_NO_FILE)
         return found
 

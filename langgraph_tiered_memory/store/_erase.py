@@ -254,7 +254,7 @@ def user_graphs(core: StoreCore) -> list[GraphStore]:
         graphs.append(core.graph)
     if "long" in core._router.used_tiers and not isinstance(core.graph, SqliteGraph):
         long_tier = cast(Any, core._long())
-        if long_tier.keeps_sqlite_file():
+        if long_tier.redis is None:  # not a Chroma server's tier: it keeps a SQLite file
             graphs.append(SqliteGraph.for_tier(long_tier))
     return graphs
 

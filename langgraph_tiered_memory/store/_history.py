@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -74,7 +73,6 @@ __all__ = [
     "recovered_events",
 ]
 
-_log = logging.getLogger("langgraph_tiered_memory.store._history")
 
 HISTORY_PLACE = "history.events"
 """The erasure receipt's place for history events made tombstones."""
@@ -336,17 +334,12 @@ class HistoryMethods:
             return
         inner = getattr(tier, "_synced_tier", tier)  # a `GraphSyncedTier` wraps it
         inner.record_history = history
-        if history and not inner.keeps_history():
-            _log.info(
-                "memory history is on but this long tier keeps no index for it (an"
-                " in-memory Chroma with similarity scoring): no history is recorded"
-            )
 
     def _history_table(self) -> HistoryTable:
-        """The history table of the long tier's SQLite file.
+        """The history table of the long tier's index (its SQLite file, or Redis).
 
         Raises:
-            ConfigurationError: history is off, or the long tier keeps no SQLite file.
+            ConfigurationError: history is off, or the store has no long tier.
         """
         if not self.history_enabled:
             raise ConfigurationError(
@@ -357,9 +350,8 @@ class HistoryMethods:
         if table is None:
             raise ConfigurationError(
                 "Memory history lives in the long tier's index (its SQLite file, or Redis"
-                " with a Chroma server); this store has none (an in-memory Chroma with"
-                " similarity scoring). Use a Chroma directory (chroma_path=), a Chroma"
-                " server with redis_url=, or scoring={'mode': 'memory'}."
+                " with a Chroma server); this store has no long tier (its tiers= policy"
+                " routes nothing to 'long')."
             )
         return table
 
@@ -385,9 +377,8 @@ class HistoryMethods:
             key: The memory's key.
 
         Raises:
-            ConfigurationError: the store records no history (`history=False`, or an
-                in-memory Chroma with similarity scoring), or `namespace` is routed to
-                the short-term tier.
+            ConfigurationError: the store records no history (`history=False`), or
+                `namespace` is routed to the short-term tier.
         """
         ns = tuple(namespace)
         check_labels(ns)

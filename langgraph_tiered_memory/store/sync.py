@@ -140,13 +140,13 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             default): `{"$lt": float("inf")}` is no upper bound, and NaN matches
             nothing except under `$ne`. `False` is a strict mode that raises
             `InvalidFilterError` for them instead, before anything of the batch runs.
-        memory_index_path: SQLite file of the memory index (keyword index and access
-            statistics) of an in-memory Chroma (in memory without it). With an
-            embedded Chroma the index lives in its directory; with a Chroma server in
-            Redis (`redis_url`), and this names a legacy file (where earlier versions
-            kept it per process) to import into Redis once, when the long tier opens
+        memory_index_path: With a Chroma server only (whose long tier keeps its index
+            in Redis, `redis_url`): a legacy file (where earlier versions kept that
+            index per process) to import into Redis once, when the long tier opens
             (its triples go to `graph`). Once imported it is no longer read: it may be
-            removed, with this option.
+            removed, with this option. Without a Chroma server it raises
+            `ConfigurationError`: an embedded Chroma keeps the index in its directory,
+            an in-memory Chroma in memory.
         redis_timeout: The most one store call waits on Redis, in seconds (default 15),
             when the store creates the client from `redis_url`: a frozen or unreachable
             server then raises `BackendUnavailableError` within this bound. Connection

@@ -211,8 +211,8 @@ def test_a_failing_commit_leaves_neither_the_copy_nor_the_graph(
     assert graph.memory_triples(NS, ["m1"]) == {"m1": (WORKS,)}
     item = tier.get(NS, ["m1"], now=NOW + 1)["m1"]
     assert item.value == {"text": "alice works at acme"}  # the copy: the old document too
-    mirror = tier.mirror
-    assert mirror is not None
+    mirror = tier.index
+    assert isinstance(mirror, DocMirror)
     with mirror._db.locked() as conn:
         assert conn.execute("SELECT count(*) FROM g_pending").fetchone()[0] == 1
 
@@ -250,8 +250,8 @@ def test_a_crash_after_the_chroma_write_is_repaired_on_open(
         graph = SqliteGraph.for_tier(tier)
         assert _stored(graph) == [("mem", ("m1",), tuple(LIVES)), ("mem", ("m3",), tuple(KNOWS))]
         assert sorted(tier.get(NS, ["m1", "m2", "m3"], now=NOW + 2)) == ["m1", "m3"]
-        mirror = tier.mirror
-        assert mirror is not None
+        mirror = tier.index
+        assert isinstance(mirror, DocMirror)
         with mirror._db.locked() as conn:
             assert conn.execute("SELECT count(*) FROM g_pending").fetchone()[0] == 0
     finally:
@@ -323,46 +323,38 @@ def test_a_tier_namespace_of_another_user_stays_apart(tier: ChromaTier) -> None:
     assert [(h.namespace, h.key) for h in graph.memories_for(("users",), ["bob"])] == [(NS, "m1")]
 
 
-# ---------------------------------------------------------------- a server's memory index
-def test_memory_index_file_keeps_the_graph_beside_a_chroma_server(
-    tmp_path: Path, prefix: str
+# ---------------------------------------------------------------- an in-memory Chroma
+@pytest.mark.parametrize("memory", [True, False], ids=["memory", "similarity"])
+def test_an_in_memory_chroma_keeps_the_graph_in_its_index_in_either_mode(
+    prefix: str, memory: bool
 ) -> None:
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    index = tmp_path / "memory-index.sqlite3"
-
-    def make() -> ChromaTier:
-        t = ChromaTier(
-            client, key_prefix=prefix, dims=0, describe=_describe, memory_index_path=str(index)
+    tier = ChromaTier(client, key_prefix=prefix, dims=0, describe=_describe if memory else None)
+    try:
+        tier.setup()
+        assert isinstance(tier.index, DocMirror) and tier.index.path is None  # in memory
+        graph = SqliteGraph.for_tier(tier)
+        tier.write(
+            [_put("m1", "alice works at acme", (WORKS,)), _put("m2", "b", (KNOWS,))], now=NOW
         )
-        t.setup()
-        return t
-
-    tier = make()
-    assert tier.mirror is None and tier.memindex is not None
-    graph = SqliteGraph.for_tier(tier)
-    tier.write([_put("m1", "alice works at acme", (WORKS,)), _put("m2", "b", (KNOWS,))], now=NOW)
-    tier.write([_delete("m2")], now=NOW + 1)
-    assert _stored(graph) == [("mem", ("m1",), tuple(WORKS))]
-    tier.close()
-    tier = make()
-    try:
-        assert _stored(SqliteGraph.for_tier(tier)) == [("mem", ("m1",), tuple(WORKS))]
+        tier.write([_delete("m2")], now=NOW + 1)
+        assert _stored(graph) == [("mem", ("m1",), tuple(WORKS))]
+        assert list(tier.get(NS, ["m1", "m2"], now=NOW + 1)) == ["m1"]
     finally:
         tier.close()
 
 
-def test_a_tier_without_a_sqlite_file_refuses_the_embedded_graph(prefix: str) -> None:
+def test_memory_index_path_without_a_chroma_server_is_refused(tmp_path: Path, prefix: str) -> None:
     client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    tier = ChromaTier(client, key_prefix=prefix, dims=0)  # in memory, similarity mode
-    try:
-        with pytest.raises(ConfigurationError, match="chroma_path=..."):
-            SqliteGraph.for_tier(tier)
-        with pytest.raises(ConfigurationError, match="no\\s+SQLite file"):
-            tier.write([_put("m1", "alice", (WORKS,))], now=NOW)
-        tier.write([_put("m1", "alice", None)], now=NOW)  # graph off: writes as before
-        assert list(tier.get(NS, ["m1"], now=NOW)) == ["m1"]
-    finally:
-        tier.close()
+    with pytest.raises(ConfigurationError, match="memory_index_path.*Chroma server"):
+        ChromaTier(
+            client,
+            key_prefix=prefix,
+            dims=0,
+            describe=_describe,
+            memory_index_path=str(tmp_path / "memory-index.sqlite3"),
+        )
+    assert not (tmp_path / "memory-index.sqlite3").exists()
 
 
 # ---------------------------------------------------------------- the file's recovery

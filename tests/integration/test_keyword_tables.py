@@ -410,7 +410,7 @@ def test_a_store_written_in_the_old_layout_searches_the_same_after_opening(
         }
     assert any(expected.values())
     store = _memory_store(tmp_path)
-    idx = store.tiers["long"].memindex  # type: ignore[attr-defined]
+    idx = store.tiers["long"].index  # type: ignore[attr-defined]
     got = {
         (u, i): idx.keyword_search("tm", n, t, 10)
         for n, u in nsids.items()

@@ -168,7 +168,7 @@ def _answers_as_legacy(store: TieredMemoryStore, expected: dict[str, Any]) -> No
 def _stored(store: TieredMemoryStore, ns: tuple[str, ...], key: str) -> bool:
     """Whether the long tier's Redis index holds a memory row for the key."""
     tier: Any = store.tiers["long"]
-    return key in tier.memindex.memory_stats(PREFIX, namespace_id(ns), [key])
+    return key in tier.index.memory_stats(PREFIX, namespace_id(ns), [key])
 
 
 def test_a_server_store_opened_with_a_legacy_file_answers_as_the_code_that_wrote_it(

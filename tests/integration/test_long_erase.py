@@ -154,7 +154,7 @@ def test_erasing_a_users_namespaces_leaves_no_trace_in_any_file(
     _fill(store, uid, marker)
     clock.now += 120  # the TTL item expired: its namespace holds nothing live
     tier: Any = store.tiers["long"]
-    mirror = tier.mirror
+    mirror = tier.index
     assert mirror.keyword_table("er", _nsid(("memories", uid))) is not None  # own FTS5 table
     assert isinstance(tier._layout.resolve(_nsid(("memories", uid))), chromadb.Collection)
 
@@ -212,7 +212,7 @@ def test_erasing_keys_of_a_shared_namespace_removes_them_and_their_terms(
         said = f"{uid} said {marker} {i}" if i in (2, 5) else f"common fact number {i}"
         store.put(shared, f"f{i}", {"content": said})
     tier: Any = store.tiers["long"]
-    assert tier.mirror.keyword_table("er", _nsid(shared)) is not None
+    assert tier.index.keyword_table("er", _nsid(shared)) is not None
 
     dry = tier.erase_keys({shared: ["f2", "f5", "missing"]}, dry_run=True)
     assert dry == {ITEMS: [(*shared, "f2"), (*shared, "f5")]}

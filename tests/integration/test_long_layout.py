@@ -26,6 +26,7 @@ from langgraph.store.base import PutOp
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.store._common import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_vectors import VECTORS_FILE
+from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_store_chroma_server import _store as _server_store
@@ -341,7 +342,7 @@ def test_buckets_over_a_chroma_server(
     )
     tier: Any = store.tiers["long"]
     client = tier.client
-    assert tier.mirror is None
+    assert isinstance(tier.index, RedisIndex)  # documents stay in Chroma
     tier._layout.graduate_at = 6
     users = 40
     for u in range(users):

@@ -136,6 +136,33 @@ def test_similarity_stores_and_short_namespaces(
         store.memory_history(("short_term", "x"), "k")
 
 
+@pytest.mark.parametrize("scoring", [None, {"mode": "similarity"}], ids=["memory", "similarity"])
+def test_an_in_memory_chroma_records_history_like_an_embedded_one(
+    key_prefix: str, clock: Clock, scoring: Any
+) -> None:
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    store = TieredMemoryStore(
+        chroma_client=client,
+        tiers={"default": "long"},
+        key_prefix=key_prefix,
+        clock=clock,
+        index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
+        **({} if scoring is None else {"scoring": scoring}),
+    )
+    try:
+        store.put(NS, "k", {"content": "likes tea"})
+        store.put(NS, "k", {"content": "likes green tea"})
+        store.delete(NS, "k")
+        assert _events(store, NS, "k") == [
+            ("add", "user", None),
+            ("update", "user", None),
+            ("deleted", "user", None),
+        ]
+        assert len(store.tombstone_history([NS])["history.events"]) == 3
+    finally:
+        store.close()
+
+
 def test_library_passes_attribute_their_writes(mstore: TieredMemoryStore, clock: Clock) -> None:
     # reinforcement: same content, importance moved, the caller's actor
     mstore.put(NS, "r", {"content": "drinks tea daily", "importance": 0.5})

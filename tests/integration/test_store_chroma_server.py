@@ -16,6 +16,7 @@ import pytest
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 from tests.net import free_port
@@ -75,7 +76,7 @@ def test_store_over_http_client(
 ) -> None:
     host, port = chroma_server
     store = _store(host, port, key_prefix, redis_url, scoring={"mode": "similarity"})
-    assert store.tiers["long"].mirror is None  # type: ignore[attr-defined]  # documents stay in Chroma
+    assert isinstance(store.tiers["long"].index, RedisIndex)  # type: ignore[attr-defined]  # documents stay in Chroma
     store.put(("users", "u1"), "a", {"text": "green tea", "n": 1})
     store.put(("users", "u1"), "b", {"text": "black coffee", "n": 2})
     store.put(("users", "u2"), "c", {"text": "tea ceremony", "n": 3}, ttl=10)

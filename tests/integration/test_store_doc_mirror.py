@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from langgraph_tiered_memory.store._common import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirror, MemoryRow
 from tests.conftest import DIMS
@@ -32,7 +32,7 @@ def test_gets_are_answered_from_the_mirror(tmp_path: Path, key_prefix: str) -> N
     store = _open(tmp_path, key_prefix)
     store.put(("a",), "k", {"text": "hello"})
     tier = store.tiers["long"]
-    assert tier.mirror is not None and (tmp_path / MIRROR_FILE).exists()  # type: ignore[attr-defined]
+    assert isinstance(tier.index, DocMirror) and (tmp_path / MIRROR_FILE).exists()  # type: ignore[attr-defined]
     col = tier._collection(("a",), create=False)  # type: ignore[attr-defined]
     calls: list[object] = []
     original = col.get
@@ -49,7 +49,7 @@ def test_interrupted_writes_are_repaired_from_chroma(tmp_path: Path, key_prefix:
     store.put(ns, "updated", {"text": "old"})
     store.put(ns, "deleted", {"text": "doomed"})
     tier = store.tiers["long"]
-    mirror = tier.mirror  # type: ignore[attr-defined]
+    mirror = tier.index  # type: ignore[attr-defined]
     col = tier._collection(ns, create=False)  # type: ignore[attr-defined]
     nsid = namespace_id(ns)
     # A crash after step 1 (keys recorded) and step 2 (Chroma written), before step 3.
@@ -103,7 +103,7 @@ def test_refresh_and_sweep_keep_the_mirror_in_step(tmp_path: Path, key_prefix: s
     assert store.get(("s",), "a", refresh_ttl=False) is not None
     assert store.get(("s",), "b", refresh_ttl=False) is None
     assert store.sweep_ttl() == 1
-    mirror = store.tiers["long"].mirror  # type: ignore[attr-defined]
+    mirror = store.tiers["long"].index  # type: ignore[attr-defined]
     assert set(mirror.get(key_prefix, namespace_id(("s",)), ["a", "b"])) == {"a"}
     store.close()
 
@@ -151,3 +151,16 @@ def test_a_failed_commit_changes_no_role_and_leaves_no_stale_keyword_table(
     assert [k for k, _ in mirror.keyword_search("tm", "ns1", ["banana"], 5)] == ["a"]
     assert mirror.recover("tm", lambda nsid, keys: {}) == 0  # nothing left pending
     mirror.close()
+
+
+def test_memory_index_path_beside_an_embedded_chroma_is_refused(
+    tmp_path: Path, key_prefix: str
+) -> None:
+    with pytest.raises(ConfigurationError, match="memory_index_path.*Chroma server's tier only"):
+        TieredMemoryStore(
+            chroma_path=str(tmp_path),
+            key_prefix=key_prefix,
+            tiers={"default": "long"},
+            memory_index_path=str(tmp_path / "memory-index.sqlite3"),
+        )
+    assert not (tmp_path / "memory-index.sqlite3").exists()

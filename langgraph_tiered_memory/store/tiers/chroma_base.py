@@ -1,15 +1,15 @@
-"""Opening the long-term tier: its client, layout, and document and vector sources.
+"""Opening the long-term tier: its client, layout, index, and document and vector sources.
 
-The sources are chosen once, when the (lazily created) client is first used: beside an
-embedded Chroma, SQLite copies of the documents and of the bucket vectors; with a Chroma
-server, Chroma itself. See `chroma_tier` for the record layout.
-
-With a Chroma server the tier's index (keyword index, memory statistics, write order,
-intents, memory history) is `RedisIndex`, in the Redis the tier is given, and writers
+They are chosen once, when the (lazily created) client is first used. The tier has one
+index (`index`: keyword index, memory statistics, write order, intents, memory history).
+With a Chroma server it is `RedisIndex`, in the Redis the tier is given, and writers
 take per-namespace locks there (`redis_locks`), so every process using the server
-agrees. A `memory_index_path` file (where earlier versions kept that index, per process)
-is imported into it once when the tier opens (`index_import`). Beside an embedded or
-in-memory Chroma it is a SQLite file (`DocMirror`) and the writer lock is this process's.
+agrees; documents and vectors are read from Chroma. A `memory_index_path` file (where
+earlier versions kept that index, per process) is imported into it once when the tier
+opens (`index_import`). Otherwise the index is a SQLite file (`DocMirror`) that also
+copies the documents and keeps the graph: beside an embedded Chroma, in its directory
+(with a copy of the bucket vectors); with an in-memory Chroma, in memory. The writer
+lock is then this process's. See `chroma_tier` for the record layout.
 """
 
 from __future__ import annotations
@@ -37,12 +37,7 @@ from langgraph_tiered_memory.store._common import (
 )
 from langgraph_tiered_memory.store._document import decode_document
 from langgraph_tiered_memory.store._history import recovered_events
-from langgraph_tiered_memory.store.tiers.chroma_docs import (
-    ChromaDocs,
-    DocSource,
-    MirrorDocs,
-    ServerDocs,
-)
+from langgraph_tiered_memory.store.tiers.chroma_docs import DocSource, MirrorDocs, ServerDocs
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     DEFAULT_GRADUATE_AT,
     PAGE,
@@ -139,17 +134,23 @@ class ChromaBase:
         )
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tiered-memory-chroma")
         self._opened = False
-        self._mirror: DocMirror | None = None
         self._docs_source: DocSource | None = None
         self._vector_source: VectorSource | None = None
         self._vcopy: VectorCopy | None = None
         self._describe = describe
+        if memory_index_path is not None and redis is None:
+            raise ConfigurationError(
+                "memory_index_path names the legacy index file of a store on a Chroma"
+                " server, which its long tier imports into Redis once; it applies to a"
+                " Chroma server's tier only. An embedded or in-memory Chroma keeps its index"
+                " itself (beside the Chroma directory, or in memory): remove"
+                " memory_index_path."
+            )
         self._memory_index_path = memory_index_path
         # With a Chroma server: the store's graph store, asked for when the tier opens
         # (the store makes it after its tiers), for the triples of that file.
         self._import_graph = import_graph
-        self._memindex: DocMirror | None = None
-        self._index: RedisIndex | None = None  # with a Chroma server
+        self._index: LongIndex | None = None
         self._redis = redis
         self._owns_redis = owns_redis
         self._lock_options = (lock_lease, lock_wait)
@@ -212,7 +213,7 @@ class ChromaBase:
     ) -> None:
         """Repair the keys dead writers left in namespaces just locked, then record ours."""
         idx = self._index
-        assert idx is not None
+        assert isinstance(idx, RedisIndex)
         entries: list[Entry] = [(ns, False, None) for ns in namespaces]
         for nsid, keys in begun.left.items():
             idx.repair(
@@ -313,14 +314,9 @@ class ChromaBase:
                 lease, wait = self._lock_options
                 self._locks = NamespaceLocks(self._redis, self.prefix, lease=lease, wait=wait)
                 self._open_index()
-            if getattr(settings, "is_persistent", False) and directory:
-                self._open_copies(directory)
-            elif self._index is not None:
-                self._docs_source = ServerDocs(self._layout, self._index)
-                self._vector_source = ChromaVectors()
             else:
-                self._docs_source = ChromaDocs(self._layout)
-                self._vector_source = ChromaVectors()
+                persistent = getattr(settings, "is_persistent", False) and directory
+                self._open_copies(directory if persistent else None)
             # Finish the moves to own collections that an interruption left half done.
             for nsid, bucket in self._layout.moving().items():
                 if self._locks is None:
@@ -345,25 +341,36 @@ class ChromaBase:
         return self._vector_source
 
     @property
-    def mirror(self) -> DocMirror | None:
-        """The SQLite copy of item documents, for an embedded (persistent) Chroma only."""
-        self._open()
-        return self._mirror
+    def index(self) -> LongIndex:
+        """The tier's index: `RedisIndex` with a Chroma server, else its SQLite file.
 
-    def _open_copies(self, directory: str) -> None:
-        """Open (and repair or fill) the document and vector copies beside Chroma."""
-        mirror = DocMirror(directory)
+        The SQLite file (`DocMirror`) also keeps the document copy and the graph.
+        """
+        self._open()
+        assert self._index is not None
+        return self._index
+
+    def _open_copies(self, directory: str | None) -> None:
+        """Open (and repair or fill) the SQLite index, and the vector copy beside Chroma.
+
+        Without `directory` (an in-memory Chroma) the index is in memory, filled from
+        Chroma, and bucket vectors are read from Chroma.
+        """
+        mirror = DocMirror(directory or ":memory:")
         mirror.move_legacy_keyword_index(self.prefix)
         # The Chroma registry is small and authoritative: read it on every open.
         entries = list(self._layout.entries(()))
-        vcopy = VectorCopy(directory)
-        self._vcopy = vcopy
-        self._vector_source = vcopy
-        marker = f"{self.prefix}/{self.dims}d"
-        if not vcopy.is_filled(marker):
-            bucketed = {namespace_id(ns) for ns, _, b in entries if b is not None}
-            vcopy.fill(self.prefix, marker, self._layout.existing_buckets(), bucketed)
-        self._move_legacy_keys(vcopy, entries)
+        if directory is None:
+            self._vector_source = ChromaVectors()
+        else:
+            vcopy = VectorCopy(directory)
+            self._vcopy = vcopy
+            self._vector_source = vcopy
+            marker = f"{self.prefix}/{self.dims}d"
+            if not vcopy.is_filled(marker):
+                bucketed = {namespace_id(ns) for ns, _, b in entries if b is not None}
+                vcopy.fill(self.prefix, marker, self._layout.existing_buckets(), bucketed)
+            self._move_legacy_keys(vcopy, entries)
         mirror.recover(
             self.prefix,
             self._read_primaries,
@@ -379,7 +386,7 @@ class ChromaBase:
             mirror.mark_filled(self.prefix)
         if self._describe is not None:
             self._fill_memories(mirror, entries)
-        self._mirror = mirror
+        self._index = mirror
         self._docs_source = MirrorDocs(mirror, self.prefix)
 
     def _primary_pages(
@@ -449,6 +456,8 @@ class ChromaBase:
             self._fill_memories(idx, entries)
         self._drop_gone(idx, imported)
         self._index = idx
+        self._docs_source = ServerDocs(self._layout, idx)
+        self._vector_source = ChromaVectors()
 
     def _fill_registry(self, idx: RedisIndex) -> None:
         """Copy the registry collection into the Redis registry, once per store prefix.
@@ -533,98 +542,9 @@ class ChromaBase:
                     gone = [k for k in page if k not in held or self._row_of_meta(held[k]) is None]
                     idx.commit(self.prefix, nsid, forget=gone, docs=False)
 
-    @property
-    def memindex(self) -> LongIndex | None:
-        """The memory index (keyword index and access statistics), when memory mode is on.
-
-        With a Chroma server it lives in Redis (`RedisIndex`), shared by every process.
-        Beside an embedded Chroma it is the SQLite copy; with an in-memory Chroma, a
-        SQLite file in memory (or at `memory_index_path`).
-        """
-        if self._describe is None:
-            return None
-        self._open()
-        if self._index is not None:
-            return self._index
-        mirror = self._mirror
-        if mirror is not None:
-            return mirror
-        if self._memindex is None:
-            with self._lock:
-                if self._memindex is None:
-                    idx = DocMirror(self._memory_index_path or ":memory:")
-                    idx.move_legacy_keyword_index(self.prefix)
-                    entries = list(self._layout.entries(()))
-                    idx.recover(
-                        self.prefix,
-                        self._read_primaries,
-                        self._row_of_meta,
-                        docs=False,
-                        write_id=_write_id,
-                        history=self._recovered_history(idx, entries),
-                    )
-                    self._fill_memories(idx, entries)
-                    self._memindex = idx
-        return self._memindex
-
-    @property
-    def _write_index(self) -> LongIndex | None:
-        """The index a write commits to besides the documents.
-
-        The memory index, or with a Chroma server the Redis index (item headers,
-        intents, memory history).
-        """
-        memindex = self.memindex
-        if memindex is not None:
-            return memindex
-        return self._index  # with a Chroma server: item headers and intents
-
-    @property
-    def graph_file(self) -> DocMirror | None:
-        """The SQLite file that keeps the knowledge graph: the memory index, else the mirror.
-
-        None when the tier keeps no SQLite file (see `keeps_sqlite_file`).
-        """
-        self._open()
-        if self._index is not None:
-            return None
-        memindex = self.memindex
-        return memindex if isinstance(memindex, DocMirror) else self._mirror
-
-    def history_table(self) -> HistoryTable | None:
-        """The memory history of the tier's index (None: the tier keeps none).
-
-        In Redis with a Chroma server, else in the tier's SQLite file.
-        """
-        self._open()
-        if self._index is not None:
-            return cast(HistoryTable, self._index.history)
-        found = self.graph_file
-        return None if found is None else found.history
-
-    def keeps_history(self) -> bool:
-        """Whether the tier can record memory history, without opening the client."""
-        return self._redis is not None or self.keeps_sqlite_file()
-
-    def keeps_sqlite_file(self) -> bool:
-        """Whether the tier has a SQLite file for the graph, without opening the client.
-
-        It has one beside an embedded Chroma (the mirror) and in memory mode (the memory
-        index), unless that index would need a path it was not given (a Chroma server).
-        """
-        if self._redis is not None:
-            return False  # a Chroma server's tier: its index is in Redis
-        if self._client is None:
-            return True  # the factory makes an embedded PersistentClient
-        settings = self._client.get_settings()
-        if getattr(settings, "is_persistent", False) and getattr(
-            settings, "persist_directory", None
-        ):
-            return True
-        if self._describe is None:
-            return False
-        remote = "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
-        return bool(self._memory_index_path) or not remote
+    def history_table(self) -> HistoryTable:
+        """The memory history of the tier's index (in Redis with a Chroma server)."""
+        return cast(HistoryTable, self.index.history)
 
     def _recovered_history(self, idx: LongIndex, entries: list[Entry]) -> RecoveredHistory | None:
         """How `idx.recover` plans the history events of repaired keys (None: history off)."""
@@ -759,10 +679,10 @@ class ChromaBase:
         """
         self._pool.shutdown(wait=True)
         with self._lock:
-            for copy in (self._mirror, self._vcopy, self._memindex, self._index):
+            for copy in (self._vcopy, self._index):
                 if copy is not None:
                     copy.close()
-            self._mirror = self._vcopy = self._memindex = self._index = None
+            self._vcopy = self._index = None
             self._locks = None
             self._opened = False
             self._docs_source = None

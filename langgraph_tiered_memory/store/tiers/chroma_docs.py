@@ -2,15 +2,15 @@
 
 Chosen once, when the tier opens its client:
 
-- `MirrorDocs`: beside an embedded Chroma, the SQLite document copy (`DocMirror`)
-  answers `get`, emptiness checks and the namespace list; Chroma queries then return
-  ids and distances only. Writes are bracketed by its intent log (`begin`/`commit`).
-- `ChromaDocs`: with an in-memory Chroma, documents are the primary records' metadata
-  and the namespace list is the registry collection; `begin`/`commit` do nothing.
-- `ServerDocs`: with a Chroma server, the same documents, and the namespace list is
-  the Redis registry (`RedisIndex.registered`), which a write's begin script updates:
-  a namespace's first write adds no Chroma call. The registry collection then keeps
-  only the entries of namespaces moved to their own collection, or registered before.
+- `MirrorDocs`: beside an embedded or in-memory Chroma, the tier's SQLite file
+  (`DocMirror`) copies the documents and answers `get`, emptiness checks and the
+  namespace list; Chroma queries then return ids and distances only. Writes are
+  bracketed by its intent log (`begin`/`commit`).
+- `ServerDocs`: with a Chroma server, documents are the primary records' metadata, and
+  the namespace list is the Redis registry (`RedisIndex.registered`), which a write's
+  begin script updates: a namespace's first write adds no Chroma call. The registry
+  collection then keeps only the entries of namespaces moved to their own collection,
+  or registered before. `begin`/`commit` do nothing (the Redis index has its own).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from langgraph_tiered_memory.store.tiers.chroma_layout import Collections, read
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 
-__all__ = ["ChromaDocs", "DocSource", "MirrorDocs", "ServerDocs"]
+__all__ = ["DocSource", "MirrorDocs", "ServerDocs"]
 
 
 class DocSource(Protocol):
@@ -108,7 +108,7 @@ _SHARED_LOCK = threading.Lock()
 
 
 class MirrorDocs:
-    """Documents and namespaces from the SQLite copy beside an embedded Chroma."""
+    """Documents and namespaces from the tier's SQLite file (no Chroma server)."""
 
     with_metadata = False
 
@@ -177,13 +177,14 @@ class MirrorDocs:
                 table.order = None
 
 
-class ChromaDocs:
-    """Documents from the primary records in Chroma; namespaces from the registry."""
+class ServerDocs:
+    """Documents from Chroma; namespaces from the Redis registry (a Chroma server)."""
 
     with_metadata = True
 
-    def __init__(self, layout: Collections):
+    def __init__(self, layout: Collections, index: RedisIndex):
         self.layout = layout
+        self.index = index
 
     def get(self, nsid: str, col: Any, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Primary metadata of the given keys, read from Chroma."""
@@ -214,39 +215,6 @@ class ChromaDocs:
         return None
 
     def registered(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
-        """Registered namespaces under `prefix`, from the registry collection."""
-        return [(ns, ttl) for ns, ttl, _ in self.layout.entries(prefix)]
-
-    def has_held_ttl(self, ns: Namespace) -> bool:
-        """From the registry collection (one read)."""
-        return any(n == ns and ttl for n, ttl in self.registered(ns))
-
-    def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
-        """Unknown namespaces, and known ones getting their first TTL item.
-
-        The entries were prefetched (and are dropped when another process moves or
-        erases the namespace), so the cached TTL flag is the registry's.
-        """
-        nsid = namespace_id(ns)
-        return not self.layout.cached(nsid) or (ttl and not self.layout.held_ttl(nsid))
-
-    def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
-        """Nothing to copy."""
-        return None
-
-    def unregistered(self, ns: Namespace) -> None:
-        """Nothing to copy."""
-        return None
-
-
-class ServerDocs(ChromaDocs):
-    """Documents from Chroma; namespaces from the Redis registry (a Chroma server)."""
-
-    def __init__(self, layout: Collections, index: RedisIndex):
-        super().__init__(layout)
-        self.index = index
-
-    def registered(self, prefix: Namespace) -> list[tuple[Namespace, bool]]:
         """Registered namespaces under `prefix`, from the Redis registry."""
         under = encode_namespace(prefix)
         return [
@@ -263,6 +231,10 @@ class ServerDocs(ChromaDocs):
     def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
         """Never: a server write registers its namespaces when it takes their locks."""
         return False
+
+    def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
+        """Nothing to copy."""
+        return None
 
     def unregistered(self, ns: Namespace) -> None:
         """Drop the namespace from the Redis registry."""

@@ -29,6 +29,7 @@ from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, S
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView, read
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryStats
+from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs
 
 __all__ = ["Candidate", "ChromaReads"]
@@ -218,17 +219,22 @@ class ChromaReads(ChromaBase):
     ) -> list[ScoredItem]:
         """Search each matching namespace and merge the results.
 
-        With a query and no SQLite copy, the namespace `prefix` itself is searched while
-        the registry lookup for deeper namespaces runs in a worker thread (Chroma
-        releases the GIL), so the common single-namespace search costs one query. With
-        `namespace_filter`, only the namespaces it accepts are searched.
+        With a query on a Chroma server (no SQLite copy), the namespace `prefix` itself
+        is searched while the registry lookup for deeper namespaces runs in a worker
+        thread (Chroma releases the GIL), so the common single-namespace search costs
+        one query. With `namespace_filter`, only the namespaces it accepts are searched.
         """
         if limit <= 0:
             return []
         results: list[ScoredItem] = []
         done: set[Namespace] = set()
         keep = namespace_filter or (lambda ns: True)
-        if query_vector is not None and prefix and self.mirror is None and keep(prefix):
+        if (
+            query_vector is not None
+            and prefix
+            and isinstance(self.index, RedisIndex)
+            and keep(prefix)
+        ):
             own = self._collection(prefix, create=False)
             if own is not None:
                 pending = self._pool.submit(self._registered, prefix)
@@ -324,9 +330,9 @@ class ChromaReads(ChromaBase):
             hits (BM25) of every namespace searched; the caller cuts them to `limit`
             per channel (`ranking_select.cut_channels`) and reads `memory_stats`.
         """
-        idx = self.memindex
-        if idx is None:
+        if self._describe is None:
             raise ConfigurationError("Memory retrieval needs scoring={'mode': 'memory'}.")
+        idx = self.index
         dense: list[DenseHit[StoredItem]] = []
         keyword: list[KeywordHit[StoredItem]] = []
         for ns in sorted(
@@ -386,28 +392,26 @@ class ChromaReads(ChromaBase):
 
     def memory_stats(self, namespace: Namespace, keys: Sequence[str]) -> dict[str, MemoryStats]:
         """Memory fields and access statistics of the given keys (memory mode only)."""
-        idx = self.memindex
-        if idx is None:
+        if self._describe is None:
             return {}
-        return idx.memory_stats(self.prefix, namespace_id(namespace), list(keys))
+        return self.index.memory_stats(self.prefix, namespace_id(namespace), list(keys))
 
     def context_inputs(self, namespace: Namespace, keys: Sequence[str]) -> ContextInputs:
         """Which of `keys` are memories and the text before each (memory mode only).
 
         One read of the memory index (one Redis round trip with a Chroma server).
         """
-        idx = self.memindex
-        if idx is None:
+        if self._describe is None:
             return ContextInputs(frozenset(), {})
-        return idx.context_inputs(self.prefix, namespace_id(namespace), keys)
+        return self.index.context_inputs(self.prefix, namespace_id(namespace), keys)
 
     def iter_memory_stats(
         self, namespace: Namespace, page_size: int = 1000
     ) -> Iterator[list[tuple[str, MemoryStats]]]:
         """Pages of (key, stats) of a namespace's memories, from the memory index."""
-        idx = self.memindex
-        if idx is None:
+        if self._describe is None:
             return
+        idx = self.index
         nsid = namespace_id(namespace)
         after = 0
         while True:
@@ -443,7 +447,6 @@ class ChromaReads(ChromaBase):
 
     def touch(self, items: Sequence[StoredItem], *, now: float) -> None:
         """Count an access of each item (one atomic update of the index, SQLite or Redis)."""
-        idx = self.memindex
-        if idx is None or not items:
+        if self._describe is None or not items:
             return
-        idx.touch(self.prefix, [(namespace_id(it.namespace), it.key) for it in items], now)
+        self.index.touch(self.prefix, [(namespace_id(it.namespace), it.key) for it in items], now)

@@ -19,9 +19,10 @@ Layout, for a store with `key_prefix` P and embedding size D (0 without an index
   metadata lookup) and `b` = its bucket while it has one.
 
 An item's vectors and document are written in one Chroma upsert; vectors left by an
-interrupted update carry an older write id and are ignored. With an embedded Chroma,
-`DocMirror` keeps a SQLite copy of the primary records that answers `get`, and
-`VectorCopy` a float32 copy of the bucket records that answers exact searches.
+interrupted update carry an older write id and are ignored. Without a Chroma server,
+the tier's index `DocMirror` keeps a SQLite copy of the primary records that answers
+`get` (in memory with an in-memory Chroma); with an embedded Chroma, `VectorCopy` keeps
+a float32 copy of the bucket records that answers exact searches.
 `chroma_base` opens the tier and chooses those sources; `chroma_reads` and
 `chroma_writes` hold the read and write paths, `long_erase` erasure.
 """

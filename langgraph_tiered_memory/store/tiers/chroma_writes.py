@@ -9,10 +9,10 @@ copy and memory index commit and clear the intent log. A crash in between leaves
 that the next open repairs from Chroma. A bucketed namespace that reaches the size
 threshold then moves to its own collection.
 
-Knowledge-graph triples (`ItemWrite.triples`) go to the tier's SQLite file that keeps
-the graph (`graph_file`): recorded with the intent in step (1), applied in the commit
-of step (4). Deletes, sweeps and memories rewritten as non-memories drop their keys'
-triples in that same commit.
+Knowledge-graph triples (`ItemWrite.triples`) go to the tier's SQLite file (its
+`index`, when the tier is not on a Chroma server): recorded with the intent in step
+(1), applied in the commit of step (4). Deletes, sweeps and memories rewritten as
+non-memories drop their keys' triples in that same commit.
 
 Key vectors (such as the context key) are `x:` records like an item's other extra
 vectors, in its bucket or its own collection. A key vector counts only while its
@@ -56,7 +56,7 @@ from langgraph_tiered_memory.store.tiers.chroma_layout import (
     strip_ns,
 )
 from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow, PendingGraph
-from langgraph_tiered_memory.store.tiers.index_redis import HeaderChange
+from langgraph_tiered_memory.store.tiers.index_redis import HeaderChange, RedisIndex
 from langgraph_tiered_memory.store.tiers.redis_locks import Begun
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow
 
@@ -175,10 +175,10 @@ class ChromaWrites(ChromaBase):
                 if any(w.value is not None for w in group)
             }
         with self._writing(list(by_ns), intents, register) as begun:
-            if graph and self.graph_file is None:
+            if graph and begun is not None:
                 raise ConfigurationError(
                     "Writes carry knowledge-graph triples, but this long tier keeps no"
-                    " SQLite file for them (a Chroma server without memory_index_path)."
+                    " SQLite file for them: its index is in Redis (a Chroma server)."
                 )
             docs = self._docs
             fresh: set[str] = set()
@@ -237,7 +237,7 @@ class ChromaWrites(ChromaBase):
         its lock until that is dealt with.
         """
         idx, locks = self._index, self._locks
-        assert idx is not None and locks is not None
+        assert isinstance(idx, RedisIndex) and locks is not None
         later = [
             p
             for p in pending
@@ -293,7 +293,7 @@ class ChromaWrites(ChromaBase):
         p = _Pending(ns, col)
         p.keys = [w.key for w in group]
         p.deleted = [w.key for w in deletes]
-        memindex = self.memindex
+        memory = self._describe is not None  # memory mode: the index keeps memory rows
         unkeyed = self._unkey_successors(ns, col, p.deleted, p.keys)
         hashes: dict[str, str | None] = {}
         old_docs: dict[str, Any]
@@ -315,8 +315,10 @@ class ChromaWrites(ChromaBase):
             for w, wid in zip(upserts, write_ids, strict=True)
             if w.triples is not None
         ]
+        if triples:
+            p.graph = [t.change for t in triples]
         if begun is None:
-            self._begin(p, self._write_index, triples)
+            self.index.begin(self.prefix, p.nsid, p.keys, triples)
         if self.record_history:
             previous = {k: d.value for k, d in old_docs.items() if isinstance(d, Document)}
             p.history = plan_events(
@@ -350,7 +352,7 @@ class ChromaWrites(ChromaBase):
                 meta["_e"] = w.expires_at if w.expires_at is not None else now + w.ttl * 60
             elif prev is not None and prev.ttl is not None:
                 meta["_e"] = None  # Chroma drops a metadata key set to None
-            if memindex is not None and w.memory is not None:
+            if memory and w.memory is not None:
                 f = w.memory
                 created = float(prev.created_at) if prev else now
                 p.memories[w.key] = MemoryRow(
@@ -399,7 +401,7 @@ class ChromaWrites(ChromaBase):
         # vector as no hit (a rewrite of the successor gives it a new one).
         p.unkeyed = unkeyed
         # Items rewritten without memory fields leave the memory index too.
-        p.unindexed = [w.key for w in upserts if w.key not in p.memories]
+        p.unindexed = [w.key for w in upserts if w.key not in p.memories] if memory else []
         # One float32 matrix of the records (a trailing 0, or [0, ..., 0, 1] when not
         # indexed): Chroma takes it as is, instead of one list of floats per record.
         matrix = np.zeros((len(rows), self.dims + 1), dtype=np.float32)
@@ -424,19 +426,6 @@ class ChromaWrites(ChromaBase):
         target.deletes.extend([*p.stale, *unkeyed])
         target.embeddings.append(matrix)
         return p
-
-    def _begin(self, p: _Pending, memindex: Any, triples: list[PendingGraph]) -> None:
-        """Record one namespace's keys (and the triples they get) in the intent logs."""
-        mirror = self.mirror
-        graph_file = memindex if memindex is not None else mirror
-        if triples:
-            p.graph = [t.change for t in triples]
-        if triples and mirror is not None and graph_file is mirror:
-            mirror.begin(self.prefix, p.nsid, p.keys, triples)
-        else:
-            self._docs.begin(p.nsid, p.keys)
-        if memindex is not None and memindex is not mirror:
-            memindex.begin(self.prefix, p.nsid, p.keys, triples)
 
     def _send(self, targets: dict[str, _Target]) -> None:
         """Chroma upserts, then deletes, per target collection (in allowed chunk sizes)."""
@@ -494,57 +483,29 @@ class ChromaWrites(ChromaBase):
         return {k: every[k] for k in p.keys if k in every}
 
     def _commit(self, p: _Pending, parts: list[tuple[str, dict[str, Any]]] | None = None) -> None:
-        """Copy one namespace's part of the batch into the SQLite copies or Redis.
+        """Commit one namespace's part of the batch to the index (and document copy).
 
         With `parts` (a Chroma server), the Redis index's part is appended there.
         """
+        extra: dict[str, Any] = {"upserts": p.mirrored, "graph": p.graph}
         if parts is not None:
-            assert self._index is not None
-            self._index.commit(
-                self.prefix,
-                p.nsid,
-                deletes=p.deleted,
-                done=p.keys,
-                memories=p.memories,
-                forget=p.unindexed,
-                docs=False,
-                history=(p.ns, p.history) if p.history else None,
-                headers=HeaderChange(
-                    put={**(p.backfill or {}), **p.headers},
-                    drop=p.deleted,
-                    recs=p.recs,
-                    reset=p.backfill is not None,
-                ),
-                defer=parts,
+            headers = HeaderChange(
+                put={**(p.backfill or {}), **p.headers},
+                drop=p.deleted,
+                recs=p.recs,
+                reset=p.backfill is not None,
             )
-            return
-        mirror, memindex = self.mirror, self._write_index
-        separate = memindex is not None and memindex is not mirror
-        extra: dict[str, Any] = {} if p.graph is None or separate else {"graph": p.graph}
-        history = (p.ns, p.history) if p.history else None
-        if history is not None and not separate:
-            extra["history"] = history
-        self._docs.commit(
+            extra = {"docs": False, "headers": headers, "defer": parts}
+        self.index.commit(
+            self.prefix,
             p.nsid,
-            upserts=p.mirrored,
             deletes=p.deleted,
             done=p.keys,
-            memories=p.memories if mirror is memindex else None,
-            forget=p.unindexed if mirror is memindex else (),
+            memories=p.memories,
+            forget=p.unindexed,
+            history=(p.ns, p.history) if p.history else None,
             **extra,
         )
-        if memindex is not None and separate:
-            memindex.commit(
-                self.prefix,
-                p.nsid,
-                deletes=p.deleted,
-                done=p.keys,
-                memories=p.memories,
-                forget=p.unindexed,
-                docs=False,
-                graph=p.graph,
-                history=history,
-            )
 
     def _maybe_graduate(self, ns: Namespace, view: NamespaceView, recs: int | None = None) -> None:
         """Move a bucketed namespace past the size threshold to its own collection.
@@ -579,11 +540,10 @@ class ChromaWrites(ChromaBase):
         They belong to the memories written right after the deleted ones (memory mode
         only); a context vector is always its memory's last vector.
         """
-        memindex = self.memindex
-        if not deleted or memindex is None:
+        if not deleted or self._describe is None:
             return []
         nsid = namespace_id(ns)
-        successors = memindex.context_successors(self.prefix, nsid, deleted, batch)
+        successors = self.index.context_successors(self.prefix, nsid, deleted, batch)
         if not successors:
             return []
         out = []
@@ -675,11 +635,8 @@ class ChromaWrites(ChromaBase):
         # Like a delete: the next memory's context vector was made with the swept text.
         doomed.extend(self._unkey_successors(ns, col, gone, gone))
         nsid = namespace_id(ns)
-        memindex = self._write_index
-        separate = memindex if memindex is not None and memindex is not self.mirror else None
-        self._docs.begin(nsid, gone)
-        if separate is not None:
-            separate.begin(self.prefix, nsid, gone)
+        idx = self.index
+        idx.begin(self.prefix, nsid, gone)
         col.delete(ids=doomed)
         if isinstance(col, NamespaceView):
             self._vectors.write(self.prefix, [], deletes=[(nsid, rid) for rid in doomed])
@@ -687,21 +644,11 @@ class ChromaWrites(ChromaBase):
         if self.record_history:
             previous = {item.key: item.value for item, _ in records}
             history = (ns, plan_events(ns, (), previous, gone, now, event="expired"))
-        here = {} if separate is not None or history is None else {"history": history}
-        self._docs.commit(nsid, deletes=gone, done=gone, **here)
-        if separate is self._index and self._index is not None:  # a Chroma server
+        extra: dict[str, Any] = {}
+        if isinstance(idx, RedisIndex):  # a Chroma server
             removed = sum(len(ids) for _, ids in records)
-            self._index.commit(
-                self.prefix,
-                nsid,
-                deletes=gone,
-                done=gone,
-                docs=False,
-                history=history,
-                headers=HeaderChange(drop=gone, add=-removed),
-            )
-        elif separate is not None:
-            separate.commit(self.prefix, nsid, deletes=gone, done=gone, docs=False, history=history)
+            extra = {"docs": False, "headers": HeaderChange(drop=gone, add=-removed)}
+        idx.commit(self.prefix, nsid, deletes=gone, done=gone, history=history, **extra)
         return [item for item, _ in records]
 
     def sweep(self, *, now: float) -> int:

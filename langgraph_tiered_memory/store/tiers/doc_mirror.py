@@ -19,8 +19,8 @@ written, (3) the copy, the statistics, the keyword index and the graph are updat
 the keys leave the log in one transaction (`commit`). Opening the mirror replays
 whatever is still pending by copying those records from Chroma (`recover`).
 
-A file without a Chroma beside it (a server's memory index, `memory_index_path`) plays
-the same roles but the document copy.
+With an in-memory Chroma the file is in memory (`":memory:"`). A legacy file of a
+server's memory index (`memory_index_path`, read by `index_import`) has no document copy.
 """
 
 from __future__ import annotations

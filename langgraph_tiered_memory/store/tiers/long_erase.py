@@ -8,11 +8,11 @@ shared namespaces that name the user (`erase_keys`). What goes, for each namespa
   its bucket, or its own collection as a whole (with its HNSW files and its part of
   Chroma's log); then its registry entry, last, so a re-run after a crash still finds
   whatever an interruption left;
-- in the tier's index: the SQLite file (the mirror beside an embedded Chroma, or an
-  in-memory Chroma's memory index) with its document copy, intent log, memory
-  statistics, keyword entries (and the namespace's own FTS5 table) and registry row;
-  or, with a Chroma server, the Redis index (`RedisIndex.erase_namespace`). The graph
-  tables and the memory history have their own erase (`graph.erase`, `store/_history`);
+- in the tier's index: the SQLite file (beside an embedded Chroma, or in memory with
+  an in-memory Chroma) with its document copy, intent log, memory statistics, keyword
+  entries (and the namespace's own FTS5 table) and registry row; or, with a Chroma
+  server, the Redis index (`RedisIndex.erase_namespace`). The graph tables and the
+  memory history have their own erase (`graph.erase`, `store/_history`);
 - in the vector copy beside an embedded Chroma: its bucket records.
 
 What a delete through an API leaves on disk is then scrubbed: the tier's SQLite files
@@ -42,7 +42,6 @@ from langgraph_tiered_memory.store._common import (
     encode_namespace,
     namespace_id,
 )
-from langgraph_tiered_memory.store.tiers.chroma_base import LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     PAGE,
     NamespaceView,
@@ -116,23 +115,8 @@ class LongErase(ChromaWrites):
         with self._lock:
             self._open()
             found = {ns for ns, _, _ in self._layout.entries(())}
-            for idx in self._indexes():
-                found.update(decode_namespace(enc) for enc, _ in idx.registered(self.prefix, ""))
+            found.update(decode_namespace(e) for e, _ in self.index.registered(self.prefix, ""))
         return sorted(ns for ns in found if owns(ns))
-
-    def _sqlite_files(self) -> list[DocMirror]:
-        """The tier's SQLite files (mirror, memory index), each once."""
-        files: list[DocMirror] = []
-        if self.mirror is not None:
-            files.append(self.mirror)
-        idx = self.memindex
-        if isinstance(idx, DocMirror) and idx is not self.mirror:
-            files.append(idx)
-        return files
-
-    def _indexes(self) -> list[LongIndex]:
-        """The tier's SQLite files, or its Redis index with a Chroma server."""
-        return [self._index] if self._index is not None else list(self._sqlite_files())
 
     def compact_files(self) -> None:
         """Rebuild the tier's SQLite files (`VACUUM`) and empty their WAL, after an erase.
@@ -142,8 +126,8 @@ class LongErase(ChromaWrites):
         the freed space; `VACUUM` writes every page anew from the live rows only. A
         Chroma server's tier has no such file.
         """
-        for f in self._sqlite_files():
-            f.vacuum()
+        if isinstance(self.index, DocMirror):
+            self.index.vacuum()
         if self._vcopy is not None:
             self._vcopy.vacuum()
 
@@ -153,11 +137,11 @@ class LongErase(ChromaWrites):
         found = _Found(ns, nsid)
         found.registered = bool(self._layout.registry().get(ids=[nsid], include=[])["ids"])
         enc = encode_namespace(ns)
-        for idx in self._indexes():
-            found.registered = found.registered or any(
-                e == enc for e, _ in idx.registered(self.prefix, enc)
-            )
-            found.keys |= idx.namespace_keys(self.prefix, nsid)
+        idx = self.index
+        found.registered = found.registered or any(
+            e == enc for e, _ in idx.registered(self.prefix, enc)
+        )
+        found.keys |= idx.namespace_keys(self.prefix, nsid)
         if self._vcopy is not None:
             found.keys |= self._vcopy.namespace_keys(self.prefix, nsid)
         found.own = self._layout.own(None, nsid, create=False)
@@ -230,8 +214,7 @@ class LongErase(ChromaWrites):
         self._layout.forget_namespace(nsid)
         if self._vcopy is not None:
             self._vcopy.erase(self.prefix, nsid)
-        for idx in self._indexes():
-            idx.erase_namespace(self.prefix, nsid, encode_namespace(found.ns))
+        self.index.erase_namespace(self.prefix, nsid, encode_namespace(found.ns))
         self._docs.unregistered(found.ns)
         if self._locks is not None:
             self._locks.erased(nsid)
@@ -347,8 +330,8 @@ class LongErase(ChromaWrites):
         for i, ids in doomed.items():
             _neutralise(self._layout.bucket(i), ids, self.dims + 1, step)
         owned = [] if found.own is None else [r for r in _all_ids(found.own) if key_of(r) in keys]
-        idx = self.memindex
-        table = None if idx is None else idx.keyword_table(self.prefix, nsid)
+        idx = self.index
+        table = idx.keyword_table(self.prefix, nsid)
         self.write([ItemWrite(found.ns, k, None, None) for k in sorted(keys)], now=0.0)
         # Records of interrupted writes that the delete did not know of go too.
         for i, ids in doomed.items():
@@ -362,8 +345,7 @@ class LongErase(ChromaWrites):
             topics.setdefault(str(found.own.id), []).extend(owned)
         if self._vcopy is not None:
             self._vcopy.checkpoint()
-        for f in self._indexes():
-            f.scrub([table] if table is not None and f is idx else [])
+        idx.scrub([table] if table is not None else [])
 
 
 def _all_ids(col: Any, where: dict[str, Any] | None = None) -> list[str]:
