@@ -32,7 +32,6 @@ from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
     decode_namespace,
-    encode_namespace,
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import decode_document
@@ -354,7 +353,7 @@ class ChromaBase:
         """Open (and repair or fill) the document and vector copies beside Chroma."""
         mirror = DocMirror(directory)
         mirror.move_legacy_keyword_index(self.prefix)
-        # The Chroma registry is small and authoritative: read it on every open.
+        self._layout.use_index(mirror)  # the registry is in the file
         entries = list(self._layout.entries(()))
         vcopy = VectorCopy(directory)
         self._vcopy = vcopy
@@ -371,7 +370,7 @@ class ChromaBase:
             write_id=_write_id,
             history=self._recovered_history(mirror, entries),
         )
-        mirror.replace_namespaces(self.prefix, [(encode_namespace(ns), t) for ns, t, _ in entries])
+        self._layout.forget_namespaces()  # the repair drops entries of writes Chroma lacks
         if not mirror.is_filled(self.prefix):
             # First use of this mirror for the prefix: copy what Chroma already holds.
             for nsid, rows in self._primary_pages(entries):
@@ -747,8 +746,7 @@ class ChromaBase:
 
     # ----------------------------------------------------------------- collections
     def setup(self) -> None:
-        """Create the namespace registry collection and open the copies (idempotent)."""
-        self._layout.registry()
+        """Open the tier: its registry, copies and index (idempotent)."""
         self._open()
 
     def close(self) -> None:
