@@ -1,8 +1,9 @@
 """Opening the long-term tier: its client, layout, and document and vector sources.
 
 The sources are chosen once, when the (lazily created) client is first used: beside an
-embedded Chroma, SQLite copies of the documents and of the bucket vectors; with a Chroma
-server, Chroma itself. See `chroma_tier` for the record layout.
+embedded Chroma, SQLite copies of the documents and of the bucket vectors, and the
+namespace registry in the documents' file; with a Chroma server, Chroma itself. See
+`chroma_tier` for the record layout.
 
 With a Chroma server the tier's index (keyword index, memory statistics, write order,
 intents, memory history) is `RedisIndex`, in the Redis the tier is given, and writers

@@ -55,6 +55,7 @@ def main(out: Path) -> None:
     tier._layout._wanted_buckets = 3
     store.setup()
     tier._layout.graduate_at = 5  # an own collection once it holds 5 records
+
     def crash(nsid: str, bucket: int) -> None:
         raise RuntimeError("stopped before the bucket clean-up")
 
