@@ -353,8 +353,12 @@ class ChromaBase:
     def _open_copies(self, directory: str) -> None:
         """Open (and repair or fill) the document and vector copies beside Chroma."""
         mirror = DocMirror(directory)
-        mirror.move_legacy_keyword_index(self.prefix)
-        self._layout.use_index(mirror)  # the registry is in the file
+        try:
+            mirror.move_legacy_keyword_index(self.prefix)
+            self._layout.use_index(mirror)  # the registry is in the file
+        except BaseException:
+            mirror.close()
+            raise
         entries = list(self._layout.entries(()))
         vcopy = VectorCopy(directory)
         self._vcopy = vcopy

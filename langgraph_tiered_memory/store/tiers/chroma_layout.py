@@ -288,6 +288,7 @@ class Collections:
                         (n, m) for n, m in zip(page["ids"], page["metadatas"], strict=True) if m
                     ]
             entries = [(n, m) for n, m in entries if "ns" in m]  # not an erasure's placeholder
+            self._check_listed(index, {n for n, _ in entries})
             index.set_up_registry(self.prefix, buckets, old is not None, entries)
             if entries:
                 logger.info(
@@ -299,6 +300,29 @@ class Collections:
             layout = (buckets, old is not None)
         self._buckets, self._chroma_registry = layout
         self.index = index
+
+    def _check_listed(self, index: Any, nsids: set[str]) -> None:
+        """Refuse a registry that lacks namespaces Chroma holds items of (a lost file).
+
+        Raises:
+            ConfigurationError: The file was deleted or replaced.
+        """
+        head = f"{self.prefix}-ns-"
+        unlisted = 0
+        for col in self._client().list_collections():
+            rest = str(col.name)[len(head) :] if str(col.name).startswith(head) else ""
+            if rest.startswith("bucket-"):
+                where = {"_ns": {"$nin": sorted(nsids)}} if nsids else None
+                unlisted += len(read(col.get, where=where, limit=1, include=[])["ids"])
+            elif len(rest) == _NSID_LEN and rest not in nsids:
+                unlisted += 1
+        if unlisted:
+            raise ConfigurationError(
+                f"The namespace registry of key_prefix {self.prefix!r} is kept in"
+                f" {index.path}, which lacks namespaces whose items Chroma holds (the file"
+                " was deleted or replaced). Restore that file together with the Chroma"
+                " directory it was backed up with, or use another key_prefix."
+            )
 
     def chroma_registry(self) -> Any | None:
         """The registry collection, if the store has one (to erase entries from)."""
