@@ -253,7 +253,7 @@ class Collections:
         size), which lists every namespace, also those the registry collection lacks."""
         self.index: Any = None
         """Beside an embedded Chroma: the SQLite file holding the registry (`use_index`)."""
-        self._chroma_registry = True  # a registry collection exists (or will be created)
+        self._probed = False  # `index` set: whether an old registry collection was looked for
 
     # ------------------------------------------------------------- registry
     def _wanted(self) -> int:
@@ -270,8 +270,8 @@ class Collections:
         which also marks the prefix's registry set up. The collection is not written
         again; it is only read here and cleared by erasures (`chroma_registry`).
         """
-        layout = index.registry_layout(self.prefix)
-        if layout is None:
+        buckets = index.registry_buckets(self.prefix)
+        if buckets is None:
             try:
                 old = self._client().get_collection(
                     f"{self.prefix}-registry", embedding_function=None
@@ -284,12 +284,10 @@ class Collections:
                 buckets = int((old.metadata or {}).get("tm_buckets", buckets))
                 for offset in range(0, int(old.count()) + 1, 1000):
                     page = read(old.get, include=["metadatas"], limit=1000, offset=offset)
-                    entries += [
-                        (n, m) for n, m in zip(page["ids"], page["metadatas"], strict=True) if m
-                    ]
-            entries = [(n, m) for n, m in entries if "ns" in m]  # not an erasure's placeholder
+                    got = zip(page["ids"], page["metadatas"], strict=True)
+                    entries += [(n, m) for n, m in got if m and "ns" in m]  # no placeholder
             self._check_listed(index, {n for n, _ in entries})
-            index.set_up_registry(self.prefix, buckets, old is not None, entries)
+            index.set_up_registry(self.prefix, buckets, entries)
             if entries:
                 logger.info(
                     "namespace registry of %s copied from Chroma to %s (%d)",
@@ -297,8 +295,7 @@ class Collections:
                     index.path,
                     len(entries),
                 )
-            layout = (buckets, old is not None)
-        self._buckets, self._chroma_registry = layout
+        self._buckets = buckets
         self.index = index
 
     def _check_listed(self, index: Any, nsids: set[str]) -> None:
@@ -326,17 +323,17 @@ class Collections:
 
     def chroma_registry(self) -> Any | None:
         """The registry collection, if the store has one (to erase entries from)."""
-        if self.index is not None and not self._chroma_registry:
-            return None
-        if self.index is not None and self._registry is None:
+        if self.index is None:
+            return self.registry()
+        if not self._probed:
+            self._probed = True
             try:
                 self._registry = self._client().get_collection(
                     f"{self.prefix}-registry", embedding_function=None
                 )
             except NotFoundError:
-                self._chroma_registry = False
-                return None
-        return self.registry()
+                pass
+        return self._registry
 
     def registry(self) -> Any:
         """The registry collection (created with this prefix's bucket count)."""
@@ -366,7 +363,7 @@ class Collections:
     def forget(self) -> None:
         """Drop every cached handle (on close)."""
         self._registry = self.index = self._buckets = None
-        self._chroma_registry = True
+        self._probed = False
         self._bucket_cols.clear()
         self._own.clear()
         self._views.clear()
@@ -639,7 +636,7 @@ class Collections:
     def moving(self) -> dict[str, int]:
         """Namespaces whose move to their own collection left records in the bucket."""
         if self.index is not None:
-            got = self.index.registry_moving(self.prefix)
+            got = self.index.registry(self.prefix, moving=True)
         else:
             res = self.registry().get(where={"m": {"$gte": 0}}, include=["metadatas"])
             got = zip(res["ids"], res["metadatas"], strict=True)

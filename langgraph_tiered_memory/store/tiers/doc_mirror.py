@@ -311,18 +311,21 @@ class DocMirror:
             return [(m["ns"], m["ttl"]) for _, m in self._registry.under(prefix, under)]
 
     def registry(
-        self, prefix: str, *, nsids: Sequence[str] | None = None, under: str = ""
+        self,
+        prefix: str,
+        *,
+        nsids: Sequence[str] | None = None,
+        under: str = "",
+        moving: bool = False,
     ) -> list[tuple[str, dict[str, Any]]]:
-        """(namespace id, entry) of the given namespace ids, else of those under `under`."""
+        """(namespace id, entry) of the given namespace ids, else of those under `under`.
+
+        `moving`: only namespaces whose move left records in a bucket.
+        """
         with self._db.locked():
             if nsids is not None:
                 return self._registry.get(prefix, nsids)
-            return self._registry.under(prefix, under)
-
-    def registry_moving(self, prefix: str) -> list[tuple[str, dict[str, Any]]]:
-        """(namespace id, entry) of the namespaces whose move left records in a bucket."""
-        with self._db.locked():
-            return self._registry.moving(prefix)
+            return self._registry.under(prefix, under, moving=moving)
 
     def registry_put(self, prefix: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
         """Write whole registry entries (namespace id -> entry)."""
@@ -334,21 +337,17 @@ class DocMirror:
         with self._db.locked():
             self._registry.drop(prefix, nsid)
 
-    def registry_layout(self, prefix: str) -> tuple[int, bool] | None:
-        """(bucket count, a registry collection exists in Chroma); None: not set up."""
+    def registry_buckets(self, prefix: str) -> int | None:
+        """The prefix's bucket count (None: its registry is not set up yet)."""
         with self._db.locked():
-            return self._registry.layout(prefix)
+            return self._registry.buckets(prefix)
 
     def set_up_registry(
-        self,
-        prefix: str,
-        buckets: int,
-        chroma: bool,
-        entries: Iterable[tuple[str, Mapping[str, Any]]] = (),
+        self, prefix: str, buckets: int, entries: Iterable[tuple[str, Mapping[str, Any]]] = ()
     ) -> None:
         """Record the prefix's bucket count and first entries, in one transaction."""
         with self._db.transaction():
-            self._registry.set_up(prefix, buckets, chroma, entries)
+            self._registry.set_up(prefix, buckets, entries)
 
     # ------------------------------------------------------------- memory statistics
     def memory_stats(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, MemoryStats]:

@@ -7,10 +7,9 @@ unfinished move to its own collection left records in (`m`), whether it has held
 items and, in a bucket, its embedding size. Entries are read and written as dicts with
 the keys of the registry collection's metadata (`ns`, `b`, `m`, `ttl`, `d`; a NULL
 column is no key), which `chroma_layout.Collections` reads. `reg_layout` records each
-prefix's bucket count, whether an earlier version's registry collection (`P-registry`)
-exists in Chroma, and that the registry was set up for the prefix (copied from that
-collection once). `filled` marks other one-off jobs done for a prefix (memories
-indexed, keyword tables renamed).
+prefix's bucket count, and so that the registry was set up for the prefix (copied once
+from an earlier version's registry collection). `filled` marks other one-off jobs done
+for a prefix (memories indexed, keyword tables renamed).
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ CREATE TABLE IF NOT EXISTS reg (
     prefix TEXT NOT NULL, nsid TEXT NOT NULL, ns TEXT NOT NULL, b INTEGER, m INTEGER,
     ttl INTEGER NOT NULL, d INTEGER, PRIMARY KEY (prefix, nsid)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS reg_layout (
-    prefix TEXT PRIMARY KEY, buckets INTEGER NOT NULL, chroma INTEGER NOT NULL
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reg_layout (prefix TEXT PRIMARY KEY, buckets INTEGER NOT NULL)
+    WITHOUT ROWID;
 DROP TABLE IF EXISTS namespaces;
 """
 # `namespaces` was a copy of the registry collection, made again at every open.
@@ -82,36 +80,31 @@ class NamespaceRegistry:
             out.extend(map(_entry, rows))
         return out
 
-    def under(self, prefix: str, under: str) -> list[tuple[str, dict[str, Any]]]:
-        """(namespace id, entry) of the namespaces whose encoding starts with `under`."""
+    def under(
+        self, prefix: str, under: str, *, moving: bool = False
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(namespace id, entry) of the namespaces whose encoding starts with `under`.
+
+        `moving`: only those whose move left records in a bucket.
+        """
+        where = " AND m IS NOT NULL" if moving else ""
         rows = self._c.execute(
-            f"{_SELECT} AND ns >= ? AND ns < ? ORDER BY ns", (prefix, under, under + "\U0010ffff")
+            f"{_SELECT} AND ns >= ? AND ns < ?{where} ORDER BY ns",
+            (prefix, under, under + "\U0010ffff"),
         ).fetchall()
         return list(map(_entry, rows))
 
-    def moving(self, prefix: str) -> list[tuple[str, dict[str, Any]]]:
-        """(namespace id, entry) of the namespaces whose move left records in a bucket."""
-        return list(map(_entry, self._c.execute(f"{_SELECT} AND m IS NOT NULL", (prefix,))))
-
-    def layout(self, prefix: str) -> tuple[int, bool] | None:
-        """(bucket count, a registry collection exists in Chroma); None: not set up yet."""
-        row = self._c.execute(
-            "SELECT buckets, chroma FROM reg_layout WHERE prefix=?", (prefix,)
-        ).fetchone()
-        return None if row is None else (int(row[0]), bool(row[1]))
+    def buckets(self, prefix: str) -> int | None:
+        """The prefix's bucket count (None: its registry is not set up yet)."""
+        row = self._c.execute("SELECT buckets FROM reg_layout WHERE prefix=?", (prefix,)).fetchone()
+        return None if row is None else int(row[0])
 
     def set_up(
-        self,
-        prefix: str,
-        buckets: int,
-        chroma: bool,
-        entries: Iterable[tuple[str, Mapping[str, Any]]],
+        self, prefix: str, buckets: int, entries: Iterable[tuple[str, Mapping[str, Any]]]
     ) -> None:
-        """Record the prefix's layout and its first entries (inside the caller's transaction)."""
+        """Record the prefix's bucket count and first entries (in the caller's transaction)."""
         self.put(prefix, dict(entries))
-        self._c.execute(
-            "INSERT OR REPLACE INTO reg_layout VALUES (?, ?, ?)", (prefix, buckets, int(chroma))
-        )
+        self._c.execute("INSERT OR REPLACE INTO reg_layout VALUES (?, ?)", (prefix, buckets))
 
     def is_filled(self, marker: str) -> bool:
         """Whether the job named `marker` has been recorded as done."""
