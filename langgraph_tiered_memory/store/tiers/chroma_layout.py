@@ -270,14 +270,10 @@ class Collections:
         which also marks the prefix's registry set up. The collection is not written
         again; it is only read here and cleared by erasures (`chroma_registry`).
         """
+        self.index, self._probed = index, False
         buckets = index.registry_buckets(self.prefix)
         if buckets is None:
-            try:
-                old = self._client().get_collection(
-                    f"{self.prefix}-registry", embedding_function=None
-                )
-            except NotFoundError:
-                old = None
+            old = self.chroma_registry()
             buckets = self._wanted()
             entries: list[tuple[str, dict[str, Any]]] = []
             if old is not None:
@@ -296,7 +292,6 @@ class Collections:
                     len(entries),
                 )
         self._buckets = buckets
-        self.index = index
 
     def _check_listed(self, index: Any, nsids: set[str]) -> None:
         """Refuse a registry that lacks namespaces Chroma holds items of (a lost file).
@@ -322,7 +317,11 @@ class Collections:
             )
 
     def chroma_registry(self) -> Any | None:
-        """The registry collection, if the store has one (to erase entries from)."""
+        """The registry collection, if the store has one.
+
+        Beside an embedded Chroma, one an earlier version wrote (copied once; erasures
+        still remove entries from it).
+        """
         if self.index is None:
             return self.registry()
         if not self._probed:
