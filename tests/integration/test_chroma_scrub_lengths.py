@@ -1,7 +1,8 @@
 """HNSW `length.bin` of indexes that do not normalise: zeroed by erase, the store still works.
 
 Chroma stores each vector's norm in `length.bin` only for a cosine index; for any other
-space (the registry's l2) it writes the buffer uninitialised, so every entry may hold
+space (l2: the registry collection of a store an earlier version wrote, or an app's own
+collection in the directory) it writes the buffer uninitialised, so every entry may hold
 heap bytes of the writing process, erased users' words included.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +44,8 @@ def _lengths(path: Path) -> dict[str, tuple[str, bytes]]:
 def test_unnormalised_lengths_are_zeroed_and_cosine_norms_kept(tmp_path: Path) -> None:
     path = tmp_path / "chroma"
     store = _store(path)
+    app: Any = store.tiers["long"].client.create_collection("app-l2", embedding_function=None)
+    app.upsert(ids=[f"r{i}" for i in range(150)], embeddings=[[float(i), 1.0] for i in range(150)])
     for user in ("a", "b"):
         for i in range(150):  # past Chroma's batch size: the indexes are persisted
             store.put(("users", user), f"k{i}", {"content": f"{user} likes tea number {i}"})
@@ -49,7 +53,7 @@ def test_unnormalised_lengths_are_zeroed_and_cosine_norms_kept(tmp_path: Path) -
     store.close()
 
     lengths = _lengths(path)
-    assert {space for space, _ in lengths.values()} >= {"l2", "cosine"}  # registry, buckets
+    assert {space for space, _ in lengths.values()} >= {"l2", "cosine"}  # the app's, buckets
     for space, raw in lengths.values():
         if space == "cosine":
             norms = struct.unpack(f"<{len(raw) // 4}f", raw)

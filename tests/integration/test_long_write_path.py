@@ -221,7 +221,8 @@ def test_a_store_whose_registry_is_only_in_chroma_lists_and_writes_its_namespace
     old = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
     old.put(plain, "a", {"text": "Ana keeps bees on her roof"})
     old.put(timed, "a", {"text": "Bo keeps goats"}, ttl=60)
-    old.tiers["long"]._layout.register([(plain, False), (timed, True)])  # type: ignore[attr-defined]
+    layout = old.tiers["long"]._layout  # type: ignore[attr-defined]
+    layout.put(layout.plan([(plain, False), (timed, True)]))
     old.close()
     r = redis.Redis.from_url(redis_url)
     r.delete(f"{key_prefix}:lt:reg", f"{key_prefix}:lt:regp")

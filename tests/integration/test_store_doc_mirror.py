@@ -70,18 +70,33 @@ def test_interrupted_writes_are_repaired_from_chroma(tmp_path: Path, key_prefix:
     reopened.close()
 
 
-def test_mirror_is_rebuilt_from_chroma_when_missing(tmp_path: Path, key_prefix: str) -> None:
+def test_a_missing_sqlite_file_is_refused_as_it_holds_the_registry(
+    tmp_path: Path, key_prefix: str
+) -> None:
     store = _open(tmp_path, key_prefix)
     for i in range(1200):  # more than one page
         store.put(("bulk", str(i % 3)), f"k{i}", {"text": f"item {i}"}, index=False)
     store.put(("ttl",), "t", {"text": "x"}, ttl=30)
     store.close()
+    saved = tmp_path.parent / "saved"
+    saved.mkdir()
+    for suffix in ("", "-wal", "-shm"):
+        if (tmp_path / (MIRROR_FILE + suffix)).exists():
+            (tmp_path / (MIRROR_FILE + suffix)).rename(saved / (MIRROR_FILE + suffix))
+
+    # The namespaces of bucketed items are named nowhere else: no silently empty store.
+    broken = TieredMemoryStore(
+        chroma_path=str(tmp_path), key_prefix=key_prefix, tiers={"default": "long"}
+    )
+    with pytest.raises(ConfigurationError, match=rf"{MIRROR_FILE}, which lacks namespaces"):
+        broken.setup()
+    broken.close()
     for suffix in ("", "-wal", "-shm"):
         (tmp_path / (MIRROR_FILE + suffix)).unlink(missing_ok=True)
-
-    reopened = _open(tmp_path, key_prefix)
+        if (saved / (MIRROR_FILE + suffix)).exists():
+            (saved / (MIRROR_FILE + suffix)).rename(tmp_path / (MIRROR_FILE + suffix))
+    reopened = _open(tmp_path, key_prefix)  # the file restored
     assert reopened.get(("bulk", "1"), "k1000").value == {"text": "item 1000"}  # type: ignore[union-attr]
-    assert reopened.get(("bulk", "0"), "k0").value == {"text": "item 0"}  # type: ignore[union-attr]
     assert reopened.get(("ttl",), "t", refresh_ttl=False) is not None
     assert len(reopened.search(("bulk",), limit=2000)) == 1200
     reopened.close()

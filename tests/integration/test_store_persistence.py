@@ -84,5 +84,7 @@ def test_chroma_client_given_by_the_caller_is_used(
     store.put(("a",), "k", {"v": 1})
     names = {c.name for c in client.list_collections()}
     assert any(n.startswith(f"{key_prefix}-ns-") for n in names)
-    assert f"{key_prefix}-registry" in names
+    # Its namespace registry is in the tier's SQLite file beside Chroma, not a collection.
+    assert f"{key_prefix}-registry" not in names
+    assert store.list_namespaces() == [("a",)]
     store.close()

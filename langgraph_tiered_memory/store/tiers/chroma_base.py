@@ -1,15 +1,16 @@
 """Opening the long-term tier: its client, layout, index, and document and vector sources.
 
 They are chosen once, when the (lazily created) client is first used. The tier has one
-index (`index`: keyword index, memory statistics, write order, intents, memory history).
-With a Chroma server it is `RedisIndex`, in the Redis the tier is given, and writers
-take per-namespace locks there (`redis_locks`), so every process using the server
-agrees; documents and vectors are read from Chroma. A `memory_index_path` file (where
-earlier versions kept that index, per process) is imported into it once when the tier
-opens (`index_import`). Otherwise the index is a SQLite file (`DocMirror`) that also
-copies the documents and keeps the graph: beside an embedded Chroma, in its directory
-(with a copy of the bucket vectors); with an in-memory Chroma, in memory. The writer
-lock is then this process's. See `chroma_tier` for the record layout.
+index (`index`: keyword index, memory statistics, write order, intents, memory history,
+namespace registry). With a Chroma server it is `RedisIndex`, in the Redis the tier is
+given, and writers take per-namespace locks there (`redis_locks`), so every process
+using the server agrees; documents and vectors are read from Chroma. A
+`memory_index_path` file (where earlier versions kept that index, per process) is
+imported into it once when the tier opens (`index_import`). Otherwise the index is a
+SQLite file (`DocMirror`) that also copies the documents and keeps the registry and the
+graph: beside an embedded Chroma, in its directory (with a copy of the bucket vectors);
+with an in-memory Chroma, in memory. The writer lock is then this process's. See
+`chroma_tier` for the record layout.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
     decode_namespace,
-    encode_namespace,
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import decode_document
@@ -344,7 +344,8 @@ class ChromaBase:
     def index(self) -> LongIndex:
         """The tier's index: `RedisIndex` with a Chroma server, else its SQLite file.
 
-        The SQLite file (`DocMirror`) also keeps the document copy and the graph.
+        The SQLite file (`DocMirror`) also keeps the document copy, the namespace registry
+        and the graph.
         """
         self._open()
         assert self._index is not None
@@ -354,11 +355,16 @@ class ChromaBase:
         """Open (and repair or fill) the SQLite index, and the vector copy beside Chroma.
 
         Without `directory` (an in-memory Chroma) the index is in memory, filled from
-        Chroma, and bucket vectors are read from Chroma.
+        Chroma, and bucket vectors are read from Chroma. The namespace registry is in
+        the index (copied once from the registry collection of an older store).
         """
         mirror = DocMirror(directory or ":memory:")
-        mirror.move_legacy_keyword_index(self.prefix)
-        # The Chroma registry is small and authoritative: read it on every open.
+        try:
+            mirror.move_legacy_keyword_index(self.prefix)
+            self._layout.use_index(mirror)  # the registry is in the file
+        except BaseException:
+            mirror.close()
+            raise
         entries = list(self._layout.entries(()))
         if directory is None:
             self._vector_source = ChromaVectors()
@@ -378,7 +384,7 @@ class ChromaBase:
             write_id=_write_id,
             history=self._recovered_history(mirror, entries),
         )
-        mirror.replace_namespaces(self.prefix, [(encode_namespace(ns), t) for ns, t, _ in entries])
+        self._layout.forget_namespaces()  # the repair drops entries of writes Chroma lacks
         if not mirror.is_filled(self.prefix):
             # First use of this mirror for the prefix: copy what Chroma already holds.
             for nsid, rows in self._primary_pages(entries):
@@ -667,8 +673,7 @@ class ChromaBase:
 
     # ----------------------------------------------------------------- collections
     def setup(self) -> None:
-        """Create the namespace registry collection and open the copies (idempotent)."""
-        self._layout.registry()
+        """Open the tier: its registry, copies and index (idempotent)."""
         self._open()
 
     def close(self) -> None:

@@ -4,8 +4,9 @@ Chosen once, when the tier opens its client:
 
 - `MirrorDocs`: beside an embedded or in-memory Chroma, the tier's SQLite file
   (`DocMirror`) copies the documents and answers `get`, emptiness checks and the
-  namespace list; Chroma queries then return ids and distances only. Writes are
-  bracketed by its intent log (`begin`/`commit`).
+  namespace list (the file's registry, which a write updates with its intents);
+  Chroma queries then return ids and distances only. Writes are bracketed by its
+  intent log (`begin`/`commit`).
 - `ServerDocs`: with a Chroma server, documents are the primary records' metadata, and
   the namespace list is the Redis registry (`RedisIndex.registered`), which a write's
   begin script updates: a namespace's first write adds no Chroma call. The registry
@@ -68,11 +69,11 @@ class DocSource(Protocol):
         ...
 
     def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
-        """Note that `ns` was registered in Chroma."""
+        """Note that `ns` was registered (its entry written)."""
         ...
 
     def unregistered(self, ns: Namespace) -> None:
-        """Note that `ns` left the Chroma registry."""
+        """Note that `ns` left the registry."""
         ...
 
 
@@ -80,7 +81,7 @@ class _Namespaces:
     """The namespace table of one (SQLite copy, prefix), held in memory.
 
     Listing 10k namespaces from SQLite takes ~4 ms, from here well under 1 ms. Every
-    change goes through `MirrorDocs` (and the directory lock keeps other processes
+    change is told to `MirrorDocs` (and the directory lock keeps other processes
     out), so one shared instance per file and prefix stays exact.
     """
 
@@ -116,7 +117,7 @@ class MirrorDocs:
         self.mirror = mirror
         self.prefix = prefix
         self._key = (str(getattr(mirror, "path", None) or id(mirror)), prefix)
-        with _SHARED_LOCK:  # the table was just copied from Chroma: read it again
+        with _SHARED_LOCK:  # the file was just opened (and repaired): read it again
             _SHARED.pop(self._key, None)
 
     def _namespaces(self) -> _Namespaces:
@@ -158,9 +159,8 @@ class MirrorDocs:
         return known is None or (ttl and not known)
 
     def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
-        """Copy the registration into the namespace table."""
+        """Add the registration (written with the write's intents) to the namespace table."""
         enc = encode_namespace(ns)
-        self.mirror.register(self.prefix, enc, ttl=ttl)
         table = self._namespaces()
         with _SHARED_LOCK:
             if enc not in table.ttl:
@@ -168,9 +168,8 @@ class MirrorDocs:
             table.ttl[enc] = table.ttl.get(enc, False) or ttl
 
     def unregistered(self, ns: Namespace) -> None:
-        """Drop the namespace from the namespace table."""
+        """Drop the namespace from the namespace table (the registry dropped it)."""
         enc = encode_namespace(ns)
-        self.mirror.unregister(self.prefix, enc)
         table = self._namespaces()
         with _SHARED_LOCK:
             if table.ttl.pop(enc, None) is not None:

@@ -4,17 +4,24 @@ A Chroma collection costs about 228 KB and 4 files on disk and ~38 ms to load it
 index on the first query of a process, so one collection per namespace stops scaling at
 a few thousand namespaces. Small namespaces therefore share a fixed number of bucket
 collections, `P-ns-bucket-<D>d-<i>`: D is the embedding size, i a stable hash of the
-namespace id mod the bucket count, which the registry collection's metadata records as
-`tm_buckets`. A bucket record's id is `<namespace id>:<record id>` and its metadata
-carries `_ns` = namespace id, so ids never collide across namespaces. Searches in a
-bucketed namespace are exact (numpy over the namespace's vectors); a bucket's HNSW
-index is never queried.
+namespace id mod the prefix's bucket count, recorded with the registry. A bucket record's
+id is `<namespace id>:<record id>` and its metadata carries `_ns` = namespace id, so ids
+never collide across namespaces. Searches in a bucketed namespace are exact (numpy over
+the namespace's vectors); a bucket's HNSW index is never queried.
 
 A namespace that grows past `graduate_at` records moves to its own collection
 `P-ns-<namespace id>` (the name the one-collection-per-namespace layout always used):
 copy, flip the registry entry, delete from the bucket. The registry entry's `b` field is
 the bucket; an entry without it means "own collection", which is how stores written
 before buckets existed keep working. `m` marks a move whose bucket clean-up is not done.
+
+The registry: beside an embedded or in-memory Chroma, the tier's SQLite file (`index`,
+see `sqlite_registry`), which a write registers its namespaces in with its intents; a
+store whose registry is the Chroma collection `P-registry` (earlier versions) has it
+copied there once (`use_index`). With a Chroma server, that collection (only for
+namespaces moved to their own collection or registered before the Redis registry:
+`listed`). Entries are metadata dicts either way: `ns`
+(encoded), `b`, `m`, `ttl`, `d` (embedding size of a bucketed namespace).
 """
 
 from __future__ import annotations
@@ -244,16 +251,93 @@ class Collections:
         self.listed: Callable[[list[str]], dict[str, int | None]] | None = None
         """With a Chroma server: the namespace ids registered in Redis (-> embedding
         size), which lists every namespace, also those the registry collection lacks."""
+        self.index: Any = None
+        """Beside an embedded Chroma: the SQLite file holding the registry (`use_index`)."""
+        self._probed = False  # `index` set: whether an old registry collection was looked for
 
     # ------------------------------------------------------------- registry
+    def _wanted(self) -> int:
+        if self._wanted_buckets is not None:
+            return self._wanted_buckets
+        local = getattr(self._client().get_settings(), "is_persistent", False)
+        return DEFAULT_BUCKETS if local else SERVER_BUCKETS
+
+    def use_index(self, index: Any) -> None:
+        """Keep the registry in `index` (a `DocMirror`), copying the collection's once.
+
+        A store written by an earlier version has its namespaces in the registry
+        collection only: its entries and bucket count are copied in one transaction,
+        which also marks the prefix's registry set up. The collection is not written
+        again; it is only read here and cleared by erasures (`chroma_registry`).
+        """
+        self.index, self._probed = index, False
+        buckets = index.registry_buckets(self.prefix)
+        if buckets is None:
+            old = self.chroma_registry()
+            buckets = self._wanted()
+            entries: list[tuple[str, dict[str, Any]]] = []
+            if old is not None:
+                buckets = int((old.metadata or {}).get("tm_buckets", buckets))
+                for offset in range(0, int(old.count()) + 1, 1000):
+                    page = read(old.get, include=["metadatas"], limit=1000, offset=offset)
+                    got = zip(page["ids"], page["metadatas"], strict=True)
+                    entries += [(n, m) for n, m in got if m and "ns" in m]  # no placeholder
+            self._check_listed(index, {n for n, _ in entries})
+            index.set_up_registry(self.prefix, buckets, entries)
+            if entries:
+                logger.info(
+                    "namespace registry of %s copied from Chroma to %s (%d)",
+                    self.prefix,
+                    index.path,
+                    len(entries),
+                )
+        self._buckets = buckets
+
+    def _check_listed(self, index: Any, nsids: set[str]) -> None:
+        """Refuse a registry that lacks namespaces Chroma holds items of (a lost file).
+
+        Raises:
+            ConfigurationError: The file was deleted or replaced.
+        """
+        head = f"{self.prefix}-ns-"
+        unlisted = 0
+        for col in self._client().list_collections():
+            rest = str(col.name)[len(head) :] if str(col.name).startswith(head) else ""
+            if rest.startswith("bucket-"):
+                where = {"_ns": {"$nin": sorted(nsids)}} if nsids else None
+                unlisted += len(read(col.get, where=where, limit=1, include=[])["ids"])
+            elif len(rest) == _NSID_LEN and rest not in nsids:
+                unlisted += 1
+        if unlisted:
+            raise ConfigurationError(
+                f"The namespace registry of key_prefix {self.prefix!r} is kept in"
+                f" {index.path}, which lacks namespaces whose items Chroma holds (the file"
+                " was deleted or replaced). Restore that file together with the Chroma"
+                " directory it was backed up with, or use another key_prefix."
+            )
+
+    def chroma_registry(self) -> Any | None:
+        """The registry collection, if the store has one.
+
+        Beside an embedded Chroma, one an earlier version wrote (copied once; erasures
+        still remove entries from it).
+        """
+        if self.index is None:
+            return self.registry()
+        if not self._probed:
+            self._probed = True
+            try:
+                self._registry = self._client().get_collection(
+                    f"{self.prefix}-registry", embedding_function=None
+                )
+            except NotFoundError:
+                pass
+        return self._registry
+
     def registry(self) -> Any:
         """The registry collection (created with this prefix's bucket count)."""
         if self._registry is None:
-            wanted = self._wanted_buckets
-            if wanted is None:
-                settings = self._client().get_settings()
-                local = getattr(settings, "is_persistent", False)
-                wanted = DEFAULT_BUCKETS if local else SERVER_BUCKETS
+            wanted = self._wanted()
             reg = self._client().get_or_create_collection(
                 f"{self.prefix}-registry",
                 embedding_function=None,
@@ -270,13 +354,15 @@ class Collections:
     @property
     def buckets(self) -> int:
         """The bucket count recorded for this prefix."""
-        self.registry()
+        if self._buckets is None:
+            self.registry()
         assert self._buckets is not None
         return self._buckets
 
     def forget(self) -> None:
         """Drop every cached handle (on close)."""
-        self._registry = None
+        self._registry = self.index = self._buckets = None
+        self._probed = False
         self._bucket_cols.clear()
         self._own.clear()
         self._views.clear()
@@ -297,21 +383,23 @@ class Collections:
 
     def entries(self, prefix: Namespace = ()) -> Iterator[tuple[Namespace, bool, int | None]]:
         """(namespace, has held TTL items, bucket or None) of registered namespaces."""
+        for nsid, meta in self._entries(prefix):
+            if not meta or "ns" not in meta:
+                continue  # a placeholder of an erasure's log flush (`long_erase`)
+            self._remember(nsid, meta)
+            b = meta.get("b")
+            yield decode_namespace(meta["ns"]), bool(meta.get("ttl")), None if b is None else int(b)
+
+    def _entries(self, prefix: Namespace) -> Iterator[tuple[str, dict[str, Any]]]:
+        if self.index is not None:
+            yield from self.index.registry(self.prefix, under=encode_namespace(prefix))
+            return
         reg = self.registry()
         offset = 0
         where = {f"p{len(prefix)}": namespace_id(prefix)} if prefix else None
         while True:
             page = reg.get(where=where, include=["metadatas"], limit=1000, offset=offset)
-            for nsid, meta in zip(page["ids"], page["metadatas"], strict=True):
-                if not meta or "ns" not in meta:
-                    continue  # a placeholder of an erasure's log flush (`long_erase`)
-                self._remember(nsid, meta)
-                b = meta.get("b")
-                yield (
-                    decode_namespace(meta["ns"]),
-                    bool(meta.get("ttl")),
-                    None if b is None else int(b),
-                )
+            yield from zip(page["ids"], page["metadatas"], strict=True)
             if len(page["ids"]) < 1000:
                 return
             offset += 1000
@@ -358,6 +446,10 @@ class Collections:
         unknown = [n for n in dict.fromkeys(nsids) if n not in self._where]
         if not unknown:
             return
+        if self.index is not None:
+            for nsid, meta in self.index.registry(self.prefix, nsids=unknown):
+                self._remember(nsid, meta)
+            return
         listed = None
         if self.listed is not None:
             listed = self.listed(unknown)
@@ -385,31 +477,52 @@ class Collections:
             meta["ttl"] = True
         return meta
 
-    def register(self, entries: Sequence[tuple[Namespace, bool]]) -> dict[str, int | None]:
-        """Register namespaces in one upsert (new ones get their bucket): nsid -> bucket."""
+    def plan(self, entries: Sequence[tuple[Namespace, bool]]) -> dict[str, dict[str, Any]]:
+        """The registry entries of namespaces about to be registered: nsid -> entry.
+
+        New namespaces get their bucket. For `put`, or a write's intents
+        (`DocMirror.begin`).
+        """
         self.prefetch([namespace_id(ns) for ns, _ in entries])
-        ids: list[str] = []
-        metas: list[dict[str, Any]] = []
-        out: dict[str, int | None] = {}
+        out: dict[str, dict[str, Any]] = {}
         for ns, ttl in entries:
             nsid = namespace_id(ns)
             bucket = self._where[nsid] if nsid in self._where else bucket_of(nsid, self.buckets)
-            out[nsid] = bucket
-            meta = self._entry(ns, ttl)
+            meta = out[nsid] = self._entry(ns, ttl)
             if bucket is not None:
                 meta["b"] = bucket
                 meta["d"] = self._dims_of.get(nsid, self.dims)
-            ids.append(nsid)
-            metas.append(meta)
-        if ids:
-            self.registry().upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=metas)
-            for nsid, meta in zip(ids, metas, strict=True):
-                self._remember(nsid, meta)
+            if nsid in self._moving:
+                meta["m"] = self._moving[nsid]
         return out
 
+    def put(self, entries: dict[str, dict[str, Any]]) -> None:
+        """Write whole registry entries (nsid -> entry) where the registry is."""
+        if self.index is not None:
+            self.index.registry_put(self.prefix, entries)
+        elif entries:
+            self.registry().upsert(
+                ids=list(entries),
+                embeddings=[[1.0]] * len(entries),
+                metadatas=list(entries.values()),
+            )
+        for nsid, meta in entries.items():
+            self.remember(nsid, meta)
+
+    def remember(self, nsid: str, meta: dict[str, Any]) -> None:
+        """Cache an entry just written (a move flag it lacks is cleared)."""
+        self._moving.pop(nsid, None)
+        self._ttl.discard(nsid)
+        self._dims_of.pop(nsid, None)
+        self._remember(nsid, meta)
+
     def unregister(self, nsid: str) -> None:
-        """Remove a namespace's registry entry."""
-        self.registry().delete(ids=[nsid])
+        """Remove a namespace's registry entry (from an earlier version's collection too)."""
+        if self.index is not None:
+            self.index.registry_drop(self.prefix, nsid)
+        reg = self.chroma_registry()
+        if reg is not None:
+            reg.delete(ids=[nsid])
         self.forget_namespace(nsid)
 
     # ------------------------------------------------------------- collections
@@ -521,8 +634,12 @@ class Collections:
     # ------------------------------------------------------------- moves
     def moving(self) -> dict[str, int]:
         """Namespaces whose move to their own collection left records in the bucket."""
-        got = self.registry().get(where={"m": {"$gte": 0}}, include=["metadatas"])
-        for nsid, meta in zip(got["ids"], got["metadatas"], strict=True):
+        if self.index is not None:
+            got = self.index.registry(self.prefix, moving=True)
+        else:
+            res = self.registry().get(where={"m": {"$gte": 0}}, include=["metadatas"])
+            got = zip(res["ids"], res["metadatas"], strict=True)
+        for nsid, meta in got:
             self._remember(nsid, meta)
         return dict(self._moving)
 
@@ -565,10 +682,7 @@ class Collections:
         only in Redis has none in the registry collection yet.
         """
         nsid = namespace_id(ns)
-        meta = {**self._entry(ns, nsid in self._ttl), "b": None, "m": bucket}
-        self.registry().upsert(ids=[nsid], embeddings=[[1.0]], metadatas=[meta])
-        self._where[nsid] = None
-        self._moving[nsid] = bucket
+        self.put({nsid: {**self._entry(ns, nsid in self._ttl), "b": None, "m": bucket}})
         self._views.pop(nsid, None)
 
     def clear_bucket(self, nsid: str, bucket: int) -> None:
@@ -580,6 +694,11 @@ class Collections:
             if not ids:
                 break
             col.delete(ids=ids)
-        self.registry().update(ids=[nsid], metadatas=[{"m": None}])
+        if self.index is not None:
+            for n, meta in self.index.registry(self.prefix, nsids=[nsid]):
+                meta.pop("m", None)
+                self.put({n: meta})
+        else:
+            self.registry().update(ids=[nsid], metadatas=[{"m": None}])
         self._moving.pop(nsid, None)
         logger.info("namespace %s moved out of bucket %d", nsid, bucket)

@@ -1,8 +1,8 @@
 """Writes of the long-term tier: puts and deletes, TTL refresh and sweep, moves.
 
-A batch is written in four steps: (1) the namespaces it creates are registered in one
-registry upsert (with a Chroma server: in Redis, by the script that takes the locks)
-and every changed key is recorded in the document copy's intent log;
+A batch is written in four steps: (1) every changed key is recorded in the document
+copy's intent log, and the namespaces it creates are registered in the same SQLite
+transaction (with a Chroma server: in Redis, by the script that takes the locks);
 (2) Chroma gets one upsert (and one delete) per target collection, so the namespaces
 sharing a bucket share its calls; (3) the vector copy follows Chroma; (4) the document
 copy and memory index commit and clear the intent log. A crash in between leaves keys
@@ -55,7 +55,7 @@ from langgraph_tiered_memory.store.tiers.chroma_layout import (
     bucket_of,
     strip_ns,
 )
-from langgraph_tiered_memory.store.tiers.doc_mirror import MemoryRow, PendingGraph
+from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, MemoryRow, PendingGraph
 from langgraph_tiered_memory.store.tiers.index_redis import HeaderChange, RedisIndex
 from langgraph_tiered_memory.store.tiers.redis_locks import Begun
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow
@@ -192,6 +192,7 @@ class ChromaWrites(ChromaBase):
                 for ns in by_ns
                 if self._layout.cached(nsid := namespace_id(ns)) and nsid not in fresh
             }
+            entries: dict[str, dict[str, Any]] = {}
             if begun is None:
                 new = [
                     (ns, any(w.ttl is not None for w in group))
@@ -199,15 +200,17 @@ class ChromaWrites(ChromaBase):
                     if any(w.value is not None for w in group)
                 ]
                 new = [(ns, ttl) for ns, ttl in new if docs.needs_register(ns, ttl=ttl)]
-                if new:
-                    self._layout.register(new)
-                    for ns, ttl in new:
-                        docs.registered_now(ns, ttl=ttl)
+                entries = self._layout.plan(new) if new else {}
             targets: dict[str, _Target] = {}
             pending = [
                 p
                 for ns, group in by_ns.items()
-                if (p := self._prepare(ns, group, now, targets, begun, ns in known)) is not None
+                if (
+                    p := self._prepare(
+                        ns, group, now, targets, begun, ns in known, entries.get(namespace_id(ns))
+                    )
+                )
+                is not None
             ]
             self._send(targets)
             views = [p for p in pending if isinstance(p.col, NamespaceView)]
@@ -279,11 +282,13 @@ class ChromaWrites(ChromaBase):
         targets: dict[str, _Target],
         begun: Begun | None = None,
         known: bool = True,
+        entry: dict[str, Any] | None = None,
     ) -> _Pending | None:
         """Record one namespace's keys as pending and add its records to `targets`.
 
         With a Chroma server (`begun`), what the write replaces is read from the item
         headers in Redis; `known`: the namespace was registered before this write.
+        `entry`: its registry entry, recorded with the intents (beside an embedded Chroma).
         """
         upserts = [w for w in group if w.value is not None]
         deletes = [w for w in group if w.value is None]
@@ -318,7 +323,13 @@ class ChromaWrites(ChromaBase):
         if triples:
             p.graph = [t.change for t in triples]
         if begun is None:
-            self.index.begin(self.prefix, p.nsid, p.keys, triples)
+            # The SQLite index: a new namespace's registry entry goes with the intents.
+            index = self.index
+            assert isinstance(index, DocMirror)  # without a Chroma server (`begun`)
+            index.begin(self.prefix, p.nsid, p.keys, triples, entry)
+            if entry is not None:
+                self._layout.remember(p.nsid, entry)
+                self._docs.registered_now(p.ns, ttl=bool(entry.get("ttl")))
         if self.record_history:
             previous = {k: d.value for k, d in old_docs.items() if isinstance(d, Document)}
             p.history = plan_events(

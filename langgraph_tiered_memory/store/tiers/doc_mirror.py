@@ -6,7 +6,8 @@ truth. The file plays six roles, each in its own module and tables:
 
 - document copy (`sqlite_docs`): each item's primary-record metadata, answering `get`;
 - intent log (`sqlite_intents`): keys whose Chroma records are changing;
-- namespace registry (`sqlite_registry`): the namespaces of each prefix, one-off jobs done;
+- namespace registry (`sqlite_registry`): each prefix's namespaces and where they live
+  (buckets, own collections, moves), one-off jobs done;
 - memory statistics (`sqlite_stats`): ranking fields, write order, access counts;
 - keyword index (`sqlite_keywords`): small namespaces' entries in one shared table, ranked
   per namespace; an FTS5 table of its own for each namespace past `SHARED_MAX` memories;
@@ -138,17 +139,25 @@ class DocMirror:
 
     # ------------------------------------------------------------- intent log
     def begin(
-        self, prefix: str, nsid: str, keys: Iterable[str], graph: Sequence[PendingGraph] = ()
+        self,
+        prefix: str,
+        nsid: str,
+        keys: Iterable[str],
+        graph: Sequence[PendingGraph] = (),
+        entry: Mapping[str, Any] | None = None,
     ) -> None:
         """Record (and commit) that these keys are about to change in Chroma.
 
         `graph` holds the triples the write gives some of them, with the write id of
-        each one's new document (see `recover`).
+        each one's new document (see `recover`). `entry`: the namespace's registry
+        entry, written in the same transaction (its first write, or first TTL item).
         """
         with self._db.transaction():
             self._intents.record(prefix, nsid, keys)
             if graph:
                 self._graph.record(prefix, nsid, graph)
+            if entry is not None:
+                self._registry.put(prefix, {nsid: entry})
 
     def commit(
         self,
@@ -280,6 +289,9 @@ class DocMirror:
                 graph=graph,
                 history=events,
             )
+            if docs:  # registered by a write that died before Chroma got anything
+                with self._db.locked():
+                    self._registry.drop(prefix, nsid, unless_held=True)
         return sum(map(len, pending.values()))
 
     # ------------------------------------------------------------- namespace registry
@@ -293,25 +305,49 @@ class DocMirror:
         with self._db.locked():
             self._registry.mark_filled(prefix)
 
-    def register(self, prefix: str, ns: str, *, ttl: bool) -> None:
-        """Record namespace `ns` (encoded); `ttl` marks that it has held TTL items."""
-        with self._db.locked():
-            self._registry.register(prefix, ns, ttl)
-
-    def unregister(self, prefix: str, ns: str) -> None:
-        """Forget namespace `ns` (encoded)."""
-        with self._db.locked():
-            self._registry.unregister(prefix, ns)
-
     def registered(self, prefix: str, under: str) -> list[tuple[str, bool]]:
         """Encoded namespaces starting with the encoded prefix `under`, with their TTL flag."""
         with self._db.locked():
-            return self._registry.registered(prefix, under)
+            return [(m["ns"], m["ttl"]) for _, m in self._registry.under(prefix, under)]
 
-    def replace_namespaces(self, prefix: str, rows: Iterable[tuple[str, bool]]) -> None:
-        """Make the registry of `prefix` equal to `rows` (used when opening the mirror)."""
+    def registry(
+        self,
+        prefix: str,
+        *,
+        nsids: Sequence[str] | None = None,
+        under: str = "",
+        moving: bool = False,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(namespace id, entry) of the given namespace ids, else of those under `under`.
+
+        `moving`: only namespaces whose move left records in a bucket.
+        """
+        with self._db.locked():
+            if nsids is not None:
+                return self._registry.get(prefix, nsids)
+            return self._registry.under(prefix, under, moving=moving)
+
+    def registry_put(self, prefix: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """Write whole registry entries (namespace id -> entry)."""
+        with self._db.locked():
+            self._registry.put(prefix, entries)
+
+    def registry_drop(self, prefix: str, nsid: str) -> None:
+        """Remove a namespace's registry entry."""
+        with self._db.locked():
+            self._registry.drop(prefix, nsid)
+
+    def registry_buckets(self, prefix: str) -> int | None:
+        """The prefix's bucket count (None: its registry is not set up yet)."""
+        with self._db.locked():
+            return self._registry.buckets(prefix)
+
+    def set_up_registry(
+        self, prefix: str, buckets: int, entries: Iterable[tuple[str, Mapping[str, Any]]] = ()
+    ) -> None:
+        """Record the prefix's bucket count and first entries, in one transaction."""
         with self._db.transaction():
-            self._registry.replace(prefix, rows)
+            self._registry.set_up(prefix, buckets, entries)
 
     # ------------------------------------------------------------- memory statistics
     def memory_stats(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, MemoryStats]:
@@ -460,13 +496,13 @@ class DocMirror:
         """Remove a namespace from every role but the graph, in one transaction, and scrub.
 
         Documents, intents, memory statistics, keyword entries (and the namespace's own
-        keyword table) and the registry row of `ns` (encoded) go; see `scrub`.
+        keyword table) and the registry entry go; see `scrub`.
         """
         with self._db.transaction():
             self._docs.erase(prefix, nsid)
             self._intents.erase(prefix, nsid)
             _, touched = self._keywords.erase(prefix, nsid)
-            self._registry.unregister(prefix, ns)
+            self._registry.drop(prefix, nsid)
         self.scrub(touched)
 
     def vacuum(self) -> None:

@@ -6,11 +6,12 @@ shared namespaces that name the user (`erase_keys`). What goes, for each namespa
 
 - in Chroma: its records (primary records with the documents, extra and key vectors) in
   its bucket, or its own collection as a whole (with its HNSW files and its part of
-  Chroma's log); then its registry entry, last, so a re-run after a crash still finds
-  whatever an interruption left;
+  Chroma's log); then its entry in the registry collection (with a Chroma server, or
+  one an earlier version left beside an embedded Chroma), last, so a re-run after a
+  crash still finds whatever an interruption left;
 - in the tier's index: the SQLite file (beside an embedded Chroma, or in memory with
   an in-memory Chroma) with its document copy, intent log, memory statistics, keyword
-  entries (and the namespace's own FTS5 table) and registry row; or, with a Chroma
+  entries (and the namespace's own FTS5 table) and registry entry; or, with a Chroma
   server, the Redis index (`RedisIndex.erase_namespace`). The graph tables and the
   memory history have their own erase (`graph.erase`, `store/_history`);
 - in the vector copy beside an embedded Chroma: its bucket records.
@@ -135,7 +136,8 @@ class LongErase(ChromaWrites):
         """Everything the tier holds of a namespace (reads only)."""
         nsid = namespace_id(ns)
         found = _Found(ns, nsid)
-        found.registered = bool(self._layout.registry().get(ids=[nsid], include=[])["ids"])
+        reg = self._layout.chroma_registry()
+        found.registered = reg is not None and bool(reg.get(ids=[nsid], include=[])["ids"])
         enc = encode_namespace(ns)
         idx = self.index
         found.registered = found.registered or any(
@@ -196,7 +198,7 @@ class LongErase(ChromaWrites):
         """Delete one namespace: Chroma records, copies, SQLite rows, registry last."""
         nsid = found.nsid
         step = max(1, int(self.client.get_max_batch_size()))
-        registry = self._layout.registry()
+        registry = self._layout.chroma_registry()
         for i, ids in found.bucket_ids.items():
             bucket = self._layout.bucket(i)
             _neutralise(bucket, ids, self.dims + 1, step)
@@ -220,7 +222,8 @@ class LongErase(ChromaWrites):
             self._locks.erased(nsid)
             self._generations.pop(nsid, None)
         self._layout.unregister(nsid)
-        topics.setdefault(str(registry.id), []).append(nsid)
+        if registry is not None:
+            topics.setdefault(str(registry.id), []).append(nsid)
         logger.info("erased namespace %s of prefix %s", nsid, self.prefix)
 
     def _scrub_chroma(self, topics: Mapping[str, Iterable[str]]) -> None:
@@ -232,8 +235,10 @@ class LongErase(ChromaWrites):
         Chroma may persist an index from memory meanwhile.
         """
         step = max(1, int(self.client.get_max_batch_size()))
-        registry = self._layout.registry()
-        flushable = {str(registry.id): (registry, 1)}
+        registry = self._layout.chroma_registry()
+        flushable: dict[str, tuple[Any, int]] = {}
+        if registry is not None:
+            flushable[str(registry.id)] = (registry, 1)
         for _, bucket in self._layout.existing_buckets():
             flushable[str(bucket.id)] = (bucket, self.dims + 1)
         for cid in topics:
