@@ -353,7 +353,6 @@ class ChromaBase:
     def _open_copies(self, directory: str) -> None:
         """Open (and repair or fill) the document and vector copies beside Chroma."""
         mirror = DocMirror(directory)
-        mirror.move_legacy_keyword_index(self.prefix)
         # The Chroma registry is small and authoritative: read it on every open.
         entries = list(self._layout.entries(()))
         vcopy = VectorCopy(directory)
@@ -553,7 +552,6 @@ class ChromaBase:
             with self._lock:
                 if self._memindex is None:
                     idx = DocMirror(self._memory_index_path or ":memory:")
-                    idx.move_legacy_keyword_index(self.prefix)
                     entries = list(self._layout.entries(()))
                     idx.recover(
                         self.prefix,
