@@ -1,12 +1,12 @@
 """Keyword index: one FTS5 table for every prefix and namespace, ranked per namespace.
 
 The table `kw` keeps each memory's own text, the text of the memory written before it
-(its contextual key), its event time in words, and (unindexed, in `toks`) the terms FTS5
-makes of the three. Each namespace has a number in `kw_ns`, which also keeps its row and
-token counts, and its entries have rowids `num << 32 | seq`: a namespace is one rowid
-range of the table, in write order (`seq` in `mem`). When a memory is deleted, its
-successor's context column is rewritten from its new predecessor, so the deleted text
-leaves the index.
+(its contextual key), its event time in words and, unindexed, the terms FTS5 makes of
+them (`toks`: each term padded with spaces, columns parted by `|`) and their number (`n`).
+Each namespace has a number in `kw_ns`, beside its row and token counts; its entries have
+rowids `num << 32 | seq` (`seq`: write position in `mem`), so a namespace is one rowid
+range, in write order. When a memory is deleted, its successor's context column is
+rewritten from its new predecessor, so the deleted text leaves the index.
 
 BM25 must use the statistics of the memory's own namespace (row count, tokens per row,
 rows holding each term), while FTS5's `bm25()` uses those of the whole table. So FTS5 only
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from langgraph_tiered_memory.ranking_bm25 import kept_terms, phrase_counts, query_stems, rank
+from langgraph_tiered_memory.ranking_bm25 import ceiling, kept_terms, query_stems, rank
 from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, fts_terms_many
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, ident
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryTable
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS kw_ns (
     UNIQUE (prefix, nsid)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS kw USING fts5(
-    text, context, time, toks UNINDEXED, tokenize='{FTS_TOKENIZE}'
+    text, context, time, toks UNINDEXED, n UNINDEXED, tokenize='{FTS_TOKENIZE}'
 );
 """
 
@@ -56,11 +57,7 @@ _OLD = (
 )
 """Tables of the earlier layouts (FTS5 ones, not their shadow tables)."""
 
-_Entry = tuple[int, str, str, str]  # rowid, text, context, time
-
-
-def _size(toks: str) -> int:
-    return len(toks.replace(_SEP, " ").split())
+_NONE = (0, 0, 0)  # a phrase's counts in the three columns of a row not holding it
 
 
 class KeywordIndex:
@@ -80,18 +77,16 @@ class KeywordIndex:
                 self._convert()
 
     def _ns(self, prefix: str, nsid: str) -> tuple[int, int, int] | None:
-        """(number, rows, tokens) of a namespace that has had entries."""
+        """(first rowid, rows, tokens) of a namespace that has had entries."""
         row = self._c.execute(
             "SELECT num, rows, tokens FROM kw_ns WHERE prefix=? AND nsid=?", (prefix, nsid)
         ).fetchone()
-        return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+        return None if row is None else (int(row[0]) * _SPAN, int(row[1]), int(row[2]))
 
     def _base(self, prefix: str, nsid: str) -> int:
         """First rowid of the namespace (numbered now if it has none)."""
         self._c.execute("INSERT OR IGNORE INTO kw_ns (prefix, nsid) VALUES (?, ?)", (prefix, nsid))
-        found = self._ns(prefix, nsid)
-        assert found is not None
-        return found[0] * _SPAN
+        return self._ns(prefix, nsid)[0]  # type: ignore[index]
 
     # ------------------------------------------------------------------ writes
     def write(
@@ -108,43 +103,30 @@ class KeywordIndex:
             base = self._base(prefix, nsid)
             self._put([(base + seqs[k], r.text, r.context, r.time_text) for k, r in rows.items()])
 
-    def _put(self, entries: Sequence[_Entry]) -> None:
-        """Write entries, replacing those with the same rowids, and count their terms."""
+    def _put(self, entries: Sequence[tuple[int, str, str, str]]) -> None:
+        """Write (rowid, text, context, time) entries, replacing those with their rowids."""
         self._drop([e[0] for e in entries])
         terms = fts_terms_many([text for e in entries for text in e[1:]])
-        delta: dict[int, list[int]] = {}
         rows = []
         for i, entry in enumerate(entries):
-            toks = _SEP.join(" ".join(t) for t in terms[3 * i : 3 * i + 3])
-            rows.append((*entry, toks))
-            self._add(delta, entry[0], 1, _size(toks))
-        self._c.executemany(
-            "INSERT INTO kw (rowid, text, context, time, toks) VALUES (?, ?, ?, ?, ?)", rows
-        )
-        self._count(delta)
+            cols = terms[3 * i : 3 * i + 3]
+            toks = _SEP.join("".join(f" {t} " for t in c) for c in cols)
+            rows.append((*entry, toks, sum(map(len, cols))))
+        self._c.executemany("INSERT INTO kw (rowid, text, context, time, toks, n) VALUES"
+                            " (?, ?, ?, ?, ?, ?)", rows)  # fmt: skip
+        self._count([(r[0], 1, r[-1]) for r in rows])
 
     def _drop(self, rowids: Iterable[int]) -> None:
-        delta: dict[int, list[int]] = {}
-        found = []
-        for rowid in rowids:
-            row = self._c.execute("SELECT toks FROM kw WHERE rowid=?", (rowid,)).fetchone()
-            if row is not None:
-                found.append((rowid,))
-                self._add(delta, rowid, -1, -_size(row[0]))
-        self._c.executemany("DELETE FROM kw WHERE rowid=?", found)
-        self._count(delta)
+        sizes = [
+            (r, self._c.execute("SELECT n FROM kw WHERE rowid=?", (r,)).fetchone()) for r in rowids
+        ]
+        self._c.executemany("DELETE FROM kw WHERE rowid=?", [(r,) for r, n in sizes if n])
+        self._count([(r, -1, -n[0]) for r, n in sizes if n])
 
-    @staticmethod
-    def _add(delta: dict[int, list[int]], rowid: int, rows: int, tokens: int) -> None:
-        d = delta.setdefault(rowid // _SPAN, [0, 0])
-        d[0] += rows
-        d[1] += tokens
-
-    def _count(self, delta: Mapping[int, list[int]]) -> None:
-        self._c.executemany(
-            "UPDATE kw_ns SET rows = rows + ?, tokens = tokens + ? WHERE num=?",
-            [(rows, tokens, num) for num, (rows, tokens) in delta.items()],
-        )
+    def _count(self, changes: Iterable[tuple[int, int, int]]) -> None:
+        """Add each (rowid, rows, tokens) to the counts of the entry's namespace."""
+        self._c.executemany("UPDATE kw_ns SET rows = rows + ?, tokens = tokens + ? WHERE num=?",
+                            [(n, t, r // _SPAN) for r, n, t in changes])  # fmt: skip
 
     def _rekey_successors(self, base: int, seqs: list[int]) -> None:
         """Give each deleted memory's successor the context of its new predecessor."""
@@ -165,9 +147,9 @@ class KeywordIndex:
         """
         found = self._ns(prefix, nsid)
         if found is not None:
-            base = found[0] * _SPAN
+            base = found[0]
             self._c.execute("DELETE FROM kw WHERE rowid BETWEEN ? AND ?", (base, base + _SPAN - 1))
-            self._c.execute("DELETE FROM kw_ns WHERE num=?", (found[0],))
+            self._c.execute("DELETE FROM kw_ns WHERE num=?", (base // _SPAN,))
         self._c.execute("DELETE FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid))
 
     def optimize(self) -> None:
@@ -182,8 +164,8 @@ class KeywordIndex:
         found = self._ns(prefix, nsid)
         if limit <= 0 or not terms or found is None or not found[1]:
             return []
-        num, n_rows, n_tokens = found
-        span = (num * _SPAN, num * _SPAN + _SPAN - 1)
+        base, n_rows, n_tokens = found
+        span = (base, base + _SPAN - 1)
         terms = list(dict.fromkeys(terms))
         firsts = fts_terms_many(terms)
         df: dict[str, int] = {}  # rows of the namespace holding each term
@@ -198,15 +180,32 @@ class KeywordIndex:
         if not kept:
             return []
         phrases = [p for _, p in kept]
-        rows = []
-        for rowid, toks in self._c.execute(
-            "SELECT rowid, toks FROM kw WHERE kw MATCH ? AND rowid BETWEEN ? AND ?",
-            (" OR ".join(f'"{t}"' for t, _ in kept), *span),
-        ):
-            columns = [c.split() for c in toks.split(_SEP)]
-            counts = phrase_counts(columns, phrases)
-            rows.append((str(rowid), rowid, sum(map(len, columns)), counts))
-        top = rank(rows, phrases, n_rows, n_tokens, df, limit)
+        padded = [f" {p} " for p in phrases]
+        # Rarest phrases first; the rows not fetched yet hold only the phrases left, so
+        # once those cannot lift a row to the limit-th score, the ranking is final.
+        kept.sort(key=lambda tp: df[tp[1]])
+        ceilings = [ceiling(n_rows, df[p]) for _, p in kept]
+        seen: set[int] = set()
+        top: list[tuple[str, float]] = []
+        for i, (term, _) in enumerate(kept):
+            if len(top) >= limit and top[-1][1] >= sum(ceilings[i:]):
+                break
+            rows = []
+            for rowid, toks, size in self._c.execute(
+                "SELECT rowid, toks, n FROM kw WHERE kw MATCH ? AND rowid BETWEEN ? AND ?",
+                (f'"{term}"', *span),
+            ):
+                if rowid not in seen:
+                    seen.add(rowid)
+                    columns = toks.split(_SEP)
+                    counts = [  # as `phrase_counts`
+                        n
+                        for p in padded
+                        for n in ([c.count(p) for c in columns] if p in toks else _NONE)
+                    ]
+                    rows.append((str(rowid), rowid, size, counts))
+            hits = top + rank(rows, phrases, n_rows, n_tokens, df, limit)
+            top = sorted(hits, key=lambda hit: (-hit[1], int(hit[0])))[:limit]
         keys = self._mem.keys_at(prefix, nsid, [int(r) - span[0] for r, _ in top])
         return [(keys[int(r) - span[0]], score) for r, score in top if int(r) - span[0] in keys]
 
@@ -225,9 +224,8 @@ class KeywordIndex:
         """
         if fts_terms_many([term])[0] == [term]:
             return self._matches(f'"{term}"', span)
-        self._c.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_i USING fts5vocab(main, kw, instance)"
-        )
+        self._c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_i USING fts5vocab(main, kw,"
+                        " instance)")  # fmt: skip
         row = self._c.execute(
             "SELECT count(DISTINCT doc) FROM temp.kw_i WHERE term=? AND doc BETWEEN ? AND ?",
             (term, *span),
@@ -241,7 +239,7 @@ class KeywordIndex:
         found = self._ns(prefix, nsid)
         if found is None:
             return []
-        base = found[0] * _SPAN
+        base = found[0]
         nxt = [self._next_after(base, seq) for seq in self._mem.seqs(prefix, nsid, keys)]
         seqs = [n[0] - base for n in nxt if n is not None and n[2]]
         gone = {*keys, *skip}
@@ -254,16 +252,15 @@ class KeywordIndex:
         if found is None:
             return None
         seqs = self._mem.seqs(prefix, nsid, [key])
-        return self._text_before(found[0] * _SPAN, seqs[0] if seqs else _SPAN)
+        return self._text_before(found[0], seqs[0] if seqs else _SPAN)
 
-    def _next_after(self, base: int, seq: int) -> tuple[int, str, str, str] | None:
-        """(rowid, text, context, time) of the entry written right after `seq`."""
-        row = self._c.execute(
+    def _next_after(self, base: int, seq: int) -> Any:
+        """(rowid, text, context, time) of the entry written right after `seq`, or None."""
+        return self._c.execute(
             "SELECT rowid, text, context, time FROM kw WHERE rowid > ? AND rowid < ?"
             " ORDER BY rowid LIMIT 1",
             (base + seq, base + _SPAN),
         ).fetchone()
-        return None if row is None else (row[0], row[1], row[2], row[3])
 
     def _text_before(self, base: int, seq: int) -> str | None:
         """Own text of the entry written right before `seq`."""
@@ -277,26 +274,24 @@ class KeywordIndex:
     def _convert(self) -> None:
         """Copy the entries of the earlier layouts' tables into `kw`, then drop those tables.
 
-        Runs in the caller's transaction, so a crash leaves the old tables whole and the
-        next open converts again. Each memory's entry comes from its home (`kw_docs`, a
-        table named in `kw_own`), else from any other old FTS5 table holding its rowid
-        (one of a prefix not converted to those homes yet). Retired tables are only dropped.
+        In the caller's transaction: a crash leaves the old tables whole, to convert at
+        the next open. A memory's entry comes from its home (`kw_docs`, a table of
+        `kw_own`), else from another FTS5 table holding its rowid (of a prefix 9e8229f
+        did not move yet); retired tables are only dropped.
         """
         old = dict(self._c.execute(_OLD).fetchall())
         lower = {name.lower(): name for name in old}
-        listed = {
-            t: [str(n) for (n,) in self._c.execute(f"SELECT name FROM {t}")] if t in old else []
-            for t in ("kw_own", "kw_retired")
-        }
-        skip = {n.lower() for n in listed["kw_retired"]}
-        homes = [lower[n.lower()] for n in listed["kw_own"] if n.lower() in lower]
-        others = sorted(
-            n for n, sql in old.items() if "fts5(" in sql.lower() and n.lower() not in skip
-        )
-        sources = (["kw_docs"] if "kw_docs" in old else []) + list(dict.fromkeys(homes + others))
+
+        def listed(table: str) -> list[str]:
+            names = self._c.execute(f"SELECT name FROM {table}") if table in old else []
+            return [lower[str(n).lower()] for (n,) in names if str(n).lower() in lower]
+
+        skip = set(listed("kw_retired"))
+        fts = sorted(n for n, sql in old.items() if "fts5(" in sql.lower() and n not in skip)
+        sources = (["kw_docs"] if "kw_docs" in old else []) + listed("kw_own") + fts
         done: set[int] = set()
         bases: dict[tuple[str, str], int] = {}
-        for source in sources:
+        for source in dict.fromkeys(sources):
             entries = []
             for rid, prefix, nsid, seq, *texts in self._c.execute(
                 "SELECT m.rid, m.prefix, m.nsid, m.seq, s.text, s.context, s.time"
@@ -312,10 +307,5 @@ class KeywordIndex:
                 self._put(entries[at : at + 500])
         for name in sorted(old, key=lambda n: "fts5vocab" not in old[n].lower()):
             self._c.execute(f"DROP TABLE IF EXISTS {ident(name)}")
-        logger.info(
-            "keyword index converted to one table: %d entries of %d namespaces, %d old"
-            " tables dropped",
-            len(done),
-            len(bases),
-            len(old),
-        )
+        logger.info("keyword index converted to one table: %d entries of %d namespaces, %d old"
+                    " tables dropped", len(done), len(bases), len(old))  # fmt: skip

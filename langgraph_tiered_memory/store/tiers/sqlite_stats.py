@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, select_keys
+from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, marks, select_keys
 
 __all__ = ["ContextInputs", "MemoryRow", "MemoryStats", "MemoryTable"]
 
@@ -105,14 +105,11 @@ class MemoryTable:
 
     def keys_at(self, prefix: str, nsid: str, seqs: Sequence[int]) -> dict[int, str]:
         """Keys of the memories at the given write positions."""
-        out = {}
-        for seq in seqs:
-            row = self._c.execute(
-                "SELECT key FROM mem WHERE prefix=? AND nsid=? AND seq=?", (prefix, nsid, seq)
-            ).fetchone()
-            if row is not None:
-                out[seq] = str(row[0])
-        return out
+        found = self._c.execute(
+            f"SELECT seq, key FROM mem WHERE prefix=? AND nsid=? AND seq IN ({marks(len(seqs))})",
+            (prefix, nsid, *seqs),
+        )
+        return {int(seq): str(key) for seq, key in found}
 
     # ------------------------------------------------------------------ writes
     def upsert(self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow]) -> dict[str, int]:
