@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 import Stemmer
@@ -170,15 +171,16 @@ def rank(
     rows = [r for r in rows if any(r[3])]
     if not rows:
         return []
-    width = len(FTS_WEIGHTS)
-    counts = np.array([r[3] for r in rows], dtype=np.float64)
-    size = np.array([r[2] for r in rows], dtype=np.float64)
+    width, n = len(FTS_WEIGHTS), len(rows)
+    flat = chain.from_iterable(r[3] for r in rows)
+    counts = np.fromiter(flat, np.float64, n * width * len(phrases)).reshape(n, -1)
+    size = np.fromiter((r[2] for r in rows), np.float64, n)
     norm = _K1 * (1 - _B + _B * size / (float(n_tokens) / float(n_rows)))
-    score = np.zeros(len(rows))
+    score = np.zeros(n)
     for i, p in enumerate(phrases):
-        freq = np.zeros(len(rows))
+        freq = np.zeros(n)
         for c, weight in enumerate(FTS_WEIGHTS):
             freq += counts[:, i * width + c] * weight
         score += _idf(n_rows, df.get(p, 0)) * ((freq * (_K1 + 1.0)) / (freq + norm))
-    scored = sorted(zip((-score).tolist(), [r[1] for r in rows], [r[0] for r in rows], strict=True))
-    return [(key, -neg) for neg, _, key in scored[: max(0, limit)]]
+    order = np.lexsort((np.fromiter((r[1] for r in rows), np.int64, n), -score))
+    return [(rows[i][0], float(score[i])) for i in order[: max(0, limit)]]

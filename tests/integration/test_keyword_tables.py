@@ -176,6 +176,7 @@ def _to_old_layout(path: Path, own: set[Any], per_namespace: set[str]) -> None:
         ).fetchall()
         conn.execute("DROP TABLE kw")
         conn.execute("DROP TABLE kw_ns")
+        conn.execute("DROP TABLE kw_t")
         for sql in (
             "CREATE TABLE kw_docs (rid INTEGER PRIMARY KEY, text, context, time)",
             "CREATE TABLE kw_own (prefix TEXT NOT NULL, nsid TEXT NOT NULL, name TEXT NOT NULL,"

@@ -1,8 +1,8 @@
 """Keyword index: one FTS5 table for every prefix and namespace, ranked per namespace.
 
-The table `kw` keeps each memory's own text, the text of the memory written before it
-(its contextual key), its event time in words and, unindexed, the terms FTS5 makes of
-them (`toks`: each term padded with spaces, columns parted by `|`) and their number (`n`).
+The FTS5 table `kw` keeps each memory's own text, the text of the memory written before
+it (its contextual key) and its event time in words; `kw_t` the terms FTS5 makes of them
+(`toks`: each term padded with spaces, columns parted by `|`) and their number (`n`).
 Each namespace has a number in `kw_ns`, beside its row and token counts; its entries have
 rowids `num << 32 | seq` (`seq`: write position in `mem`), so a namespace is one rowid
 range, in write order. When a memory is deleted, its successor's context column is
@@ -45,9 +45,8 @@ CREATE TABLE IF NOT EXISTS kw_ns (
     rows INTEGER NOT NULL DEFAULT 0, tokens INTEGER NOT NULL DEFAULT 0,
     UNIQUE (prefix, nsid)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS kw USING fts5(
-    text, context, time, toks UNINDEXED, n UNINDEXED, tokenize='{FTS_TOKENIZE}'
-);
+CREATE VIRTUAL TABLE IF NOT EXISTS kw USING fts5(text, context, time, tokenize='{FTS_TOKENIZE}');
+CREATE TABLE IF NOT EXISTS kw_t (rowid INTEGER PRIMARY KEY, toks TEXT NOT NULL, n INTEGER NOT NULL);
 """
 
 _OLD = (
@@ -111,16 +110,19 @@ class KeywordIndex:
         for i, entry in enumerate(entries):
             cols = terms[3 * i : 3 * i + 3]
             toks = _SEP.join("".join(f" {t} " for t in c) for c in cols)
-            rows.append((*entry, toks, sum(map(len, cols))))
-        self._c.executemany("INSERT INTO kw (rowid, text, context, time, toks, n) VALUES"
-                            " (?, ?, ?, ?, ?, ?)", rows)  # fmt: skip
+            rows.append((entry[0], toks, sum(map(len, cols))))
+        self._c.executemany("INSERT INTO kw (rowid, text, context, time) VALUES (?, ?, ?, ?)",
+                            entries)  # fmt: skip
+        self._c.executemany("INSERT INTO kw_t (rowid, toks, n) VALUES (?, ?, ?)", rows)
         self._count([(r[0], 1, r[-1]) for r in rows])
 
     def _drop(self, rowids: Iterable[int]) -> None:
         sizes = [
-            (r, self._c.execute("SELECT n FROM kw WHERE rowid=?", (r,)).fetchone()) for r in rowids
+            (r, self._c.execute("SELECT n FROM kw_t WHERE rowid=?", (r,)).fetchone())
+            for r in rowids
         ]
-        self._c.executemany("DELETE FROM kw WHERE rowid=?", [(r,) for r, n in sizes if n])
+        for table in ("kw", "kw_t"):
+            self._c.executemany(f"DELETE FROM {table} WHERE rowid=?", [(r,) for r, n in sizes if n])
         self._count([(r, -1, -n[0]) for r, n in sizes if n])
 
     def _count(self, changes: Iterable[tuple[int, int, int]]) -> None:
@@ -148,7 +150,9 @@ class KeywordIndex:
         found = self._ns(prefix, nsid)
         if found is not None:
             base = found[0]
-            self._c.execute("DELETE FROM kw WHERE rowid BETWEEN ? AND ?", (base, base + _SPAN - 1))
+            for table in ("kw", "kw_t"):
+                self._c.execute(f"DELETE FROM {table} WHERE rowid BETWEEN ? AND ?",
+                                (base, base + _SPAN - 1))  # fmt: skip
             self._c.execute("DELETE FROM kw_ns WHERE num=?", (base // _SPAN,))
         self._c.execute("DELETE FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid))
 
@@ -185,27 +189,26 @@ class KeywordIndex:
         # once those cannot lift a row to the limit-th score, the ranking is final.
         kept.sort(key=lambda tp: df[tp[1]])
         ceilings = [ceiling(n_rows, df[p]) for _, p in kept]
-        seen: set[int] = set()
-        top: list[tuple[str, float]] = []
+        rows: dict[int, tuple[str, int, int, list[int]]] = {}
         for i, (term, _) in enumerate(kept):
-            if len(top) >= limit and top[-1][1] >= sum(ceilings[i:]):
-                break
-            rows = []
+            if len(rows) >= limit:
+                top = rank(rows.values(), phrases, n_rows, n_tokens, df, limit)
+                if top[-1][1] >= sum(ceilings[i:]):
+                    break
             for rowid, toks, size in self._c.execute(
-                "SELECT rowid, toks, n FROM kw WHERE kw MATCH ? AND rowid BETWEEN ? AND ?",
+                "SELECT t.rowid, t.toks, t.n FROM kw JOIN kw_t AS t ON t.rowid = kw.rowid"
+                " WHERE kw MATCH ? AND kw.rowid BETWEEN ? AND ?",
                 (f'"{term}"', *span),
             ):
-                if rowid not in seen:
-                    seen.add(rowid)
+                if rowid not in rows:
                     columns = toks.split(_SEP)
                     counts = [  # as `phrase_counts`
                         n
                         for p in padded
                         for n in ([c.count(p) for c in columns] if p in toks else _NONE)
                     ]
-                    rows.append((str(rowid), rowid, size, counts))
-            hits = top + rank(rows, phrases, n_rows, n_tokens, df, limit)
-            top = sorted(hits, key=lambda hit: (-hit[1], int(hit[0])))[:limit]
+                    rows[rowid] = (str(rowid), rowid, size, counts)
+        top = rank(rows.values(), phrases, n_rows, n_tokens, df, limit)
         keys = self._mem.keys_at(prefix, nsid, [int(r) - span[0] for r, _ in top])
         return [(keys[int(r) - span[0]], score) for r, score in top if int(r) - span[0] in keys]
 
