@@ -173,12 +173,16 @@ class KeywordIndex:
         terms = list(dict.fromkeys(terms))
         firsts = fts_terms_many(terms)
         df: dict[str, int] = {}  # rows of the namespace holding each term
+        count = "SELECT count(*) FROM kw WHERE kw MATCH ? AND rowid BETWEEN ? AND ?"
         for term, first in zip(terms, firsts, strict=True):
             if first and first[0] not in df:
-                df[first[0]] = self._matches(f'"{term}"', span)
+                df[first[0]] = self._c.execute(count, (f'"{term}"', *span)).fetchone()[0]
         for stem in query_stems(terms):  # `kept_terms` looks counts up by these
-            if stem and stem not in df:
-                df[stem] = self._holding(stem, span)
+            if stem and stem not in df:  # one FTS5 would stem otherwise (rare): scan
+                df[stem] = self._c.execute(
+                    "SELECT count(*) FROM kw_t WHERE rowid BETWEEN ? AND ? AND instr(toks, ?)",
+                    (*span, f" {stem} "),
+                ).fetchone()[0]
         keep = set(kept_terms(terms, df, self._mem.last_seq(prefix, nsid)))
         kept = [(t, f[0]) for t, f in zip(terms, firsts, strict=True) if t in keep and f]
         if not kept:
@@ -211,29 +215,6 @@ class KeywordIndex:
         top = rank(rows.values(), phrases, n_rows, n_tokens, df, limit)
         keys = self._mem.keys_at(prefix, nsid, [int(r) - span[0] for r, _ in top])
         return [(keys[int(r) - span[0]], score) for r, score in top if int(r) - span[0] in keys]
-
-    def _matches(self, query: str, span: tuple[int, int]) -> int:
-        """Entries of the rowid range matching an FTS5 query."""
-        row = self._c.execute(
-            "SELECT count(*) FROM kw WHERE kw MATCH ? AND rowid BETWEEN ? AND ?", (query, *span)
-        ).fetchone()
-        return int(row[0])
-
-    def _holding(self, term: str, span: tuple[int, int]) -> int:
-        """Entries of the rowid range holding the index term `term` as it is.
-
-        A query would stem `term` again; this is for a PyStemmer stem that FTS5's
-        stemmer would change (rare), so it reads the term's instances.
-        """
-        if fts_terms_many([term])[0] == [term]:
-            return self._matches(f'"{term}"', span)
-        self._c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_i USING fts5vocab(main, kw,"
-                        " instance)")  # fmt: skip
-        row = self._c.execute(
-            "SELECT count(DISTINCT doc) FROM temp.kw_i WHERE term=? AND doc BETWEEN ? AND ?",
-            (term, *span),
-        ).fetchone()
-        return int(row[0])
 
     def context_successors(
         self, prefix: str, nsid: str, keys: Sequence[str], skip: Iterable[str]
