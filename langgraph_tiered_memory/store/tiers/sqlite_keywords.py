@@ -93,10 +93,12 @@ class KeywordIndex:
     ) -> None:
         """Upsert memories (statistics rows and entries), drop `deletes` not among them."""
         gone = self._mem.remove(prefix, nsid, [k for k in deletes if k not in rows])
-        if gone:
+        if gone:  # each successor written with a context gets its new predecessor's text
             base = self._base(prefix, nsid)
             self._drop([base + seq for _, seq in gone])
-            self._rekey_successors(base, [seq for _, seq in gone])
+            nexts = {n[0]: n for n in (self._next_after(base, s) for _, s in gone) if n and n[2]}
+            for rowid, text, _, time in nexts.values():
+                self._put([(rowid, text, self._text_before(base, rowid - base) or "", time)])
         if rows:
             seqs = self._mem.upsert(prefix, nsid, rows)
             base = self._base(prefix, nsid)
@@ -129,17 +131,6 @@ class KeywordIndex:
         """Add each (rowid, rows, tokens) to the counts of the entry's namespace."""
         self._c.executemany("UPDATE kw_ns SET rows = rows + ?, tokens = tokens + ? WHERE num=?",
                             [(n, t, r // _SPAN) for r, n, t in changes])  # fmt: skip
-
-    def _rekey_successors(self, base: int, seqs: list[int]) -> None:
-        """Give each deleted memory's successor the context of its new predecessor."""
-        successors = {}
-        for seq in seqs:
-            nxt = self._next_after(base, seq)
-            if nxt is not None and nxt[2]:  # only a memory written with a context key
-                successors[nxt[0]] = nxt
-        for rowid, (_, text, _, time) in successors.items():
-            before = self._text_before(base, rowid - base)
-            self._put([(rowid, text, before or "", time)])
 
     # ------------------------------------------------------------------ erasure
     def erase(self, prefix: str, nsid: str) -> None:
@@ -264,6 +255,8 @@ class KeywordIndex:
         did not move yet); retired tables are only dropped.
         """
         old = dict(self._c.execute(_OLD).fetchall())
+        if not old:  # another process converted the file meanwhile
+            return
         lower = {name.lower(): name for name in old}
 
         def listed(table: str) -> list[str]:
