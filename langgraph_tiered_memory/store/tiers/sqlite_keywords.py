@@ -27,7 +27,7 @@ from typing import Any
 
 from langgraph_tiered_memory.ranking_bm25 import ceiling, kept_terms, query_stems, rank
 from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, fts_terms_many
-from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, ident
+from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, ident, marks
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow, MemoryTable
 
 __all__ = ["KeywordIndex"]
@@ -118,14 +118,16 @@ class KeywordIndex:
         self._c.executemany("INSERT INTO kw_t (rowid, toks, n) VALUES (?, ?, ?)", rows)
         self._count([(r[0], 1, r[-1]) for r in rows])
 
-    def _drop(self, rowids: Iterable[int]) -> None:
-        sizes = [
-            (r, self._c.execute("SELECT n FROM kw_t WHERE rowid=?", (r,)).fetchone())
-            for r in rowids
-        ]
+    def _drop(self, rowids: Sequence[int]) -> None:
+        if len(rowids) > 500:  # bound the `IN (...)` list
+            self._drop(rowids[500:])
+            rowids = rowids[:500]
+        sizes = self._c.execute(
+            f"SELECT rowid, n FROM kw_t WHERE rowid IN ({marks(len(rowids))})", rowids
+        ).fetchall()
         for table in ("kw", "kw_t"):
-            self._c.executemany(f"DELETE FROM {table} WHERE rowid=?", [(r,) for r, n in sizes if n])
-        self._count([(r, -1, -n[0]) for r, n in sizes if n])
+            self._c.executemany(f"DELETE FROM {table} WHERE rowid=?", [(r,) for r, _ in sizes])
+        self._count([(r, -1, -n) for r, n in sizes])
 
     def _count(self, changes: Iterable[tuple[int, int, int]]) -> None:
         """Add each (rowid, rows, tokens) to the counts of the entry's namespace."""
