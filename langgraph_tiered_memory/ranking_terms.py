@@ -44,10 +44,12 @@ def fts_terms_many(texts: Sequence[str]) -> list[list[str]]:
     with _FOLD_LOCK:
         if _fold_db is None:
             db = sqlite3.connect(":memory:", check_same_thread=False)
-            db.execute(f"CREATE VIRTUAL TABLE fold USING fts5(t, tokenize='{FTS_TOKENIZE}')")
+            db.execute(
+                f"CREATE VIRTUAL TABLE fold USING fts5(t, content='', tokenize='{FTS_TOKENIZE}')"
+            )
             db.execute("CREATE VIRTUAL TABLE fold_terms USING fts5vocab(fold, instance)")
             _fold_db = db
-        _fold_db.execute("DELETE FROM fold")
+        _fold_db.execute("INSERT INTO fold (fold) VALUES ('delete-all')")  # contentless: fast
         _fold_db.executemany("INSERT INTO fold (rowid, t) VALUES (?, ?)", enumerate(texts, 1))
         out: list[list[str]] = [[] for _ in texts]
         for doc, term in _fold_db.execute("SELECT doc, term FROM fold_terms ORDER BY doc, offset"):

@@ -22,7 +22,6 @@ from langgraph.prebuilt import ToolNode
 
 from langgraph_tiered_memory import SummarizationNode, TieredMemoryStore, create_memory_agent
 from langgraph_tiered_memory.agent import MemoryWriter
-from langgraph_tiered_memory.store.tiers import sqlite_keywords
 from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.fake_models import RecordingChatModel
 
@@ -228,16 +227,16 @@ def write_team(store: TieredMemoryStore, saver: Any, p: Person) -> None:
 
 
 def write_big_namespace(store: TieredMemoryStore, p: Person, n: int = 5) -> None:
-    """A namespace past the limits: its own Chroma collection and its own FTS5 table."""
+    """A namespace past the limit: its own Chroma collection."""
     layout = store.tiers["long"]._layout  # type: ignore[attr-defined]
-    old_graduate, old_shared = layout.graduate_at, sqlite_keywords.SHARED_MAX
-    layout.graduate_at, sqlite_keywords.SHARED_MAX = 3, 3
+    old_graduate = layout.graduate_at
+    layout.graduate_at = 3
     try:
         ns = ("users", p.uid, "big")
         for i in range(n):
             store.put(ns, f"b{i}", {"content": f"big {i}: {p.marker} item number {i}"})
     finally:
-        layout.graduate_at, sqlite_keywords.SHARED_MAX = old_graduate, old_shared
+        layout.graduate_at = old_graduate
 
 
 async def awrite_user(store: Any, saver: Any, p: Person) -> None:

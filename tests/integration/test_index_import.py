@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import math
+import re
 import shutil
 import sqlite3
 import tarfile
@@ -26,16 +27,11 @@ import redis
 from falkordb import FalkorDB
 
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
-from langgraph_tiered_memory.ranking_terms import keyword_terms
+from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, keyword_terms
 from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_import import import_memory_index
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
-from langgraph_tiered_memory.store.tiers.sqlite_keywords import (
-    FTS_TOKENIZE,
-    fts_table,
-    legacy_fts_table,
-)
 
 pytestmark = pytest.mark.integration
 
@@ -433,9 +429,9 @@ def test_files_of_older_keyword_layouts_give_the_same_rows(
     texts = [mirror.previous_text(key_prefix, nsid, k) for k in [*keys, "new"]]
     hits = mirror.keyword_search(key_prefix, nsid, ["quokka", "sardines"], 5)
     mirror.close()
-    name = (
-        fts_table(key_prefix, nsid) if layout == "own table" else legacy_fts_table(key_prefix, nsid)
-    )
+    # 9e8229f named own tables with each uppercase letter of the prefix as "-" + lowercase.
+    safe = re.sub("[A-Z]", lambda m: "-" + m[0].lower(), key_prefix)
+    name = f"fts_{safe}_{nsid}" if layout == "own table" else f"fts_{key_prefix}_{nsid}"
     conn = sqlite3.connect(source)
     conn.execute(
         f'CREATE VIRTUAL TABLE "{name}" USING fts5(text, context, time,'

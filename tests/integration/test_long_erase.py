@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.erasure import UserNamespaces
-from langgraph_tiered_memory.store.tiers import sqlite_keywords
 from langgraph_tiered_memory.store.tiers.chroma_scrub import scrub_chroma_dir
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.long_erase import ITEMS, NAMESPACES
@@ -37,14 +35,6 @@ from tests.integration.test_store_chroma_server import chroma_server  # noqa: F4
 from tests.net import free_port
 
 pytestmark = pytest.mark.integration
-
-SMALL = 4  # memories past which a namespace gets its own FTS5 keyword table
-
-
-@pytest.fixture
-def small_keyword_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(sqlite_keywords, "SHARED_MAX", SMALL)
-    yield
 
 
 @pytest.fixture
@@ -145,7 +135,7 @@ def _bob_intact(store: TieredMemoryStore) -> None:
 
 
 def test_erasing_a_users_namespaces_leaves_no_trace_in_any_file(
-    tmp_path: Path, ids: tuple[str, str], small_keyword_tables: None
+    tmp_path: Path, ids: tuple[str, str]
 ) -> None:
     uid, marker = ids
     clock = Clock()
@@ -154,8 +144,6 @@ def test_erasing_a_users_namespaces_leaves_no_trace_in_any_file(
     _fill(store, uid, marker)
     clock.now += 120  # the TTL item expired: its namespace holds nothing live
     tier: Any = store.tiers["long"]
-    mirror = tier.index
-    assert mirror.keyword_table("er", _nsid(("memories", uid))) is not None  # own FTS5 table
     assert isinstance(tier._layout.resolve(_nsid(("memories", uid))), chromadb.Collection)
 
     owned = tier.user_namespaces(UserNamespaces(uid))
@@ -201,18 +189,17 @@ def _nsid(ns: tuple[str, ...]) -> str:
 
 
 def test_erasing_keys_of_a_shared_namespace_removes_them_and_their_terms(
-    tmp_path: Path, ids: tuple[str, str], small_keyword_tables: None
+    tmp_path: Path, ids: tuple[str, str]
 ) -> None:
     uid, marker = ids
     clock = Clock()
     path = tmp_path / "chroma"
     store = _embedded(path, clock)
     shared = ("shared", "facts")
-    for i in range(8):  # past SMALL: the namespace has its own FTS5 table
+    for i in range(8):
         said = f"{uid} said {marker} {i}" if i in (2, 5) else f"common fact number {i}"
         store.put(shared, f"f{i}", {"content": said})
     tier: Any = store.tiers["long"]
-    assert tier.index.keyword_table("er", _nsid(shared)) is not None
 
     dry = tier.erase_keys({shared: ["f2", "f5", "missing"]}, dry_run=True)
     assert dry == {ITEMS: [(*shared, "f2"), (*shared, "f5")]}

@@ -139,7 +139,7 @@ def test_two_stores_on_one_directory_see_each_others_namespaces(
     b.close()
 
 
-def test_a_failed_commit_changes_no_role_and_leaves_no_stale_keyword_table(
+def test_a_failed_commit_changes_no_role_and_leaves_no_keyword_entry(
     tmp_path: Path,
 ) -> None:
     mirror = DocMirror(tmp_path)
@@ -155,8 +155,8 @@ def test_a_failed_commit_changes_no_role_and_leaves_no_stale_keyword_table(
             expiries={"a": object()},  # type: ignore[dict-item]
             done=["a"],
         )
-    # Nothing of the transaction stays: no document, no memory row, the key still pending,
-    # and the keyword table it created is not remembered as existing.
+    # Nothing of the transaction stays: no document, no memory row, no keyword entry, and
+    # the key is still pending.
     assert mirror.get("tm", "ns1", ["a"]) == {}
     assert mirror.memory_stats("tm", "ns1", ["a"]) == {}
     assert mirror.keyword_search("tm", "ns1", ["banana"], 5) == []

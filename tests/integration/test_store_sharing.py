@@ -17,7 +17,6 @@ import pytest
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.errors import ChromaDirectoryInUseError, ConfigurationError
 from langgraph_tiered_memory.store._dirlock import lock_directory
-from langgraph_tiered_memory.store.tiers import doc_mirror
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -125,13 +124,6 @@ def test_prefixes_that_differ_only_by_case_keep_their_own_data(tmp_path: Path) -
     _check_isolated(reopened)
     for store in reopened.values():
         store.close()
-
-
-def test_case_safe_names_keep_lowercase_prefixes_unchanged() -> None:
-    assert doc_mirror.fts_table("tm", "ab") == "fts_tm_ab"
-    assert doc_mirror.fts_table("my_app2", "ab") == "fts_my_app2_ab"
-    names = {doc_mirror.fts_table(p, "ab").lower() for p in ("tm", "TM", "Tm", "tM", "t_m")}
-    assert len(names) == 5
 
 
 # ---------------------------------------------------------------- several stores, one process

@@ -22,7 +22,7 @@ from langgraph_tiered_memory.ranking import (
     split_search_options,
     user_scope,
 )
-from langgraph_tiered_memory.store.tiers.doc_mirror import FTS_TOKENIZE
+from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE
 
 NOW = 1_700_000_000.0
 DAY = 86_400.0

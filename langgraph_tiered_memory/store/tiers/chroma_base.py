@@ -360,7 +360,6 @@ class ChromaBase:
         """
         mirror = DocMirror(directory or ":memory:")
         try:
-            mirror.move_legacy_keyword_index(self.prefix)
             self._layout.use_index(mirror)  # the registry is in the file
         except BaseException:
             mirror.close()

@@ -9,8 +9,8 @@ truth. The file plays six roles, each in its own module and tables:
 - namespace registry (`sqlite_registry`): each prefix's namespaces and where they live
   (buckets, own collections, moves), one-off jobs done;
 - memory statistics (`sqlite_stats`): ranking fields, write order, access counts;
-- keyword index (`sqlite_keywords`): small namespaces' entries in one shared table, ranked
-  per namespace; an FTS5 table of its own for each namespace past `SHARED_MAX` memories;
+- keyword index (`sqlite_keywords`): one FTS5 table for every namespace, ranked per
+  namespace;
 - knowledge graph (`sqlite_graph`): triples per namespace and the memories supporting them.
 
 They share one connection and lock (`sqlite_db`). Writes follow the intent log so the
@@ -27,7 +27,6 @@ server's memory index (`memory_index_path`, read by `index_import`) has no docum
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,17 +49,7 @@ from langgraph_tiered_memory.store.tiers.sqlite_history import (
     RecoveredHistory,
 )
 from langgraph_tiered_memory.store.tiers.sqlite_intents import IntentLog
-from langgraph_tiered_memory.store.tiers.sqlite_keywords import (
-    FTS_TOKENIZE,
-    FTS_WEIGHTS,
-    SHARED_MAX,
-    KeywordIndex,
-    case_safe,
-    fts_table,
-)
-from langgraph_tiered_memory.store.tiers.sqlite_keywords import (  # noqa: F401 - for tests
-    legacy_fts_table as _legacy_fts_table,  # of the layout before names were case-safe
-)
+from langgraph_tiered_memory.store.tiers.sqlite_keywords import KeywordIndex
 from langgraph_tiered_memory.store.tiers.sqlite_registry import NamespaceRegistry
 from langgraph_tiered_memory.store.tiers.sqlite_stats import (
     ContextInputs,
@@ -71,31 +60,14 @@ from langgraph_tiered_memory.store.tiers.sqlite_stats import (
 
 __all__ = [
     "DocMirror",
-    "FTS_TOKENIZE",
-    "FTS_WEIGHTS",
     "MIRROR_FILE",
     "MemoryRow",
     "MemoryStats",
     "PendingGraph",
-    "SHARED_MAX",
-    "case_safe",
-    "fts_table",
 ]
 
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.doc_mirror")
-
-_DROP_STEP = 32
-"""Retired keyword tables dropped per transaction."""
-
-_DROP_BUDGET = 2.0
-"""Seconds that opening a mirror may spend dropping retired keyword tables."""
-
-
-def _table_name(prefix: str, nsid: str) -> str:
-    # Looked up in this module at each call, so a substitute `fts_table` set here
-    # (tests writing the pre-case-safe layout) takes effect.
-    return fts_table(prefix, nsid)
 
 
 class DocMirror:
@@ -104,20 +76,16 @@ class DocMirror:
     Args:
         location: The Chroma persist directory (the file is `MIRROR_FILE` in it), a
             file path, or `":memory:"`.
-        clock: Monotonic seconds, for the time budget of dropping retired tables.
     """
 
-    def __init__(
-        self, location: str | Path, *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._clock = clock
+    def __init__(self, location: str | Path) -> None:
         self._db = SqliteFile(location)
         self.path = self._db.path
         self._docs = DocCopy(self._db)
         self._intents = IntentLog(self._db)
         self._registry = NamespaceRegistry(self._db)
         self._memories = MemoryTable(self._db)
-        self._keywords = KeywordIndex(self._db, self._memories, naming=_table_name)
+        self._keywords = KeywordIndex(self._db, self._memories)
         self._graph = GraphTables(self._db)
         self.history = HistoryTable(self._db)
         """Memory history (`m_history`), appended to by `commit`."""
@@ -381,61 +349,13 @@ class DocMirror:
             self._memories.touch(prefix, hits, now)
 
     # ------------------------------------------------------------- keyword index
-    def move_legacy_keyword_index(self, prefix: str) -> None:
-        """Bring the keyword index of `prefix` to the current layout (once per prefix and file).
-
-        Files written before kept one FTS5 table per namespace, named
-        `fts_<prefix>_<namespace id>`: for a prefix with uppercase letters, a table that
-        SQLite also hands to every prefix spelled the same but for case. Each namespace's
-        entries of `prefix` (rows whose rowid is one of its memory rows) move to their
-        current home in one transaction: the shared table, or the namespace's own table
-        past `SHARED_MAX` memories (the old table itself when its name is right). The
-        rows of other prefixes stay for them to move. Emptied tables are then dropped
-        for up to `_DROP_BUDGET` seconds; what is left is dropped at the next opens (or
-        by `drop_retired_keyword_tables`), and is never read meanwhile.
-        """
-        marker = f"{prefix}/fts-shared"
-        if not self.is_filled(marker):
-            with self._db.transaction(immediate=True):
-                if not self._registry.is_filled(marker):
-                    moved, retired = self._keywords.migrate(prefix)
-                    self._registry.mark_filled(marker)
-                    if moved or retired:
-                        logger.info(
-                            "keyword index of prefix %r: %d namespace tables moved to the"
-                            " shared layout, %d tables to drop",
-                            prefix,
-                            moved,
-                            retired,
-                        )
-        self.drop_retired_keyword_tables(budget=_DROP_BUDGET)
-
-    def drop_retired_keyword_tables(self, *, budget: float | None = None) -> int:
-        """Drop keyword tables emptied by the layout migration; how many are left.
-
-        Each drop scans SQLite's schema, so a file with thousands of old tables takes a
-        while: they go `_DROP_STEP` per transaction until none is left or `budget`
-        seconds have passed (None: no limit).
-        """
-        with self._db.locked():
-            left = self._keywords.retired()
-        start = self._clock()
-        while left:
-            with self._db.transaction(immediate=True):
-                self._keywords.drop_retired(_DROP_STEP)
-                left = self._keywords.retired()
-            if left and budget is not None and self._clock() - start >= budget:
-                logger.info("%d retired keyword tables left to drop at a later open", left)
-                break
-        return left
-
     def keyword_search(
         self, prefix: str, nsid: str, terms: Sequence[str], limit: int
     ) -> list[tuple[str, float]]:
         """BM25 search of one namespace's keyword index for any of `terms`.
 
         Scores use the statistics of the namespace alone (its row count, average
-        length and document frequencies), wherever its entries are kept.
+        length and document frequencies), as FTS5's `bm25()` over a table of its own.
 
         In a namespace of 1,000 memories or more, terms found in at least half of
         them are dropped first: BM25 gives them no weight (FTS5 clamps their IDF to
@@ -495,34 +415,30 @@ class DocMirror:
     def erase_namespace(self, prefix: str, nsid: str, ns: str) -> None:
         """Remove a namespace from every role but the graph, in one transaction, and scrub.
 
-        Documents, intents, memory statistics, keyword entries (and the namespace's own
-        keyword table) and the registry entry go; see `scrub`.
+        Documents, intents, memory statistics, keyword entries and the registry entry
+        go; see `scrub`.
         """
         with self._db.transaction():
             self._docs.erase(prefix, nsid)
             self._intents.erase(prefix, nsid)
-            _, touched = self._keywords.erase(prefix, nsid)
+            self._keywords.erase(prefix, nsid)
             self._registry.drop(prefix, nsid)
-        self.scrub(touched)
+        self.scrub()
 
     def vacuum(self) -> None:
         """Rebuild the file from its live rows (`VACUUM`), then empty the WAL."""
         self._db.vacuum()
 
-    def keyword_table(self, prefix: str, nsid: str) -> str | None:
-        """The namespace's own FTS5 keyword table, if it has one."""
-        with self._db.locked():
-            return self._keywords.own_table(prefix, nsid)
-
-    def scrub(self, tables: Iterable[str] = ()) -> None:
-        """Leave no trace of deleted rows: FTS5 'optimize' of `tables`, WAL truncated.
+    def scrub(self) -> None:
+        """Leave no trace of deleted rows: FTS5 'optimize' of the keyword index, WAL truncated.
 
         Deleted FTS5 rows stay in the index segments until they merge; 'optimize'
-        merges them. The connection deletes with `secure_delete` (freed space is
-        zeroed), and the checkpoint empties the WAL of the old page images.
+        merges them (it rewrites the index of every namespace). The connection deletes
+        with `secure_delete` (freed space is zeroed), and the checkpoint empties the WAL
+        of the old page images.
         """
         with self._db.transaction():
-            self._keywords.optimize(tables)
+            self._keywords.optimize()
         self._db.checkpoint()
 
     # ------------------------------------------------------------- knowledge graph

@@ -42,7 +42,6 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import MemoryTriples, Namespace, Triple
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
-from langgraph_tiered_memory.store.tiers.sqlite_db import ident
 from langgraph_tiered_memory.store.tiers.sqlite_graph import ns_of_key
 from langgraph_tiered_memory.store.tiers.sqlite_history import TOMBSTONE, HistoryRow
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow
@@ -110,22 +109,9 @@ def import_memory_index(
     with tempfile.TemporaryDirectory(prefix="tiered-memory-import-") as tmp:
         copy = Path(tmp) / "index.sqlite3"
         _copy(source, copy)
-        mirror = DocMirror(copy)  # brings an older keyword layout to the current one
-        try:
-            mirror.move_legacy_keyword_index(prefix)
-        finally:
-            mirror.close()
+        DocMirror(copy).close()  # brings an older keyword layout to the current one
         conn = sqlite3.connect(copy)
         try:
-            homes = {
-                nsid: own or "kw_docs"
-                for nsid, own in _rows(
-                    conn,
-                    "SELECT m.nsid, o.name FROM (SELECT DISTINCT nsid FROM mem WHERE prefix=?1)"
-                    " AS m LEFT JOIN kw_own AS o ON o.prefix=?1 AND o.nsid=m.nsid",
-                    prefix,
-                )
-            }
             report = ImportReport(_fingerprint(conn, prefix))
             r = index.client
             done = f"{prefix}:lt:meta:imported"
@@ -134,7 +120,7 @@ def import_memory_index(
                 if r.sismember(done, report.fingerprint):
                     report.before = True
                     return report
-                _import(conn, index, graph, homes, report)
+                _import(conn, index, graph, report)
                 if not report.triples_skipped:
                     pipe = r.pipeline(transaction=True)
                     pipe.sadd(done, report.fingerprint)
@@ -200,18 +186,19 @@ def _import(
     conn: sqlite3.Connection,
     index: RedisIndex,
     graph: GraphStore | None,
-    homes: dict[str, str],
     report: ImportReport,
 ) -> None:
     prefix = index.prefix
     once = f"{prefix}:lt:meta:imported:{report.fingerprint}"
-    for nsid, home in homes.items():
+    # Keyword entries: rowid = the namespace's number in kw_ns << 32 | seq (sqlite_keywords).
+    for (nsid,) in _rows(conn, "SELECT DISTINCT nsid FROM mem WHERE prefix=?", prefix):
         found = _rows(
             conn,
             "SELECT m.key, m.seq, m.mtype, m.importance, m.occurred, m.created,"
             " m.access_count, m.last_accessed, coalesce(f.text, ''), coalesce(f.context, ''),"
-            f" coalesce(f.time, '') FROM mem AS m LEFT JOIN {ident(home)} AS f"
-            " ON f.rowid = m.rid WHERE m.prefix=? AND m.nsid=? ORDER BY m.seq",
+            " coalesce(f.time, '') FROM mem AS m LEFT JOIN kw_ns AS n ON n.prefix=m.prefix"
+            " AND n.nsid=m.nsid LEFT JOIN kw AS f ON f.rowid = n.num * 4294967296 + m.seq"
+            " WHERE m.prefix=? AND m.nsid=? ORDER BY m.seq",
             prefix,
             nsid,
         )

@@ -979,10 +979,6 @@ class RedisIndex:
         previous = {k: None if t is None else _s(t) for k, t in zip(keys, found[1::2], strict=True)}
         return ContextInputs(memories, previous)
 
-    def keyword_table(self, prefix: str, nsid: str) -> str | None:
-        """None: no namespace has a keyword table of its own here."""
-        return None
-
     # ------------------------------------------------------------- erasure
     def namespace_keys(self, prefix: str, nsid: str) -> set[str]:
         """Keys the index holds anything of in a namespace (memories, intents)."""
@@ -1002,11 +998,11 @@ class RedisIndex:
         self._erase(args=[prefix, nsid, ns])
         self.scrub()
 
-    def scrub(self, tables: Iterable[str] = ()) -> None:
+    def scrub(self) -> None:
         """Run RediSearch's garbage collector, so deleted memories' terms leave the index.
 
-        `tables` (FTS5 table names) mean nothing here. What Redis itself keeps of deleted
-        keys (AOF, RDB snapshots) needs its own steps: BGREWRITEAOF, a new snapshot.
+        What Redis itself keeps of deleted keys (AOF, RDB snapshots) needs its own
+        steps: BGREWRITEAOF, a new snapshot.
         """
         collect_search_garbage(self._r, [self.index_name])
 

@@ -325,7 +325,6 @@ class LongErase(ChromaWrites):
 
     def _remove_keys(self, found: _Found, keys: set[str], topics: dict[str, list[str]]) -> None:
         """Delete `keys` of one namespace (the write path), then what it could not see."""
-        nsid = found.nsid
         step = max(1, int(self.client.get_max_batch_size()))
         doomed = {
             i: [r for r in ids if key_of(strip_ns(r)) in keys]
@@ -336,7 +335,6 @@ class LongErase(ChromaWrites):
             _neutralise(self._layout.bucket(i), ids, self.dims + 1, step)
         owned = [] if found.own is None else [r for r in _all_ids(found.own) if key_of(r) in keys]
         idx = self.index
-        table = idx.keyword_table(self.prefix, nsid)
         self.write([ItemWrite(found.ns, k, None, None) for k in sorted(keys)], now=0.0)
         # Records of interrupted writes that the delete did not know of go too.
         for i, ids in doomed.items():
@@ -350,7 +348,7 @@ class LongErase(ChromaWrites):
             topics.setdefault(str(found.own.id), []).extend(owned)
         if self._vcopy is not None:
             self._vcopy.checkpoint()
-        idx.scrub([table] if table is not None else [])
+        idx.scrub()
 
 
 def _all_ids(col: Any, where: dict[str, Any] | None = None) -> list[str]:

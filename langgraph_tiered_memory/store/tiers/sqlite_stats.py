@@ -1,9 +1,8 @@
 """Memory statistics: ranking fields, write order and access counts of each memory.
 
-One row per memory in `mem`. Its `rid` is also the rowid of the memory's entry in the
-keyword index (so `mem` tells which namespace an entry of the shared keyword table
-belongs to), and `seq` its position in its namespace's write order (kept when the
-memory is rewritten), which the contextual key follows.
+One row per memory in `mem`. Its `seq` is its position in its namespace's write order
+(kept when the memory is rewritten), which the contextual key follows and which places
+the memory's entry in the keyword index.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, select_keys
+from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, marks, select_keys
 
 __all__ = ["ContextInputs", "MemoryRow", "MemoryStats", "MemoryTable"]
 
@@ -104,26 +103,20 @@ class MemoryTable:
         ).fetchone()
         return None if row[0] is None else int(row[0])
 
-    def count(self, prefix: str, nsid: str) -> int:
-        """How many memories the namespace holds."""
-        row = self._c.execute(
-            "SELECT count(*) FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid)
-        ).fetchone()
-        return int(row[0])
-
-    def counts(self, prefix: str) -> list[tuple[str, int]]:
-        """(namespace id, number of memories) of each namespace of `prefix` that has any."""
-        rows = self._c.execute(
-            "SELECT nsid, count(*) FROM mem WHERE prefix=? GROUP BY nsid", (prefix,)
-        ).fetchall()
-        return [(str(nsid), int(n)) for nsid, n in rows]
+    def keys_at(self, prefix: str, nsid: str, seqs: Sequence[int]) -> dict[int, str]:
+        """Keys of the memories at the given write positions."""
+        found = self._c.execute(
+            f"SELECT seq, key FROM mem WHERE prefix=? AND nsid=? AND seq IN ({marks(len(seqs))})",
+            (prefix, nsid, *seqs),
+        )
+        return {int(seq): str(key) for seq, key in found}
 
     # ------------------------------------------------------------------ writes
     def upsert(self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow]) -> dict[str, int]:
-        """Write memories' ranking fields, keeping positions and access counts; their rids.
+        """Write memories' ranking fields, keeping positions and access counts; their positions.
 
         A new memory takes the next write position, in the order of `rows`; one statement
-        runs for all of them (`executemany`), then one read gives the rids.
+        runs for all of them (`executemany`), then one read gives the positions.
         """
         if not rows:
             return {}
@@ -148,8 +141,8 @@ class MemoryTable:
                 for key, row in rows.items()
             ],
         )
-        found = select_keys(self._c, "SELECT key, rid FROM mem", prefix, nsid, list(rows))
-        return {key: int(rid) for key, rid in found}
+        found = select_keys(self._c, "SELECT key, seq FROM mem", prefix, nsid, list(rows))
+        return {key: int(seq) for key, seq in found}
 
     def remove(self, prefix: str, nsid: str, keys: Sequence[str]) -> list[tuple[int, int]]:
         """Drop the rows of the given keys; (rid, seq) of those that existed."""
