@@ -26,7 +26,7 @@ from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.store._backends import chroma_from_path
 from langgraph_tiered_memory.store._common import ItemWrite, namespace_id
-from langgraph_tiered_memory.store.tiers import sqlite_graph, sqlite_intents
+from langgraph_tiered_memory.store.tiers import sqlite_graph
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, PendingGraph
@@ -203,9 +203,10 @@ def test_a_failing_commit_leaves_neither_the_copy_nor_the_graph(
     def broken(self: Any, prefix: str, nsid: str, keys: Any) -> None:
         raise RuntimeError("disk full")
 
-    # The intent log clears its keys after the graph was written, in the same transaction.
+    # The triples `begin` recorded are cleared after the graph was written, in the same
+    # transaction.
     with monkeypatch.context() as patched:
-        patched.setattr(sqlite_intents.IntentLog, "clear", broken)
+        patched.setattr(sqlite_graph.GraphTables, "clear", broken)
         with pytest.raises(RuntimeError, match="disk full"):
             tier.write([_put("m1", "alice lives in paris", (LIVES,))], now=NOW + 1)
     assert graph.memory_triples(NS, ["m1"]) == {"m1": (WORKS,)}
@@ -213,7 +214,7 @@ def test_a_failing_commit_leaves_neither_the_copy_nor_the_graph(
     assert item.value == {"text": "alice works at acme"}  # the copy: the old document too
     mirror = tier.index
     assert isinstance(mirror, DocMirror)
-    with mirror._db.locked() as conn:
+    with mirror.locked() as conn:
         assert conn.execute("SELECT count(*) FROM g_pending").fetchone()[0] == 1
 
 
@@ -252,7 +253,7 @@ def test_a_crash_after_the_chroma_write_is_repaired_on_open(
         assert sorted(tier.get(NS, ["m1", "m2", "m3"], now=NOW + 2)) == ["m1", "m3"]
         mirror = tier.index
         assert isinstance(mirror, DocMirror)
-        with mirror._db.locked() as conn:
+        with mirror.locked() as conn:
             assert conn.execute("SELECT count(*) FROM g_pending").fetchone()[0] == 0
     finally:
         tier.close()

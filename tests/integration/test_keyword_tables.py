@@ -23,7 +23,6 @@ from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS
 from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE
 from langgraph_tiered_memory.store._common import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirror, MemoryRow
-from langgraph_tiered_memory.store.tiers.sqlite_keywords import KeywordIndex
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -263,16 +262,16 @@ def test_a_failed_conversion_leaves_the_old_tables_and_the_next_open_converts(
     mirror.close()
     _to_old_layout(path, {NAMESPACES[2]}, {"TM"})
     tables = _tables(path)
-    put = KeywordIndex._put
+    put = DocMirror._put
     calls = []
 
-    def failing(self: KeywordIndex, entries: Any) -> None:
+    def failing(self: DocMirror, entries: Any) -> None:
         calls.append(1)
         if len(calls) == 3:
             raise sqlite3.OperationalError("disk I/O error")
         put(self, entries)
 
-    monkeypatch.setattr(KeywordIndex, "_put", failing)
+    monkeypatch.setattr(DocMirror, "_put", failing)
     with pytest.raises(sqlite3.OperationalError):
         DocMirror(tmp_path)
     monkeypatch.undo()

@@ -15,7 +15,7 @@ Layout, for a store with `key_prefix` P and embedding size D (0 without an index
   - `x:<i>:<write id>:<key>` holds the item's i-th extra vector (several fields or
     list values) of the write that made it.
 - the namespace registry: beside an embedded or in-memory Chroma, the table `reg` of
-  the tier's SQLite file (`sqlite_registry`); with a Chroma server, Redis and the
+  the tier's SQLite file (`doc_mirror`); with a Chroma server, Redis and the
   collection `P-registry`: one record per
   namespace, with metadata `p<d>` = id of the namespace's first d labels (the
   namespaces under a prefix are one indexed metadata lookup) and `b` = its bucket

@@ -1,31 +1,49 @@
-"""The SQLite file beside an embedded Chroma, behind one facade.
+"""The SQLite file beside an embedded Chroma: every role of it, in one class.
 
-When the Chroma client is an embedded `PersistentClient`, the long-term tier keeps
-`tiered-memory-docs.sqlite3` beside the Chroma database. Chroma stays the source of
-truth. The file plays six roles, each in its own module and tables:
+The file is `MIRROR_FILE` in the Chroma directory, or `":memory:"` with an in-memory
+Chroma; Chroma stays the source of truth. Tables, keyed by the store's key prefix and
+the namespace id:
 
-- document copy (`sqlite_docs`): each item's primary-record metadata, answering `get`;
-- intent log (`sqlite_intents`): keys whose Chroma records are changing;
-- namespace registry (`sqlite_registry`): each prefix's namespaces and where they live
-  (buckets, own collections, moves), one-off jobs done;
-- memory statistics (`sqlite_stats`): ranking fields, write order, access counts;
-- keyword index (`sqlite_keywords`): one FTS5 table for every namespace, ranked per
-  namespace;
-- knowledge graph (`sqlite_graph`): triples per namespace and the memories supporting them.
+- `docs`, the document copy: each item's primary-record metadata (`_d`: the document,
+  `_e`: the expiry), answering `get` in microseconds where Chroma takes a millisecond;
+- `pending`, the intent log: keys whose Chroma records are changing;
+- `reg`, the namespace registry, holding what a Chroma server's Redis registry holds:
+  encoded namespace `ns`, bucket `b` (NULL: own collection), bucket `m` an unfinished
+  move left records in, `ttl`, embedding size `d` in a bucket; read and written as dicts
+  with those keys (a NULL column is no key). `reg_layout`: each prefix's bucket count;
+  `filled`: one-off jobs done;
+- `mem`, the memory statistics: ranking fields, access counts and `seq`, the memory's
+  position in its namespace's write order (kept when it is rewritten);
+- `kw`, `kw_t`, `kw_ns`, the keyword index (below);
+- the knowledge graph (`sqlite_graph`) and the memory history (`sqlite_history`).
 
-They share one connection and lock (`sqlite_db`). Writes follow the intent log so the
-file never disagrees with Chroma after a crash: (1) the keys about to change (and the
-triples the write gives them) are recorded and committed (`begin`), (2) Chroma is
-written, (3) the copy, the statistics, the keyword index and the graph are updated and
-the keys leave the log in one transaction (`commit`). Opening the mirror replays
-whatever is still pending by copying those records from Chroma (`recover`).
+A write (1) records the keys about to change (and the triples it gives them) and commits
+(`begin`), (2) writes Chroma, (3) updates the copy, the statistics, the keyword index,
+the graph and the history and clears the keys in one transaction (`commit`). Opening the
+tier replays what is still pending by copying those records from Chroma (`recover`).
 
-With an in-memory Chroma the file is in memory (`":memory:"`). A legacy file of a
-server's memory index (`memory_index_path`, read by `index_import`) has no document copy.
+The keyword index is one FTS5 table, `kw`, for every namespace: each memory's own text,
+the text of the memory written before it (its contextual key) and its event time in
+words; `kw_t` holds the terms FTS5 makes of them (`toks`: each term padded with spaces,
+columns parted by `|`) and their number (`n`). Each namespace has a number in `kw_ns`,
+beside its row and token counts; its entries have rowids `num << 32 | seq`, so a
+namespace is one rowid range, in write order. When a memory is deleted, its successor's
+context column is rewritten from its new predecessor, so the deleted text leaves the
+index. BM25 must use the statistics of the namespace alone while FTS5's `bm25()` uses
+those of the whole table, so FTS5 only finds the matches within the namespace's range
+and counts its rows holding each term; `ranking_bm25.rank` scores them from their stored
+terms, exactly as FTS5 ranks a table holding the namespace alone. Files written before
+kept small namespaces' entries in `kw_docs` and an FTS5 table per large namespace
+(`kw_own`, `kw_retired`; older ones a table per namespace): opening such a file copies
+their entries into `kw` and drops them, in one transaction (`_convert`).
+
+A legacy file of a server's memory index (`memory_index_path`, read by `index_import`)
+has no document copy.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -39,39 +57,92 @@ from langgraph_tiered_memory.graph.types import (
     Triple,
     TripleRecord,
 )
+from langgraph_tiered_memory.ranking_bm25 import ceiling, kept_terms, query_stems, rank
+from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, fts_terms_many
+from langgraph_tiered_memory.store._common import loads
 from langgraph_tiered_memory.store._namespaces import namespace_id
-from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE, SqliteFile
-from langgraph_tiered_memory.store.tiers.sqlite_docs import DocCopy
+from langgraph_tiered_memory.store.tiers.sqlite_db import (
+    MIRROR_FILE,
+    SqliteFile,
+    ident,
+    marks,
+    select_keys,
+)
 from langgraph_tiered_memory.store.tiers.sqlite_graph import GraphTables, PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
     HistoryRow,
     HistoryTable,
     RecoveredHistory,
 )
-from langgraph_tiered_memory.store.tiers.sqlite_intents import IntentLog
-from langgraph_tiered_memory.store.tiers.sqlite_keywords import KeywordIndex
-from langgraph_tiered_memory.store.tiers.sqlite_registry import NamespaceRegistry
-from langgraph_tiered_memory.store.tiers.sqlite_stats import (
-    ContextInputs,
-    MemoryRow,
-    MemoryStats,
-    MemoryTable,
-)
+from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs, MemoryRow, MemoryStats
 
-__all__ = [
-    "DocMirror",
-    "MIRROR_FILE",
-    "MemoryRow",
-    "MemoryStats",
-    "PendingGraph",
-]
-
+__all__ = ["DocMirror", "MIRROR_FILE", "MemoryRow", "MemoryStats", "PendingGraph"]
 
 logger = logging.getLogger("langgraph_tiered_memory.store.tiers.doc_mirror")
 
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS docs (
+    prefix TEXT NOT NULL, nsid TEXT NOT NULL, key TEXT NOT NULL, meta TEXT NOT NULL,
+    PRIMARY KEY (prefix, nsid, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending (
+    prefix TEXT NOT NULL, nsid TEXT NOT NULL, key TEXT NOT NULL,
+    PRIMARY KEY (prefix, nsid, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS filled (prefix TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reg (
+    prefix TEXT NOT NULL, nsid TEXT NOT NULL, ns TEXT NOT NULL, b INTEGER, m INTEGER,
+    ttl INTEGER NOT NULL, d INTEGER, PRIMARY KEY (prefix, nsid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reg_layout (prefix TEXT PRIMARY KEY, buckets INTEGER NOT NULL)
+    WITHOUT ROWID;
+DROP TABLE IF EXISTS namespaces;
+CREATE TABLE IF NOT EXISTS mem (
+    rid INTEGER PRIMARY KEY, prefix TEXT NOT NULL, nsid TEXT NOT NULL, key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    mtype TEXT NOT NULL, importance REAL NOT NULL, occurred REAL, created REAL NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0, last_accessed REAL,
+    UNIQUE (prefix, nsid, key)
+);
+CREATE INDEX IF NOT EXISTS mem_seq ON mem (prefix, nsid, seq);
+CREATE INDEX IF NOT EXISTS mem_ns ON mem (prefix, nsid);
+CREATE TABLE IF NOT EXISTS kw_ns (
+    num INTEGER PRIMARY KEY, prefix TEXT NOT NULL, nsid TEXT NOT NULL,
+    rows INTEGER NOT NULL DEFAULT 0, tokens INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (prefix, nsid)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS kw USING fts5(text, context, time, tokenize='{FTS_TOKENIZE}');
+CREATE TABLE IF NOT EXISTS kw_t (rowid INTEGER PRIMARY KEY, toks TEXT NOT NULL, n INTEGER NOT NULL);
+"""
+# `namespaces` was a copy of the registry collection, made again at every open.
 
-class DocMirror:
+_REG = ("ns", "b", "m", "ttl", "d")
+_SELECT_REG = "SELECT nsid, ns, b, m, ttl, d FROM reg WHERE prefix=?"
+_STATS = "seq, mtype, importance, occurred, created, access_count, last_accessed"
+
+_SPAN = 1 << 32
+"""Rowids of one namespace's keyword entries: `num * _SPAN + seq`."""
+_SEP = "|"  # between the columns' terms in `toks`: a separator, so never inside a term
+_NONE = (0, 0, 0)  # a phrase's counts in the three columns of a row not holding it
+_OLD = (
+    "SELECT name, sql FROM sqlite_master WHERE type='table' AND (name IN ('kw_docs',"
+    " 'kw_own', 'kw_retired') OR (name LIKE 'fts\\_%' ESCAPE '\\' AND sql LIKE 'CREATE"
+    " VIRTUAL TABLE%'))"
+)
+"""Keyword tables of the earlier layouts (FTS5 ones, not their shadow tables)."""
+
+
+def _entry(row: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    nsid, *values = row
+    meta = {k: v for k, v in zip(_REG, values, strict=True) if v is not None}
+    meta["ttl"] = bool(meta["ttl"])
+    return str(nsid), meta
+
+
+class DocMirror(SqliteFile):
     """Every role of the SQLite file, keyed by (prefix, namespace id, key).
+
+    Private methods run with the lock held by their caller.
 
     Args:
         location: The Chroma persist directory (the file is `MIRROR_FILE` in it), a
@@ -79,33 +150,33 @@ class DocMirror:
     """
 
     def __init__(self, location: str | Path) -> None:
-        self._db = SqliteFile(location)
-        self.path = self._db.path
-        self._docs = DocCopy(self._db)
-        self._intents = IntentLog(self._db)
-        self._registry = NamespaceRegistry(self._db)
-        self._memories = MemoryTable(self._db)
-        self._keywords = KeywordIndex(self._db, self._memories)
-        self._graph = GraphTables(self._db)
-        self.history = HistoryTable(self._db)
+        super().__init__(location)
+        self.create(_SCHEMA)
+        if self.conn.execute(_OLD).fetchone() is not None:
+            with self.transaction(immediate=True):
+                self._convert()
+        self._graph = GraphTables(self)
+        self.history = HistoryTable(self)
         """Memory history (`m_history`), appended to by `commit`."""
-
-    def close(self) -> None:
-        """Close the SQLite connection."""
-        self._db.close()
 
     # ------------------------------------------------------------- document copy
     def get(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Stored metadata of the given keys that exist."""
-        with self._db.locked():
-            return self._docs.get(prefix, nsid, keys)
+        with self.locked() as c:
+            rows = select_keys(c, "SELECT key, meta FROM docs", prefix, nsid, keys)
+        return {k: loads(m) for k, m in rows}
 
     def has_docs(self, prefix: str, nsid: str, *, live_at: float | None = None) -> bool:
         """Whether the namespace still holds any item (with `live_at`: a live one then)."""
-        with self._db.locked():
-            return self._docs.has_docs(prefix, nsid, live_at)
+        sql = "SELECT 1 FROM docs WHERE prefix=? AND nsid=?"
+        args: tuple[Any, ...] = (prefix, nsid)
+        if live_at is not None:
+            sql += " AND coalesce(json_extract(meta, '$._e') > ?, 1)"
+            args = (*args, live_at)
+        with self.locked() as c:
+            return c.execute(sql + " LIMIT 1", args).fetchone() is not None
 
-    # ------------------------------------------------------------- intent log
+    # ------------------------------------------------------------- writes
     def begin(
         self,
         prefix: str,
@@ -120,12 +191,13 @@ class DocMirror:
         each one's new document (see `recover`). `entry`: the namespace's registry
         entry, written in the same transaction (its first write, or first TTL item).
         """
-        with self._db.transaction():
-            self._intents.record(prefix, nsid, keys)
+        with self.transaction() as c:
+            rows = [(prefix, nsid, k) for k in keys]
+            c.executemany("INSERT OR IGNORE INTO pending VALUES (?, ?, ?)", rows)
             if graph:
                 self._graph.record(prefix, nsid, graph)
             if entry is not None:
-                self._registry.put(prefix, {nsid: entry})
+                self._register(prefix, {nsid: entry})
 
     def commit(
         self,
@@ -170,17 +242,24 @@ class DocMirror:
         gone = set(deletes)
         changes = [m for m in graph or () if m.key not in gone]
         given = {m.key for m in changes}
-        with self._db.transaction():
+        with self.transaction() as c:
             if docs:
-                self._docs.put(prefix, nsid, upserts or {})
+                c.executemany(
+                    "INSERT OR REPLACE INTO docs VALUES (?, ?, ?, ?)",
+                    [(prefix, nsid, k, json.dumps(m)) for k, m in (upserts or {}).items()],
+                )
             if memories or dropped:
-                self._keywords.write(prefix, nsid, memories or {}, dropped)
+                self._write_memories(prefix, nsid, memories or {}, dropped)
             if changes or dropped:
                 drops = [k for k in forget if k not in given] if given else forget
                 self._graph.apply(prefix, nsid, changes, deletes + drops)
-            self._docs.delete(prefix, nsid, deletes)
-            self._docs.set_expiries(prefix, nsid, expiries or {})
-            self._intents.clear(prefix, nsid, done)
+            where = "WHERE prefix=? AND nsid=? AND key=?"
+            c.executemany(f"DELETE FROM docs {where}", [(prefix, nsid, k) for k in deletes])
+            c.executemany(
+                f"UPDATE docs SET meta=json_set(meta, '$._e', ?) {where}",
+                [(e, prefix, nsid, k) for k, e in (expiries or {}).items()],
+            )
+            c.executemany(f"DELETE FROM pending {where}", [(prefix, nsid, k) for k in done])
             if graph is not None:
                 self._graph.clear(prefix, nsid, done)
             if history is not None:
@@ -216,12 +295,16 @@ class DocMirror:
         Returns:
             How many keys were repaired.
         """
-        with self._db.locked():
-            pending = self._intents.pending(prefix)
+        pending: dict[str, list[str]] = {}
+        with self.locked() as c:
+            for nsid, key in c.execute(
+                "SELECT nsid, key FROM pending WHERE prefix=?", (prefix,)
+            ).fetchall():
+                pending.setdefault(nsid, []).append(key)
         for nsid, keys in pending.items():
             current = read(nsid, keys)
             rows = {} if describe is None else {k: describe(m) for k, m in current.items()}
-            with self._db.locked():
+            with self.locked():
                 recorded = self._graph.pending(prefix, nsid, keys)
             graph = [
                 p.change
@@ -242,9 +325,7 @@ class DocMirror:
                 )
             events = None
             if history is not None:
-                with self._db.locked():
-                    before = self._docs.get(prefix, nsid, keys) if docs else {}
-                events = history(nsid, keys, current, before)
+                events = history(nsid, keys, current, self.get(prefix, nsid, keys) if docs else {})
             self.commit(
                 prefix,
                 nsid,
@@ -258,25 +339,26 @@ class DocMirror:
                 history=events,
             )
             if docs:  # registered by a write that died before Chroma got anything
-                with self._db.locked():
-                    self._registry.drop(prefix, nsid, unless_held=True)
+                with self.locked():
+                    self._unregister(prefix, nsid, unless_held=True)
         return sum(map(len, pending.values()))
 
     # ------------------------------------------------------------- namespace registry
     def is_filled(self, prefix: str) -> bool:
-        """Whether the mirror has been filled from Chroma for `prefix` (or `prefix` + "/mem")."""
-        with self._db.locked():
-            return self._registry.is_filled(prefix)
+        """Whether the one-off job named `prefix` (a prefix, or prefix + "/mem") is done."""
+        with self.locked() as c:
+            return (
+                c.execute("SELECT 1 FROM filled WHERE prefix=?", (prefix,)).fetchone() is not None
+            )
 
     def mark_filled(self, prefix: str) -> None:
-        """Record that `prefix` has been copied from Chroma."""
-        with self._db.locked():
-            self._registry.mark_filled(prefix)
+        """Record that the one-off job named `prefix` is done."""
+        with self.locked() as c:
+            c.execute("INSERT OR IGNORE INTO filled VALUES (?)", (prefix,))
 
     def registered(self, prefix: str, under: str) -> list[tuple[str, bool]]:
         """Encoded namespaces starting with the encoded prefix `under`, with their TTL flag."""
-        with self._db.locked():
-            return [(m["ns"], m["ttl"]) for _, m in self._registry.under(prefix, under)]
+        return [(m["ns"], m["ttl"]) for _, m in self.registry(prefix, under=under)]
 
     def registry(
         self,
@@ -290,52 +372,81 @@ class DocMirror:
 
         `moving`: only namespaces whose move left records in a bucket.
         """
-        with self._db.locked():
-            if nsids is not None:
-                return self._registry.get(prefix, nsids)
-            return self._registry.under(prefix, under, moving=moving)
+        with self.locked() as c:
+            if nsids is None:
+                where = " AND m IS NOT NULL" if moving else ""
+                sql = f"{_SELECT_REG} AND ns >= ? AND ns < ?{where} ORDER BY ns"
+                rows = c.execute(sql, (prefix, under, under + "\U0010ffff")).fetchall()
+            else:
+                rows = []
+                for at in range(0, len(nsids), 500):
+                    chunk = list(nsids[at : at + 500])
+                    sql = f"{_SELECT_REG} AND nsid IN ({marks(len(chunk))})"
+                    rows += c.execute(sql, (prefix, *chunk)).fetchall()
+        return list(map(_entry, rows))
 
     def registry_put(self, prefix: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
         """Write whole registry entries (namespace id -> entry)."""
-        with self._db.locked():
-            self._registry.put(prefix, entries)
+        with self.locked():
+            self._register(prefix, entries)
 
     def registry_drop(self, prefix: str, nsid: str) -> None:
         """Remove a namespace's registry entry."""
-        with self._db.locked():
-            self._registry.drop(prefix, nsid)
+        with self.locked():
+            self._unregister(prefix, nsid)
 
     def registry_buckets(self, prefix: str) -> int | None:
         """The prefix's bucket count (None: its registry is not set up yet)."""
-        with self._db.locked():
-            return self._registry.buckets(prefix)
+        with self.locked() as c:
+            row = c.execute("SELECT buckets FROM reg_layout WHERE prefix=?", (prefix,)).fetchone()
+        return None if row is None else int(row[0])
 
     def set_up_registry(
         self, prefix: str, buckets: int, entries: Iterable[tuple[str, Mapping[str, Any]]] = ()
     ) -> None:
         """Record the prefix's bucket count and first entries, in one transaction."""
-        with self._db.transaction():
-            self._registry.set_up(prefix, buckets, entries)
+        with self.transaction() as c:
+            self._register(prefix, dict(entries))
+            c.execute("INSERT OR REPLACE INTO reg_layout VALUES (?, ?)", (prefix, buckets))
+
+    def _register(self, prefix: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO reg VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (prefix, nsid, m["ns"], m.get("b"), m.get("m"), int(bool(m.get("ttl"))), m.get("d"))
+                for nsid, m in entries.items()
+            ],
+        )
+
+    def _unregister(self, prefix: str, nsid: str, *, unless_held: bool = False) -> None:
+        """Remove a namespace's entry (`unless_held`: only when the copy holds no item of it)."""
+        held = " AND NOT EXISTS (SELECT 1 FROM docs WHERE prefix=?1 AND nsid=?2)"
+        self.conn.execute(
+            "DELETE FROM reg WHERE prefix=?1 AND nsid=?2" + (held if unless_held else ""),
+            (prefix, nsid),
+        )
 
     # ------------------------------------------------------------- memory statistics
     def memory_stats(self, prefix: str, nsid: str, keys: Sequence[str]) -> dict[str, MemoryStats]:
         """Ranking fields and access statistics of the given keys that are memories."""
-        with self._db.locked():
-            return self._memories.stats(prefix, nsid, keys)
+        with self.locked() as c:
+            rows = select_keys(c, f"SELECT key, {_STATS} FROM mem", prefix, nsid, keys)
+        return {row[0]: MemoryStats(*row[1:]) for row in rows}
 
     def memory_page(
         self, prefix: str, nsid: str, after: int, limit: int
     ) -> list[tuple[int, str, MemoryStats]]:
         """One page of a namespace's memories in write order: (rid, key, stats).
 
-        Args:
-            prefix: The store's key prefix.
-            nsid: Namespace id.
-            after: Return rows with rid above this (0 for the first page).
-            limit: Page size.
+        `after`: return rows with rid above this (0 for the first page).
         """
-        with self._db.locked():
-            return self._memories.page(prefix, nsid, after, limit)
+        with self.locked() as c:
+            rows = c.execute(
+                f"SELECT rid, key, {_STATS} FROM mem WHERE prefix=? AND nsid=? AND rid > ?"
+                " ORDER BY rid LIMIT ?",
+                (prefix, nsid, after, limit),
+            ).fetchall()
+        return [(r[0], r[1], MemoryStats(*r[2:])) for r in rows]
 
     def touch(self, prefix: str, hits: Sequence[tuple[str, str]], now: float) -> None:
         """Count one access of each (namespace id, key) at time `now`, atomically.
@@ -345,8 +456,24 @@ class DocMirror:
         """
         if not hits:
             return
-        with self._db.transaction(immediate=True):
-            self._memories.touch(prefix, hits, now)
+        with self.transaction(immediate=True) as c:
+            c.executemany(
+                "UPDATE mem SET access_count = access_count + 1, last_accessed ="
+                " max(coalesce(last_accessed, ?), ?) WHERE prefix=? AND nsid=? AND key=?",
+                [(now, now, prefix, nsid, key) for nsid, key in hits],
+            )
+
+    def _seqs(self, prefix: str, nsid: str, keys: Sequence[str]) -> list[int]:
+        """Write positions of the given keys that are memories."""
+        return [s for (s,) in select_keys(self.conn, "SELECT seq FROM mem", prefix, nsid, keys)]
+
+    def _keys_at(self, prefix: str, nsid: str, seqs: Sequence[int]) -> dict[int, str]:
+        """Keys of the memories at the given write positions."""
+        found = self.conn.execute(
+            f"SELECT seq, key FROM mem WHERE prefix=? AND nsid=? AND seq IN ({marks(len(seqs))})",
+            (prefix, nsid, *seqs),
+        )
+        return {int(seq): str(key) for seq, key in found}
 
     # ------------------------------------------------------------- keyword index
     def keyword_search(
@@ -370,8 +497,60 @@ class DocMirror:
         Returns:
             (key, BM25 score) pairs, best first; higher scores are better.
         """
-        with self._db.locked():
-            return self._keywords.search(prefix, nsid, terms, limit)
+        with self.locked() as c:
+            found = self._ns(prefix, nsid)
+            if limit <= 0 or not terms or found is None or not found[1]:
+                return []
+            base, n_rows, n_tokens = found
+            span = (base, base + _SPAN - 1)
+            terms = list(dict.fromkeys(terms))
+            firsts = fts_terms_many(terms)
+            df: dict[str, int] = {}  # rows of the namespace holding each term
+            count = "SELECT count(*) FROM kw WHERE kw MATCH ? AND rowid BETWEEN ? AND ?"
+            for term, first in zip(terms, firsts, strict=True):
+                if first and first[0] not in df:
+                    df[first[0]] = c.execute(count, (f'"{term}"', *span)).fetchone()[0]
+            for stem in query_stems(terms):  # `kept_terms` looks counts up by these
+                if stem and stem not in df:  # one FTS5 would stem otherwise (rare): scan
+                    df[stem] = c.execute(
+                        "SELECT count(*) FROM kw_t WHERE rowid BETWEEN ? AND ? AND instr(toks, ?)",
+                        (*span, f" {stem} "),
+                    ).fetchone()[0]
+            size = c.execute(  # the highest write position, an upper bound of its size
+                "SELECT max(seq) FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid)
+            ).fetchone()[0]
+            keep = set(kept_terms(terms, df, None if size is None else int(size)))
+            kept = [(t, f[0]) for t, f in zip(terms, firsts, strict=True) if t in keep and f]
+            if not kept:
+                return []
+            phrases = [p for _, p in kept]
+            padded = [f" {p} " for p in phrases]
+            # Rarest phrases first; the rows not fetched yet hold only the phrases left,
+            # so once those cannot lift a row to the limit-th score, the ranking is final.
+            kept.sort(key=lambda tp: df[tp[1]])
+            ceilings = [ceiling(n_rows, df[p]) for _, p in kept]
+            rows: dict[int, tuple[str, int, int, list[int]]] = {}
+            for i, (term, _) in enumerate(kept):
+                if len(rows) >= limit:
+                    top = rank(rows.values(), phrases, n_rows, n_tokens, df, limit)
+                    if top[-1][1] >= sum(ceilings[i:]):
+                        break
+                for rowid, toks, n in c.execute(
+                    "SELECT t.rowid, t.toks, t.n FROM kw JOIN kw_t AS t ON t.rowid = kw.rowid"
+                    " WHERE kw MATCH ? AND kw.rowid BETWEEN ? AND ?",
+                    (f'"{term}"', *span),
+                ):
+                    if rowid not in rows:
+                        columns = toks.split(_SEP)
+                        counts = [  # as `phrase_counts`
+                            k
+                            for p in padded
+                            for k in ([col.count(p) for col in columns] if p in toks else _NONE)
+                        ]
+                        rows[rowid] = (str(rowid), rowid, n, counts)
+            top = rank(rows.values(), phrases, n_rows, n_tokens, df, limit)
+            keys = self._keys_at(prefix, nsid, [int(r) - base for r, _ in top])
+        return [(keys[int(r) - base], score) for r, score in top if int(r) - base in keys]
 
     def context_successors(
         self, prefix: str, nsid: str, keys: Sequence[str], skip: Iterable[str]
@@ -381,8 +560,16 @@ class DocMirror:
         When `keys` are deleted, these are the memories whose context key names a deleted
         memory. Memories in `keys` or `skip` (rewritten in the same batch) are left out.
         """
-        with self._db.locked():
-            return self._keywords.context_successors(prefix, nsid, keys, skip)
+        with self.locked():
+            found = self._ns(prefix, nsid)
+            if found is None:
+                return []
+            base = found[0]
+            nxt = [self._next_after(base, seq) for seq in self._seqs(prefix, nsid, keys)]
+            seqs = [n[0] - base for n in nxt if n is not None and n[2]]
+            by_seq = self._keys_at(prefix, nsid, seqs)
+        gone = {*keys, *skip}
+        return list(dict.fromkeys(by_seq[s] for s in seqs if s in by_seq and by_seq[s] not in gone))
 
     def previous_text(self, prefix: str, nsid: str, key: str) -> str | None:
         """Own text of the memory written just before `key` in its namespace.
@@ -390,21 +577,164 @@ class DocMirror:
         For a key not stored yet, that is the namespace's last memory. None when
         there is no earlier memory.
         """
-        with self._db.locked():
-            return self._keywords.previous_text(prefix, nsid, key)
+        with self.locked():
+            return self._previous(prefix, nsid, key)
 
     def context_inputs(self, prefix: str, nsid: str, keys: Sequence[str]) -> ContextInputs:
         """Which of `keys` are memories, and the text before each (one read for a batch)."""
-        with self._db.locked():
-            memories = frozenset(self._memories.stats(prefix, nsid, keys))
-            previous = {k: self._keywords.previous_text(prefix, nsid, k) for k in keys}
+        with self.locked() as c:
+            memories = frozenset(
+                k for (k,) in select_keys(c, "SELECT key FROM mem", prefix, nsid, keys)
+            )
+            previous = {k: self._previous(prefix, nsid, k) for k in keys}
         return ContextInputs(memories, previous)
+
+    def _previous(self, prefix: str, nsid: str, key: str) -> str | None:
+        found = self._ns(prefix, nsid)
+        if found is None:
+            return None
+        seqs = self._seqs(prefix, nsid, [key])
+        return self._text_before(found[0], seqs[0] if seqs else _SPAN)
+
+    def _ns(self, prefix: str, nsid: str) -> tuple[int, int, int] | None:
+        """(first rowid, rows, tokens) of a namespace that has had keyword entries."""
+        row = self.conn.execute(
+            "SELECT num, rows, tokens FROM kw_ns WHERE prefix=? AND nsid=?", (prefix, nsid)
+        ).fetchone()
+        return None if row is None else (int(row[0]) * _SPAN, int(row[1]), int(row[2]))
+
+    def _base(self, prefix: str, nsid: str) -> int:
+        """First rowid of the namespace (numbered now if it has none)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO kw_ns (prefix, nsid) VALUES (?, ?)", (prefix, nsid)
+        )
+        return self._ns(prefix, nsid)[0]  # type: ignore[index]
+
+    def _next_after(self, base: int, seq: int) -> Any:
+        """(rowid, text, context, time) of the entry written right after `seq`, or None."""
+        return self.conn.execute(
+            "SELECT rowid, text, context, time FROM kw WHERE rowid > ? AND rowid < ?"
+            " ORDER BY rowid LIMIT 1",
+            (base + seq, base + _SPAN),
+        ).fetchone()
+
+    def _text_before(self, base: int, seq: int) -> str | None:
+        """Own text of the entry written right before `seq`."""
+        row = self.conn.execute(
+            "SELECT text FROM kw WHERE rowid >= ? AND rowid < ? ORDER BY rowid DESC LIMIT 1",
+            (base, base + seq),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _write_memories(
+        self, prefix: str, nsid: str, rows: Mapping[str, MemoryRow], deletes: Sequence[str]
+    ) -> None:
+        """Upsert memories (statistics rows and entries), drop `deletes` not among them.
+
+        A new memory takes the next write position, in the order of `rows`; a rewritten
+        one keeps its position and access counts.
+        """
+        c = self.conn
+        gone = select_keys(c, "SELECT rid, seq FROM mem", prefix, nsid,
+                           [k for k in deletes if k not in rows])  # fmt: skip
+        c.executemany("DELETE FROM mem WHERE rid=?", [(rid,) for rid, _ in gone])
+        if gone:  # each successor written with a context gets its new predecessor's text
+            base = self._base(prefix, nsid)
+            self._drop([base + seq for _, seq in gone])
+            nexts = {n[0]: n for n in (self._next_after(base, s) for _, s in gone) if n and n[2]}
+            for rowid, text, _, time in nexts.values():
+                self._put([(rowid, text, self._text_before(base, rowid - base) or "", time)])
+        if rows:
+            c.executemany(
+                "INSERT INTO mem (prefix, nsid, key, seq, mtype, importance, occurred, created)"
+                " VALUES (?1, ?2, ?3, (SELECT coalesce(max(seq), 0) + 1 FROM mem WHERE"
+                " prefix=?1 AND nsid=?2), ?4, ?5, ?6, ?7) ON CONFLICT (prefix, nsid, key) DO"
+                " UPDATE SET mtype=excluded.mtype, importance=excluded.importance,"
+                " occurred=excluded.occurred, created=excluded.created",
+                [(prefix, nsid, key, r.memory_type, r.importance, r.occurred_at, r.created_at)
+                 for key, r in rows.items()],
+            )  # fmt: skip
+            seqs = dict(select_keys(c, "SELECT key, seq FROM mem", prefix, nsid, list(rows)))
+            base = self._base(prefix, nsid)
+            self._put([(base + seqs[k], r.text, r.context, r.time_text) for k, r in rows.items()])
+
+    def _put(self, entries: Sequence[tuple[int, str, str, str]]) -> None:
+        """Write (rowid, text, context, time) entries, replacing those with their rowids."""
+        self._drop([e[0] for e in entries])
+        terms = fts_terms_many([text for e in entries for text in e[1:]])
+        rows = []
+        for i, entry in enumerate(entries):
+            cols = terms[3 * i : 3 * i + 3]
+            toks = _SEP.join("".join(f" {t} " for t in c) for c in cols)
+            rows.append((entry[0], toks, sum(map(len, cols))))
+        self.conn.executemany("INSERT INTO kw (rowid, text, context, time) VALUES (?, ?, ?, ?)",
+                              entries)  # fmt: skip
+        self.conn.executemany("INSERT INTO kw_t (rowid, toks, n) VALUES (?, ?, ?)", rows)
+        self._count([(r[0], 1, r[-1]) for r in rows])
+
+    def _drop(self, rowids: Sequence[int]) -> None:
+        if len(rowids) > 500:  # bound the `IN (...)` list
+            self._drop(rowids[500:])
+            rowids = rowids[:500]
+        sizes = self.conn.execute(
+            f"SELECT rowid, n FROM kw_t WHERE rowid IN ({marks(len(rowids))})", rowids
+        ).fetchall()
+        for table in ("kw", "kw_t"):
+            self.conn.executemany(f"DELETE FROM {table} WHERE rowid=?", [(r,) for r, _ in sizes])
+        self._count([(r, -1, -n) for r, n in sizes])
+
+    def _count(self, changes: Iterable[tuple[int, int, int]]) -> None:
+        """Add each (rowid, rows, tokens) to the counts of the entry's namespace."""
+        self.conn.executemany("UPDATE kw_ns SET rows = rows + ?, tokens = tokens + ? WHERE num=?",
+                              [(n, t, r // _SPAN) for r, n, t in changes])  # fmt: skip
+
+    def _convert(self) -> None:
+        """Copy the entries of the earlier layouts' tables into `kw`, then drop those tables.
+
+        In the caller's transaction: a crash leaves the old tables whole, to convert at
+        the next open. A memory's entry comes from its home (`kw_docs`, a table of
+        `kw_own`), else from another FTS5 table holding its rowid (of a prefix 9e8229f
+        did not move yet); retired tables are only dropped.
+        """
+        c = self.conn
+        old = dict(c.execute(_OLD).fetchall())
+        if not old:  # another process converted the file meanwhile
+            return
+        lower = {name.lower(): name for name in old}
+
+        def listed(table: str) -> list[str]:
+            names = c.execute(f"SELECT name FROM {table}") if table in old else []
+            return [lower[str(n).lower()] for (n,) in names if str(n).lower() in lower]
+
+        skip = set(listed("kw_retired"))
+        fts = sorted(n for n, sql in old.items() if "fts5(" in sql.lower() and n not in skip)
+        sources = (["kw_docs"] if "kw_docs" in old else []) + listed("kw_own") + fts
+        done: set[int] = set()
+        bases: dict[tuple[str, str], int] = {}
+        for source in dict.fromkeys(sources):
+            entries = []
+            for rid, prefix, nsid, seq, *texts in c.execute(
+                "SELECT m.rid, m.prefix, m.nsid, m.seq, s.text, s.context, s.time"
+                f" FROM {ident(source)} AS s JOIN mem AS m ON m.rid = s.rowid"
+            ).fetchall():
+                if rid in done:
+                    continue
+                done.add(rid)
+                if (prefix, nsid) not in bases:
+                    bases[(prefix, nsid)] = self._base(prefix, nsid)
+                entries.append((bases[(prefix, nsid)] + seq, *(t or "" for t in texts)))
+            for at in range(0, len(entries), 500):
+                self._put(entries[at : at + 500])
+        for name in sorted(old, key=lambda n: "fts5vocab" not in old[n].lower()):
+            c.execute(f"DROP TABLE IF EXISTS {ident(name)}")
+        logger.info("keyword index converted to one table: %d entries of %d namespaces, %d old"
+                    " tables dropped", len(done), len(bases), len(old))  # fmt: skip
 
     # ------------------------------------------------------------- erasure
     def namespace_keys(self, prefix: str, nsid: str) -> set[str]:
         """Keys the file holds anything of in a namespace (documents, memories, intents)."""
-        with self._db.locked() as conn:
-            rows = conn.execute(
+        with self.locked() as c:
+            rows = c.execute(
                 "SELECT key FROM docs WHERE prefix=?1 AND nsid=?2 UNION SELECT key FROM mem"
                 " WHERE prefix=?1 AND nsid=?2 UNION SELECT key FROM pending WHERE prefix=?1"
                 " AND nsid=?2",
@@ -418,16 +748,19 @@ class DocMirror:
         Documents, intents, memory statistics, keyword entries and the registry entry
         go; see `scrub`.
         """
-        with self._db.transaction():
-            self._docs.erase(prefix, nsid)
-            self._intents.erase(prefix, nsid)
-            self._keywords.erase(prefix, nsid)
-            self._registry.drop(prefix, nsid)
+        with self.transaction() as c:
+            for table in ("docs", "pending"):
+                c.execute(f"DELETE FROM {table} WHERE prefix=? AND nsid=?", (prefix, nsid))
+            found = self._ns(prefix, nsid)
+            if found is not None:
+                base = found[0]
+                for table in ("kw", "kw_t"):
+                    c.execute(f"DELETE FROM {table} WHERE rowid BETWEEN ? AND ?",
+                              (base, base + _SPAN - 1))  # fmt: skip
+                c.execute("DELETE FROM kw_ns WHERE num=?", (base // _SPAN,))
+            c.execute("DELETE FROM mem WHERE prefix=? AND nsid=?", (prefix, nsid))
+            self._unregister(prefix, nsid)
         self.scrub()
-
-    def vacuum(self) -> None:
-        """Rebuild the file from its live rows (`VACUUM`), then empty the WAL."""
-        self._db.vacuum()
 
     def scrub(self) -> None:
         """Leave no trace of deleted rows: FTS5 'optimize' of the keyword index, WAL truncated.
@@ -437,9 +770,9 @@ class DocMirror:
         with `secure_delete` (freed space is zeroed), and the checkpoint empties the WAL
         of the old page images.
         """
-        with self._db.transaction():
-            self._keywords.optimize()
-        self._db.checkpoint()
+        with self.transaction() as c:
+            c.execute("INSERT INTO kw (kw) VALUES ('optimize')")
+        self.checkpoint()
 
     # ------------------------------------------------------------- knowledge graph
     def graph_replace(self, prefix: str, changes: Sequence[MemoryTriples]) -> None:
@@ -447,7 +780,7 @@ class DocMirror:
         by_ns: dict[Namespace, list[MemoryTriples]] = {}
         for m in changes:
             by_ns.setdefault(tuple(m.namespace), []).append(m)
-        with self._db.transaction():
+        with self.transaction():
             for ns, group in by_ns.items():
                 self._graph.apply(prefix, namespace_id(ns), group)
 
@@ -455,7 +788,7 @@ class DocMirror:
         self, prefix: str, namespace: Namespace, sources: Sequence[str], target: str
     ) -> None:
         """Move the support of the memories `sources` to `target`, in one transaction."""
-        with self._db.transaction():
+        with self.transaction():
             self._graph.repoint(prefix, namespace_id(namespace), sources, target)
 
     def graph_erase(
@@ -474,25 +807,19 @@ class DocMirror:
         """
         from langgraph_tiered_memory.store.tiers.sqlite_graph_erase import erase_graph_rows
 
-        with self._db.locked() if dry_run else self._db.transaction() as c:
+        with self.locked() if dry_run else self.transaction() as c:
             found = erase_graph_rows(
-                c,
-                prefix,
-                owns,
-                user_id=user_id,
-                mentions=mentions,
-                shared=shared,
-                dry_run=dry_run,
+                c, prefix, owns, user_id=user_id, mentions=mentions, shared=shared, dry_run=dry_run
             )
         if not dry_run and found.total:
-            self._db.checkpoint()
+            self.checkpoint()
         return found
 
     def graph_memory_triples(
         self, prefix: str, namespace: Namespace, keys: Sequence[str]
     ) -> dict[str, tuple[Triple, ...]]:
         """The triples each of `keys` supports (keys supporting none are absent)."""
-        with self._db.locked():
+        with self.locked():
             return self._graph.memory_triples(prefix, namespace_id(namespace), keys)
 
     def graph_triples(
@@ -506,7 +833,7 @@ class DocMirror:
         limit: int = 100,
     ) -> list[TripleRecord]:
         """Triples of the namespaces under `under` matching the given normalised parts."""
-        with self._db.locked():
+        with self.locked():
             return self._graph.triples(prefix, under, subject, relation, object_, limit)
 
     def graph_neighbors(
@@ -520,7 +847,7 @@ class DocMirror:
         limit: int = 50,
     ) -> list[Neighbor]:
         """Entities within `hops` of the normalised `entity`, per scope, nearest first."""
-        with self._db.locked():
+        with self.locked():
             return self._graph.neighbors(prefix, under, entity, hops, relation, limit)
 
     def graph_memories(
@@ -538,7 +865,7 @@ class DocMirror:
         `namespace_filter` runs after the lock is released (it may call back into the
         store).
         """
-        with self._db.locked():
+        with self.locked():
             hits = self._graph.memories(
                 prefix, under, entities, hops, limit if namespace_filter is None else None
             )

@@ -190,7 +190,7 @@ def _import(
 ) -> None:
     prefix = index.prefix
     once = f"{prefix}:lt:meta:imported:{report.fingerprint}"
-    # Keyword entries: rowid = the namespace's number in kw_ns << 32 | seq (sqlite_keywords).
+    # Keyword entries: rowid = the namespace's number in kw_ns << 32 | seq (doc_mirror).
     for (nsid,) in _rows(conn, "SELECT DISTINCT nsid FROM mem WHERE prefix=?", prefix):
         found = _rows(
             conn,

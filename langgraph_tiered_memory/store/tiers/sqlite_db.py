@@ -1,15 +1,15 @@
-"""The SQLite file beside an embedded Chroma: one connection and one lock for all its roles.
+"""One SQLite connection and its lock: the base of `DocMirror`, shared by its graph and history.
 
-The roles (document copy, intent log, namespace registry, memory statistics, keyword
-index) each own their tables and SQL; they share this connection, run with its lock
-held and join the transactions `DocMirror` opens, so one commit spans every role.
+The graph tables (`sqlite_graph`) and the memory history (`sqlite_history`) run their SQL
+on this connection with its lock held, inside the transactions `DocMirror` opens, so one
+commit spans every table of the file.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -76,22 +76,17 @@ class SqliteFile:
         )
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
-        # The keyword index ranks small namespaces in a temp table: keep it off disk.
+        # Temporary tables and sorts stay off disk.
         self.conn.execute("PRAGMA temp_store=MEMORY")
         # Deleted rows and freed pages are overwritten with zeros, so an erased user's
         # text does not linger in the file's free space (`erase_user`).
         self.conn.execute("PRAGMA secure_delete=ON")
         self.lock = threading.Lock()
-        self._rollback_hooks: list[Callable[[], None]] = []
 
     def create(self, schema: str) -> None:
         """Create a role's tables (statements with `IF NOT EXISTS`)."""
         with self.lock:
             self.conn.executescript(schema)
-
-    def on_rollback(self, hook: Callable[[], None]) -> None:
-        """Call `hook` after each rolled-back transaction (to drop caches of its effects)."""
-        self._rollback_hooks.append(hook)
 
     @contextmanager
     def locked(self) -> Iterator[sqlite3.Connection]:
@@ -103,8 +98,8 @@ class SqliteFile:
     def transaction(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
         """The connection inside one transaction, with the lock held.
 
-        Commits when the block ends; rolls back (and runs the rollback hooks) when it
-        raises, or when the commit itself fails.
+        Commits when the block ends; rolls back when it raises, or when the commit
+        itself fails.
 
         Args:
             immediate: Take SQLite's write lock at once (`BEGIN IMMEDIATE`), for
@@ -118,8 +113,6 @@ class SqliteFile:
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
-                for hook in self._rollback_hooks:
-                    hook()
                 raise
 
     def checkpoint(self) -> None:
