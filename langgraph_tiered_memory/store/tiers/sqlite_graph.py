@@ -9,7 +9,7 @@ Tables, keyed by the store's key prefix like every role of the file:
   without any in the same transaction;
 - `g_pending`: the triples a write in flight will give each of its keys, recorded with
   the write id of the item's new document in the same transaction as the intent log
-  (`sqlite_intents`). After a crash between the Chroma write and the commit, recovery
+  (`doc_mirror`). After a crash between the Chroma write and the commit, recovery
   applies them for the keys whose document in Chroma carries that write id, and leaves
   the others' triples as they were (Chroma still holds their previous version).
 
