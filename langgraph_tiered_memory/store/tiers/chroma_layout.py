@@ -417,12 +417,7 @@ class Collections:
 
     @staticmethod
     def _entry(ns: Namespace, ttl: bool) -> dict[str, Any]:
-        meta: dict[str, Any] = {"ns": encode_namespace(ns), "depth": len(ns)}
-        for d in range(1, len(ns) + 1):
-            meta[f"p{d}"] = namespace_id(ns[:d])
-        if ttl:
-            meta["ttl"] = True
-        return meta
+        return {"ns": encode_namespace(ns), "ttl": ttl}
 
     def plan(self, entries: Sequence[tuple[Namespace, bool]]) -> dict[str, dict[str, Any]]:
         """The registry entries of namespaces about to be registered: nsid -> entry.
