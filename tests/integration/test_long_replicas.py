@@ -120,6 +120,23 @@ def test_a_namespace_moved_to_its_own_collection_is_known_to_a_new_replica_from_
         b.close()
 
 
+def test_a_server_store_whose_redis_lost_its_registry_is_refused_naming_redis(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    a = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    a.put(("users", "ana"), "k0", {"text": "kept in a bucket"})
+    a.close()
+    r = redis.Redis.from_url(redis_url)
+    try:
+        r.delete(*r.scan_iter(match=f"{key_prefix}:lt*", count=1000))
+    finally:
+        r.close()
+    with pytest.raises(ConfigurationError, match=r"Redis \(.*\), which lacks namespaces"):
+        _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+
+
 def test_exclusive_of_one_replica_holds_back_the_others_write_of_that_namespace(
     replicas: tuple[TieredMemoryStore, TieredMemoryStore],
 ) -> None:

@@ -291,7 +291,7 @@ class Collections:
             index.set_up_registry(self.prefix, buckets, entries)
             if entries:
                 logger.info(
-                    "namespace registry of %s copied from Chroma to %s (%d)",
+                    "namespace registry of %s set up in %s from an earlier version's (%d)",
                     self.prefix,
                     index.path,
                     len(entries),
@@ -316,9 +316,9 @@ class Collections:
         if unlisted:
             raise ConfigurationError(
                 f"The namespace registry of key_prefix {self.prefix!r} is kept in"
-                f" {index.path}, which lacks namespaces whose items Chroma holds (the file"
-                " was deleted or replaced). Restore it together with the Chroma data it"
-                " was backed up with, or use another key_prefix."
+                f" {index.path}, which lacks namespaces whose items Chroma holds (it was"
+                " deleted, replaced or emptied). Restore it together with the Chroma data"
+                " it was backed up with, or use another key_prefix."
             )
 
     def chroma_registry(self) -> Any | None:
