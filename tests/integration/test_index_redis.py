@@ -265,8 +265,10 @@ def test_erase_namespace_leaves_no_key_and_no_search_hit(
     encoded = {nsid: names["gone"], other: names["kept"]}
     rows = {f"k{i}": MemoryRow("dog trip", "camping", "june", "fact", 0.5, None, 1.0) for i in "ab"}
     events = [HistoryRow("ka", 1.0, "add", "user", None, None, "h", "dog trip", "sa")]
+    entries = {nsid: {"ns": encoded[nsid], "ttl": False, "m": 3}}  # moving to its own collection
+    entries[other] = {"ns": encoded[other], "ttl": False, "b": 1, "d": 4}
+    index.registry_put(key_prefix, entries)
     for ns in (nsid, other):
-        index.register(key_prefix, encoded[ns], ttl=False)
         index.begin(key_prefix, ns, ["kc"])
         index.commit(key_prefix, ns, memories=rows, docs=False, history=(_NS, events))
         index.touch(key_prefix, [(ns, "ka")], 3.0)
@@ -279,6 +281,8 @@ def test_erase_namespace_leaves_no_key_and_no_search_hit(
     )
     assert _search_reply(found)[0] == 0
     assert index.registered(key_prefix, "") == [(encoded[other], False)]
+    assert index.registry(key_prefix) == [(other, entries[other])]
+    assert index.registry(key_prefix, moving=True) == []
     assert [k for k, _ in index.keyword_search(key_prefix, other, ["dog"], 10)] == ["ka", "kb"]
     assert index.namespace_keys(key_prefix, other) == {"ka", "kb", "kc"}
 

@@ -89,6 +89,54 @@ def test_a_namespace_one_replica_moved_is_written_and_read_where_it_lives_by_the
     assert {h.key for h in b.search(ns, query="memory", limit=20)} == {f"k{i}" for i in range(7)}
 
 
+def test_a_namespace_moved_to_its_own_collection_is_known_to_a_new_replica_from_redis_alone(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    ns = ("users", "grows")
+    a = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    a.tiers["long"]._layout.graduate_at = 4  # type: ignore[attr-defined]
+    for i in range(6):  # past the threshold: a moves it to its own collection
+        a.put(ns, f"k{i}", {"text": f"memory number {i}"})
+    a.put(("users", "small"), "k0", {"text": "stays in its bucket"})
+    a.close()
+    client = chromadb.HttpClient(
+        host=chroma_server[0], port=chroma_server[1], settings=Settings(anonymized_telemetry=False)
+    )
+    names = {c.name for c in client.list_collections() if c.name.startswith(key_prefix)}
+    assert f"{key_prefix}-ns-{namespace_id(ns)}" in names
+    assert f"{key_prefix}-registry" not in names  # the move is recorded in Redis only
+    b = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    try:
+        assert b.list_namespaces() == [ns, ("users", "small")]
+        layout = b.tiers["long"]._layout  # type: ignore[attr-defined]
+        assert layout.lookup(namespace_id(ns)) == (True, None)  # its own collection
+        assert b.get(ns, "k3").value["text"] == "memory number 3"  # type: ignore[union-attr]
+        assert {h.key for h in b.search(ns, query="memory", limit=20)} == {
+            f"k{i}" for i in range(6)
+        }
+    finally:
+        b.close()
+
+
+def test_a_server_store_whose_redis_lost_its_registry_is_refused_naming_redis(
+    chroma_server: Server,  # noqa: F811
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    a = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+    a.put(("users", "ana"), "k0", {"text": "kept in a bucket"})
+    a.close()
+    r = redis.Redis.from_url(redis_url)
+    try:
+        r.delete(*r.scan_iter(match=f"{key_prefix}:lt*", count=1000))
+    finally:
+        r.close()
+    with pytest.raises(ConfigurationError, match=r"Redis \(.*\), which lacks namespaces"):
+        _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
+
+
 def test_exclusive_of_one_replica_holds_back_the_others_write_of_that_namespace(
     replicas: tuple[TieredMemoryStore, TieredMemoryStore],
 ) -> None:

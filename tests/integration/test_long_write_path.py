@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import chromadb
 import pytest
 import redis
 from chromadb.api.models.Collection import Collection
+from chromadb.config import Settings
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
@@ -216,26 +218,58 @@ def test_a_store_whose_registry_is_only_in_chroma_lists_and_writes_its_namespace
     key_prefix: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Stores written before the Redis registry kept their namespaces in Chroma only."""
+    """Stores written before the Redis registry kept their namespaces in Chroma only.
+
+    Later ones kept them in Redis, without their bucket, and kept in Chroma only those
+    moved to their own collection: both are copied once.
+    """
     plain, timed = ("users", "ana", "memories"), ("users", "bo", "memories")
+    later, moved = ("users", "cy", "memories"), ("users", "dee", "memories")
     old = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
     old.put(plain, "a", {"text": "Ana keeps bees on her roof"})
     old.put(timed, "a", {"text": "Bo keeps goats"}, ttl=60)
+    old.put(later, "a", {"text": "Cy keeps cats"})
     layout = old.tiers["long"]._layout  # type: ignore[attr-defined]
-    layout.put(layout.plan([(plain, False), (timed, True)]))
+    layout.graduate_at = 2
+    for i in range(3):  # moves to its own collection; Redis has its TTL flag
+        old.put(moved, f"k{i}", {"text": f"Dee fact {i}"}, ttl=60 if i else None)
+    entries = layout.plan([(plain, False), (timed, True), (moved, False)])
+    buckets = layout.buckets
     old.close()
+    client = chromadb.HttpClient(
+        host=chroma_server[0], port=chroma_server[1], settings=Settings(anonymized_telemetry=False)
+    )
+    client.create_collection(
+        f"{key_prefix}-registry",
+        embedding_function=None,
+        metadata={"tm_kind": "registry", "tm_buckets": buckets},
+    ).upsert(ids=list(entries), embeddings=[[1.0]] * 3, metadatas=list(entries.values()))
     r = redis.Redis.from_url(redis_url)
-    r.delete(f"{key_prefix}:lt:reg", f"{key_prefix}:lt:regp")
-    r.srem(f"{key_prefix}:lt:filled", f"{key_prefix}/reg")
-    for ns in (plain, timed):
-        r.hdel(f"{key_prefix}:lt:{{{namespace_id(ns)}}}:s", "reg", "d")
+    r.delete(f"{key_prefix}:lt:reg", f"{key_prefix}:lt:regp", f"{key_prefix}:lt:buckets")
+    r.hset(
+        f"{key_prefix}:lt:reg", mapping={encode_namespace(later): "0", encode_namespace(moved): "1"}
+    )
+    r.zadd(f"{key_prefix}:lt:regp", {encode_namespace(later): 0, encode_namespace(moved): 0})
+    for ns in (plain, timed, later, moved):
+        r.hdel(
+            f"{key_prefix}:lt:{{{namespace_id(ns)}}}:s",
+            "ns",
+            "b",
+            *(("reg", "d") if ns in (plain, timed) else ()),
+        )
     store = _replica(chroma_server, redis_url, key_prefix, scoring={"mode": "similarity"})
     try:
-        assert store.list_namespaces(prefix=("users",)) == [plain, timed]
+        assert store.list_namespaces(prefix=("users",)) == [plain, timed, later, moved]
         assert [ttl for _, ttl in store.tiers["long"]._docs.registered(("users",))] == [  # type: ignore[attr-defined]
             False,
             True,
+            False,
+            True,
         ]
+        assert store.get(later, "a").value["text"] == "Cy keeps cats"  # type: ignore[union-attr]
+        tier: Any = store.tiers["long"]
+        assert tier._layout.lookup(namespace_id(moved)) == (True, None)  # its own collection
+        assert sorted(it.key for it in store.search(moved)) == ["k0", "k1", "k2"]
         with counted(monkeypatch, store) as calls:  # known: its layout is read once
             store.put(plain, "a", {"text": "Ana keeps wasps on her roof"})
         assert calls["chroma upsert"] == 1
@@ -245,7 +279,7 @@ def test_a_store_whose_registry_is_only_in_chroma_lists_and_writes_its_namespace
         ]
         assert sorted(it.key for it in store.search(timed)) == ["a", "b"]
         assert store.tiers["long"]._docs.has_held_ttl(timed)  # type: ignore[attr-defined]
-        assert r.sismember(f"{key_prefix}:lt:filled", f"{key_prefix}/reg")
+        assert r.get(f"{key_prefix}:lt:buckets") == str(buckets).encode()
     finally:
         store.close()
         r.close()

@@ -15,7 +15,6 @@ with an in-memory Chroma, in memory. The writer lock is then this process's. See
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -32,7 +31,6 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,
-    decode_namespace,
     namespace_id,
 )
 from langgraph_tiered_memory.store._document import decode_document
@@ -43,7 +41,6 @@ from langgraph_tiered_memory.store.tiers.chroma_layout import (
     PAGE,
     Collections,
     NamespaceView,
-    bucket_of,
     strip_ns,
 )
 from langgraph_tiered_memory.store.tiers.chroma_vectors import (
@@ -184,7 +181,7 @@ class ChromaBase:
         self,
         namespaces: Sequence[Namespace],
         intents: Mapping[str, Sequence[str]] | None = None,
-        register: Mapping[str, tuple[str, bool, int]] | None = None,
+        register: Mapping[str, tuple[str, bool, int, int]] | None = None,
     ) -> Iterator[Begun | None]:
         """Hold the writer locks of `namespaces`, with their cached layout checked.
 
@@ -445,9 +442,8 @@ class ChromaBase:
         idx = RedisIndex(self._redis, self.prefix)
         idx.setup()
         imported = self._import_file(idx) if self._memory_index_path else {}
-        self._fill_registry(idx)
-        self._layout.listed = functools.partial(self._listed, idx)
-        entries = self._server_entries(idx)
+        self._layout.use_index(idx)  # the registry is in Redis
+        entries = list(self._layout.entries(()))
         idx.recover(
             self.prefix,
             self._read_primaries,
@@ -463,51 +459,6 @@ class ChromaBase:
         self._index = idx
         self._docs_source = ServerDocs(self._layout, idx)
         self._vector_source = ChromaVectors()
-
-    def _fill_registry(self, idx: RedisIndex) -> None:
-        """Copy the registry collection into the Redis registry, once per store prefix.
-
-        Stores written before the Redis registry listed every namespace keep theirs
-        only in Chroma. Each page of namespaces is copied under their writer locks,
-        read afresh, so a namespace another process erases meanwhile is not restored.
-        """
-        marker = f"{self.prefix}/reg"
-        if idx.is_filled(marker):
-            return
-        assert self._locks is not None
-        nsids = [namespace_id(ns) for ns, _, _ in self._layout.entries(())]
-        for at in range(0, len(nsids), PAGE):
-            page = nsids[at : at + PAGE]
-            with self._locks.hold(page):
-                got = self._layout.registry().get(ids=page, include=["metadatas"])
-                idx.fill_registry(
-                    self.prefix,
-                    [
-                        (m["ns"], bool(m.get("ttl")), None if m.get("d") is None else int(m["d"]))
-                        for m in got["metadatas"]
-                        if m and "ns" in m
-                    ],
-                )
-        idx.mark_filled(marker)
-        logger.info("namespace registry of %s copied to Redis (%d)", self.prefix, len(nsids))
-
-    def _listed(self, idx: RedisIndex, nsids: list[str]) -> dict[str, int | None]:
-        """Namespace ids in the Redis registry, with their embedding size (if recorded)."""
-        return {n: dims for n, (_, dims) in idx.registrations(self.prefix, nsids).items()}
-
-    def _server_entries(self, idx: RedisIndex) -> list[Entry]:
-        """Registry entries of a Chroma server's tier: the collection's, then Redis-only ones.
-
-        A namespace the registry collection lacks lives in its bucket.
-        """
-        entries = list(self._layout.entries(()))
-        seen = {namespace_id(ns) for ns, _, _ in entries}
-        for enc, ttl in idx.registered(self.prefix, ""):
-            ns = decode_namespace(enc)
-            nsid = namespace_id(ns)
-            if nsid not in seen:
-                entries.append((ns, ttl, bucket_of(nsid, self._layout.buckets)))
-        return entries
 
     def _import_file(self, idx: RedisIndex) -> dict[str, list[str]]:
         """Import the `memory_index_path` file into `idx`; the keys of its memories.

@@ -9,9 +9,8 @@ Chosen once, when the tier opens its client:
   intent log (`begin`/`commit`).
 - `ServerDocs`: with a Chroma server, documents are the primary records' metadata, and
   the namespace list is the Redis registry (`RedisIndex.registered`), which a write's
-  begin script updates: a namespace's first write adds no Chroma call. The registry
-  collection then keeps only the entries of namespaces moved to their own collection,
-  or registered before. `begin`/`commit` do nothing (the Redis index has its own).
+  begin script updates: a namespace's first write adds no Chroma call. `begin`/`commit`
+  do nothing (the Redis index has its own).
 """
 
 from __future__ import annotations
@@ -62,14 +61,6 @@ class DocSource(Protocol):
 
     def has_held_ttl(self, ns: Namespace) -> bool:
         """Whether `ns` is registered and has ever held a TTL item."""
-        ...
-
-    def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
-        """Whether a write to `ns` (with TTL items or not) must update the registry."""
-        ...
-
-    def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
-        """Note that `ns` was registered (its entry written)."""
         ...
 
     def unregistered(self, ns: Namespace) -> None:
@@ -223,18 +214,9 @@ class ServerDocs:
 
     def has_held_ttl(self, ns: Namespace) -> bool:
         """From the Redis registry (one round trip)."""
-        nsid = namespace_id(ns)
-        found = self.index.registrations(self.layout.prefix, [nsid]).get(nsid)
-        return found is not None and found[0]
-
-    def needs_register(self, ns: Namespace, *, ttl: bool) -> bool:
-        """Never: a server write registers its namespaces when it takes their locks."""
-        return False
-
-    def registered_now(self, ns: Namespace, *, ttl: bool) -> None:
-        """Nothing to copy."""
-        return None
+        found = self.index.registry(self.layout.prefix, nsids=[namespace_id(ns)])
+        return bool(found and found[0][1]["ttl"])
 
     def unregistered(self, ns: Namespace) -> None:
-        """Drop the namespace from the Redis registry."""
-        self.index.unregister(self.layout.prefix, encode_namespace(ns))
+        """Nothing to do: the registry is the index's (`Collections.unregister`)."""
+        return None

@@ -15,13 +15,13 @@ copy, flip the registry entry, delete from the bucket. The registry entry's `b` 
 the bucket; an entry without it means "own collection", which is how stores written
 before buckets existed keep working. `m` marks a move whose bucket clean-up is not done.
 
-The registry: beside an embedded or in-memory Chroma, the tier's SQLite file (`index`,
-see `sqlite_registry`), which a write registers its namespaces in with its intents; a
-store whose registry is the Chroma collection `P-registry` (earlier versions) has it
-copied there once (`use_index`). With a Chroma server, that collection (only for
-namespaces moved to their own collection or registered before the Redis registry:
-`listed`). Entries are metadata dicts either way: `ns`
-(encoded), `b`, `m`, `ttl`, `d` (embedding size of a bucketed namespace).
+The registry is in the tier's index (`use_index`): beside an embedded or in-memory
+Chroma its SQLite file (`doc_mirror`), which a write registers its namespaces in
+with its intents; with a Chroma server Redis (`RedisIndex.registry`), which a write's
+begin script registers them in. A store whose registry was the Chroma collection
+`P-registry` (earlier versions; with a server, it kept the namespaces moved to their own
+collection) has it copied there once. Entries are dicts either way: `ns` (encoded), `b`,
+`m`, `ttl`, `d` (embedding size of a bucketed namespace).
 """
 
 from __future__ import annotations
@@ -248,12 +248,9 @@ class Collections:
         self._moving: dict[str, int] = {}
         self._dims_of: dict[str, int] = {}  # embedding size of bucketed namespaces
         self._ttl: set[str] = set()  # cached entries that say "has held TTL items"
-        self.listed: Callable[[list[str]], dict[str, int | None]] | None = None
-        """With a Chroma server: the namespace ids registered in Redis (-> embedding
-        size), which lists every namespace, also those the registry collection lacks."""
         self.index: Any = None
-        """Beside an embedded Chroma: the SQLite file holding the registry (`use_index`)."""
-        self._probed = False  # `index` set: whether an old registry collection was looked for
+        """The tier's index, holding the registry (`use_index`)."""
+        self._probed = False  # whether an old registry collection was looked for
 
     # ------------------------------------------------------------- registry
     def _wanted(self) -> int:
@@ -263,30 +260,38 @@ class Collections:
         return DEFAULT_BUCKETS if local else SERVER_BUCKETS
 
     def use_index(self, index: Any) -> None:
-        """Keep the registry in `index` (a `DocMirror`), copying the collection's once.
+        """Keep the registry in `index` (`DocMirror` or `RedisIndex`), set up once.
 
         A store written by an earlier version has its namespaces in the registry
-        collection only: its entries and bucket count are copied in one transaction,
-        which also marks the prefix's registry set up. The collection is not written
-        again; it is only read here and cleared by erasures (`chroma_registry`).
+        collection (with a Chroma server, those moved to their own collection or
+        registered before Redis listed them; Redis lists the others, in their bucket):
+        its entries and bucket count are copied in one transaction, which also marks
+        the prefix's registry set up. The collection is not written again; it is only
+        read here and cleared by erasures (`chroma_registry`).
         """
         self.index, self._probed = index, False
         buckets = index.registry_buckets(self.prefix)
         if buckets is None:
             old = self.chroma_registry()
             buckets = self._wanted()
-            entries: list[tuple[str, dict[str, Any]]] = []
+            copied: dict[str, dict[str, Any]] = {}
             if old is not None:
                 buckets = int((old.metadata or {}).get("tm_buckets", buckets))
                 for offset in range(0, int(old.count()) + 1, 1000):
                     page = read(old.get, include=["metadatas"], limit=1000, offset=offset)
                     got = zip(page["ids"], page["metadatas"], strict=True)
-                    entries += [(n, m) for n, m in got if m and "ns" in m]  # no placeholder
+                    copied.update((n, m) for n, m in got if m and "ns" in m)  # no placeholder
+            entries = list(copied.items())
+            for nsid, meta in index.registry(self.prefix):  # in Redis before its buckets
+                if nsid in copied:
+                    copied[nsid]["ttl"] = bool(copied[nsid].get("ttl") or meta["ttl"])
+                else:
+                    entries.append((nsid, {"b": bucket_of(nsid, buckets), **meta}))
             self._check_listed(index, {n for n, _ in entries})
             index.set_up_registry(self.prefix, buckets, entries)
             if entries:
                 logger.info(
-                    "namespace registry of %s copied from Chroma to %s (%d)",
+                    "namespace registry of %s set up in %s from an earlier version's (%d)",
                     self.prefix,
                     index.path,
                     len(entries),
@@ -311,19 +316,16 @@ class Collections:
         if unlisted:
             raise ConfigurationError(
                 f"The namespace registry of key_prefix {self.prefix!r} is kept in"
-                f" {index.path}, which lacks namespaces whose items Chroma holds (the file"
-                " was deleted or replaced). Restore that file together with the Chroma"
-                " directory it was backed up with, or use another key_prefix."
+                f" {index.path}, which lacks namespaces whose items Chroma holds (it was"
+                " deleted, replaced or emptied). Restore it together with the Chroma data"
+                " it was backed up with, or use another key_prefix."
             )
 
     def chroma_registry(self) -> Any | None:
-        """The registry collection, if the store has one.
+        """The registry collection an earlier version wrote, if the store has one.
 
-        Beside an embedded Chroma, one an earlier version wrote (copied once; erasures
-        still remove entries from it).
+        Copied once (`use_index`); erasures still remove entries from it.
         """
-        if self.index is None:
-            return self.registry()
         if not self._probed:
             self._probed = True
             try:
@@ -334,29 +336,10 @@ class Collections:
                 pass
         return self._registry
 
-    def registry(self) -> Any:
-        """The registry collection (created with this prefix's bucket count)."""
-        if self._registry is None:
-            wanted = self._wanted()
-            reg = self._client().get_or_create_collection(
-                f"{self.prefix}-registry",
-                embedding_function=None,
-                metadata={"tm_kind": "registry", "tm_buckets": wanted},
-            )
-            meta = dict(reg.metadata or {})
-            if "tm_buckets" not in meta:  # a registry written before buckets existed
-                meta["tm_buckets"] = wanted
-                reg.modify(metadata=meta)
-            self._buckets = int(meta["tm_buckets"])
-            self._registry = reg
-        return self._registry
-
     @property
     def buckets(self) -> int:
-        """The bucket count recorded for this prefix."""
-        if self._buckets is None:
-            self.registry()
-        assert self._buckets is not None
+        """The bucket count recorded for this prefix (`use_index`)."""
+        assert self._buckets is not None, "the tier opens its index first"
         return self._buckets
 
     def forget(self) -> None:
@@ -383,26 +366,10 @@ class Collections:
 
     def entries(self, prefix: Namespace = ()) -> Iterator[tuple[Namespace, bool, int | None]]:
         """(namespace, has held TTL items, bucket or None) of registered namespaces."""
-        for nsid, meta in self._entries(prefix):
-            if not meta or "ns" not in meta:
-                continue  # a placeholder of an erasure's log flush (`long_erase`)
+        for nsid, meta in self.index.registry(self.prefix, under=encode_namespace(prefix)):
             self._remember(nsid, meta)
             b = meta.get("b")
             yield decode_namespace(meta["ns"]), bool(meta.get("ttl")), None if b is None else int(b)
-
-    def _entries(self, prefix: Namespace) -> Iterator[tuple[str, dict[str, Any]]]:
-        if self.index is not None:
-            yield from self.index.registry(self.prefix, under=encode_namespace(prefix))
-            return
-        reg = self.registry()
-        offset = 0
-        where = {f"p{len(prefix)}": namespace_id(prefix)} if prefix else None
-        while True:
-            page = reg.get(where=where, include=["metadatas"], limit=1000, offset=offset)
-            yield from zip(page["ids"], page["metadatas"], strict=True)
-            if len(page["ids"]) < 1000:
-                return
-            offset += 1000
 
     def lookup(self, nsid: str) -> tuple[bool, int | None]:
         """(registered, bucket or None) of a namespace id, cached after the first read."""
@@ -437,45 +404,20 @@ class Collections:
         return nsid in self._ttl
 
     def prefetch(self, nsids: Sequence[str]) -> None:
-        """Read the registry entries of the namespace ids not cached yet, in one call.
-
-        With a Chroma server (`listed`), Redis is asked first: a namespace it does not
-        list is not registered, and one the registry collection lacks (registered by a
-        write since the Redis registry lists every namespace) lives in its bucket.
-        """
+        """Read the registry entries of the namespace ids not cached yet, in one call."""
         unknown = [n for n in dict.fromkeys(nsids) if n not in self._where]
-        if not unknown:
-            return
-        if self.index is not None:
+        if unknown:
             for nsid, meta in self.index.registry(self.prefix, nsids=unknown):
                 self._remember(nsid, meta)
-            return
-        listed = None
-        if self.listed is not None:
-            listed = self.listed(unknown)
-            unknown = [n for n in unknown if n in listed]
-            if not unknown:
-                return
-        got = self.registry().get(ids=unknown, include=["metadatas"])
-        for nsid, meta in zip(got["ids"], got["metadatas"], strict=True):
-            self._remember(nsid, meta)
-        for nsid in unknown:
-            if listed is not None and nsid not in self._where:
-                self.adopt(nsid, listed[nsid])
 
-    def adopt(self, nsid: str, dims: int | None = None) -> None:
-        """Cache a namespace without a registry collection entry: in its bucket."""
+    def adopt(self, nsid: str) -> None:
+        """Cache a namespace a write just registered (in Redis): in its bucket."""
         self._where[nsid] = bucket_of(nsid, self.buckets)
-        self._dims_of[nsid] = self.dims if dims is None else dims
+        self._dims_of[nsid] = self.dims
 
     @staticmethod
     def _entry(ns: Namespace, ttl: bool) -> dict[str, Any]:
-        meta: dict[str, Any] = {"ns": encode_namespace(ns), "depth": len(ns)}
-        for d in range(1, len(ns) + 1):
-            meta[f"p{d}"] = namespace_id(ns[:d])
-        if ttl:
-            meta["ttl"] = True
-        return meta
+        return {"ns": encode_namespace(ns), "ttl": ttl}
 
     def plan(self, entries: Sequence[tuple[Namespace, bool]]) -> dict[str, dict[str, Any]]:
         """The registry entries of namespaces about to be registered: nsid -> entry.
@@ -497,15 +439,8 @@ class Collections:
         return out
 
     def put(self, entries: dict[str, dict[str, Any]]) -> None:
-        """Write whole registry entries (nsid -> entry) where the registry is."""
-        if self.index is not None:
-            self.index.registry_put(self.prefix, entries)
-        elif entries:
-            self.registry().upsert(
-                ids=list(entries),
-                embeddings=[[1.0]] * len(entries),
-                metadatas=list(entries.values()),
-            )
+        """Write whole registry entries (nsid -> entry) in the index."""
+        self.index.registry_put(self.prefix, entries)
         for nsid, meta in entries.items():
             self.remember(nsid, meta)
 
@@ -518,8 +453,7 @@ class Collections:
 
     def unregister(self, nsid: str) -> None:
         """Remove a namespace's registry entry (from an earlier version's collection too)."""
-        if self.index is not None:
-            self.index.registry_drop(self.prefix, nsid)
+        self.index.registry_drop(self.prefix, nsid)
         reg = self.chroma_registry()
         if reg is not None:
             reg.delete(ids=[nsid])
@@ -634,12 +568,7 @@ class Collections:
     # ------------------------------------------------------------- moves
     def moving(self) -> dict[str, int]:
         """Namespaces whose move to their own collection left records in the bucket."""
-        if self.index is not None:
-            got = self.index.registry(self.prefix, moving=True)
-        else:
-            res = self.registry().get(where={"m": {"$gte": 0}}, include=["metadatas"])
-            got = zip(res["ids"], res["metadatas"], strict=True)
-        for nsid, meta in got:
+        for nsid, meta in self.index.registry(self.prefix, moving=True):
             self._remember(nsid, meta)
         return dict(self._moving)
 
@@ -676,11 +605,7 @@ class Collections:
             offset += PAGE
 
     def flip(self, ns: Namespace, bucket: int) -> None:
-        """Step 2: the registry entry now names the own collection (`m`: clean-up due).
-
-        An upsert of the whole entry: a namespace a Chroma server's tier registered
-        only in Redis has none in the registry collection yet.
-        """
+        """Step 2: the registry entry now names the own collection (`m`: clean-up due)."""
         nsid = namespace_id(ns)
         self.put({nsid: {**self._entry(ns, nsid in self._ttl), "b": None, "m": bucket}})
         self._views.pop(nsid, None)
@@ -694,11 +619,8 @@ class Collections:
             if not ids:
                 break
             col.delete(ids=ids)
-        if self.index is not None:
-            for n, meta in self.index.registry(self.prefix, nsids=[nsid]):
-                meta.pop("m", None)
-                self.put({n: meta})
-        else:
-            self.registry().update(ids=[nsid], metadatas=[{"m": None}])
+        for n, meta in self.index.registry(self.prefix, nsids=[nsid]):
+            meta.pop("m", None)
+            self.put({n: meta})
         self._moving.pop(nsid, None)
         logger.info("namespace %s moved out of bucket %d", nsid, bucket)

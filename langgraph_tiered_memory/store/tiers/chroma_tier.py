@@ -14,12 +14,11 @@ Layout, for a store with `key_prefix` P and embedding size D (0 without an index
     indexed ones.
   - `x:<i>:<write id>:<key>` holds the item's i-th extra vector (several fields or
     list values) of the write that made it.
-- the namespace registry: beside an embedded or in-memory Chroma, the table `reg` of
-  the tier's SQLite file (`doc_mirror`); with a Chroma server, Redis and the
-  collection `P-registry`: one record per
-  namespace, with metadata `p<d>` = id of the namespace's first d labels (the
-  namespaces under a prefix are one indexed metadata lookup) and `b` = its bucket
-  while it has one.
+- the namespace registry: in the tier's index (`Collections.use_index`), beside an
+  embedded or in-memory Chroma the table `reg` of its SQLite file (`doc_mirror`),
+  with a Chroma server Redis (`RedisIndex.registry`): per namespace its encoded
+  labels, its bucket while it has one, a move in progress and its TTL flag. Earlier
+  versions kept it in the collection `P-registry`, copied once.
 
 An item's vectors and document are written in one Chroma upsert; vectors left by an
 interrupted update carry an older write id and are ignored. Without a Chroma server,

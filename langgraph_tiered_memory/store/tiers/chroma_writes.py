@@ -26,7 +26,7 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from redis.exceptions import LockNotOwnedError
@@ -49,6 +49,7 @@ from langgraph_tiered_memory.store._document import (
 )
 from langgraph_tiered_memory.store._history import history_content, plan_events
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
+from langgraph_tiered_memory.store.tiers.chroma_docs import MirrorDocs
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     PAGE,
     NamespaceView,
@@ -170,6 +171,7 @@ class ChromaWrites(ChromaBase):
                     encode_namespace(ns),
                     any(w.ttl is not None for w in group),
                     self.dims,
+                    bucket_of(namespace_id(ns), self._layout.buckets),
                 )
                 for ns, group in by_ns.items()
                 if any(w.value is not None for w in group)
@@ -199,6 +201,7 @@ class ChromaWrites(ChromaBase):
                     for ns, group in by_ns.items()
                     if any(w.value is not None for w in group)
                 ]
+                assert isinstance(docs, MirrorDocs)  # without a Chroma server (`begun`)
                 new = [(ns, ttl) for ns, ttl in new if docs.needs_register(ns, ttl=ttl)]
                 entries = self._layout.plan(new) if new else {}
             targets: dict[str, _Target] = {}
@@ -329,7 +332,7 @@ class ChromaWrites(ChromaBase):
             index.begin(self.prefix, p.nsid, p.keys, triples, entry)
             if entry is not None:
                 self._layout.remember(p.nsid, entry)
-                self._docs.registered_now(p.ns, ttl=bool(entry.get("ttl")))
+                cast(MirrorDocs, self._docs).registered_now(p.ns, ttl=bool(entry.get("ttl")))
         if self.record_history:
             previous = {k: d.value for k, d in old_docs.items() if isinstance(d, Document)}
             p.history = plan_events(

@@ -17,8 +17,11 @@ namespace registry), with the same methods and meaning, in the store's Redis:
     P:lth:{n}:<key>    LIST of the memory's history events;  P:lt:{n}:hk  SET of those keys
     P:lt:hns           HASH namespace id -> labels;  P:lt:hs:<subject>  SET of "nsid:key"
     P:lth:t:<hash>     LIST of tombstones;  P:lt:hseq  counter of events (their order)
-    P:lt:reg, P:lt:regp  namespace registry (HASH, and ZSET for prefix ranges); `reg`
-                       (its TTL flag) and `d` (embedding size) in P:lt:{n}:s too
+    P:lt:reg, P:lt:regp  namespace registry (HASH encoded namespace -> TTL flag, and ZSET
+                       for prefix ranges); the entry in P:lt:{n}:s: `ns` (encoded), `reg`
+                       (TTL flag), `b` (bucket; none: own collection), `m` (bucket a move
+                       left records in), `d` (embedding size in a bucket)
+    P:lt:regm          SET of the namespace ids with `m`;  P:lt:buckets  bucket count
     P:lt:filled        SET of one-off jobs done
 
 `P` is the store's key prefix and `{n}` the namespace id as a hash tag. Every change is
@@ -381,6 +384,7 @@ redis.call('DEL', base .. ':ord', base .. ':s', base .. ':i', base .. ':h')
 redis.call('SREM', P .. ':lt:intents', nsid)
 redis.call('HDEL', P .. ':lt:reg', enc)
 redis.call('ZREM', P .. ':lt:regp', enc)
+redis.call('SREM', P .. ':lt:regm', nsid)
 return #keys
 """
 
@@ -410,6 +414,10 @@ for i = 2, #ARGV, 4 do
 end
 return out
 """
+
+
+_ENTRY = ("ns", "reg", "b", "m", "d")
+"""Registry entry fields in P:lt:{n}:s."""
 
 
 def _s(value: Any) -> str:
@@ -505,6 +513,8 @@ class RedisIndex:
         """Memory history, appended to by `commit`."""
         self.client = client
         """The Redis client (the store's)."""
+        self.path = f"Redis ({prefix}:lt:reg)"
+        """Where the namespace registry is (for messages)."""
 
     def setup(self) -> None:
         """Create the RediSearch index of the prefix (idempotent)."""
@@ -798,53 +808,103 @@ class RedisIndex:
         """Record that the one-off job named `prefix` is done."""
         self._r.sadd(f"{self.prefix}:lt:filled", prefix)
 
-    def register(self, prefix: str, ns: str, *, ttl: bool) -> None:
-        """Record namespace `ns` (encoded); `ttl` marks that it has held TTL items."""
-        self.fill_registry(prefix, [(ns, ttl, None)])
+    def registry(
+        self,
+        prefix: str,
+        *,
+        nsids: Sequence[str] | None = None,
+        under: str = "",
+        moving: bool = False,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(namespace id, entry) of the given namespace ids, else of those under `under`.
 
-    def fill_registry(self, prefix: str, entries: Sequence[tuple[str, bool, int | None]]) -> None:
-        """Record namespaces (encoded, has held TTL items, embedding size) in one round trip.
-
-        Idempotent: a TTL flag already set stays set, a recorded size stays.
+        `moving`: only namespaces whose move left records in a bucket. Entries are
+        those of `DocMirror.registry` (`ns`, `ttl`, `b`, `m`, `d`).
         """
         self._check(prefix)
-        pipe = self._r.pipeline(transaction=True)
-        for ns, ttl, dims in entries:
-            base = f"{self._base(namespace_id(decode_namespace(ns)))}:s"
-            pipe.zadd(f"{prefix}:lt:regp", {ns: 0})
-            if ttl:
-                pipe.hset(f"{prefix}:lt:reg", ns, "1")
-                pipe.hset(base, "reg", "1")
-            else:
-                pipe.hsetnx(f"{prefix}:lt:reg", ns, "0")
-                pipe.hsetnx(base, "reg", "0")
-            if dims is not None:
-                pipe.hsetnx(base, "d", dims)
-        if entries:
-            pipe.execute()
-
-    def registrations(
-        self, prefix: str, nsids: Sequence[str]
-    ) -> dict[str, tuple[bool, int | None]]:
-        """(has held TTL items, embedding size) of the given namespace ids registered."""
-        self._check(prefix)
+        named: list[tuple[str, str | None]]
+        if nsids is not None:
+            named = [(n, None) for n in nsids]
+        elif moving:
+            named = [(_s(n), None) for n in sorted(self._r.smembers(f"{prefix}:lt:regm"))]
+        else:
+            found = self._r.zrangebylex(f"{prefix}:lt:regp", f"[{under}", f"({under}\U0010ffff")
+            named = [(namespace_id(decode_namespace(_s(e))), _s(e)) for e in found]
         pipe = self._r.pipeline(transaction=False)
-        for nsid in nsids:
-            pipe.hmget(f"{self._base(nsid)}:s", "reg", "d")
-        out: dict[str, tuple[bool, int | None]] = {}
-        for nsid, (flag, dims) in zip(nsids, pipe.execute() if nsids else [], strict=True):
-            if flag is not None:
-                out[nsid] = (_s(flag) == "1", None if dims is None else int(dims))
+        for nsid, _ in named:
+            pipe.hmget(f"{self._base(nsid)}:s", *_ENTRY)
+        out: list[tuple[str, dict[str, Any]]] = []
+        for (nsid, enc), values in zip(named, pipe.execute() if named else [], strict=True):
+            ns, flag, *rest = (None if v is None else _s(v) for v in values)
+            if flag is None or (ns or enc) is None:
+                continue
+            entry: dict[str, Any] = {"ns": ns or enc, "ttl": flag == "1"}
+            entry.update((k, int(v)) for k, v in zip(_ENTRY[2:], rest, strict=True) if v)
+            out.append((nsid, entry))
         return out
 
-    def unregister(self, prefix: str, ns: str) -> None:
-        """Forget namespace `ns` (encoded)."""
+    def registry_put(self, prefix: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """Write whole registry entries (namespace id -> entry) in one transaction.
+
+        A TTL flag already set stays set (another process may have set it meanwhile).
+        """
         self._check(prefix)
+        if entries:
+            pipe = self._r.pipeline(transaction=True)
+            self._put(pipe, entries)
+            pipe.execute()
+
+    def _put(self, pipe: Any, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        for nsid, m in entries.items():
+            base, enc = f"{self._base(nsid)}:s", m["ns"]
+            kept = {k: m[k] for k in _ENTRY[2:] if m.get(k) is not None}
+            pipe.hset(base, mapping={"ns": enc, **kept})
+            if len(kept) < len(_ENTRY) - 2:
+                pipe.hdel(base, *(k for k in _ENTRY[2:] if k not in kept))
+            flag = "1" if m.get("ttl") else "0"
+            for key, field in ((f"{self.prefix}:lt:reg", enc), (base, "reg")):
+                (pipe.hset if m.get("ttl") else pipe.hsetnx)(key, field, flag)
+            pipe.zadd(f"{self.prefix}:lt:regp", {enc: 0})
+            (pipe.sadd if "m" in kept else pipe.srem)(f"{self.prefix}:lt:regm", nsid)
+
+    def registry_drop(self, prefix: str, nsid: str) -> None:
+        """Remove a namespace's registry entry."""
+        self._check(prefix)
+        base = f"{self._base(nsid)}:s"
+        enc = self._r.hget(base, "ns")
         pipe = self._r.pipeline(transaction=True)
-        pipe.zrem(f"{prefix}:lt:regp", ns)
-        pipe.hdel(f"{prefix}:lt:reg", ns)
-        pipe.hdel(f"{self._base(namespace_id(decode_namespace(ns)))}:s", "reg", "d")
+        if enc is not None:
+            pipe.zrem(f"{prefix}:lt:regp", _s(enc))
+            pipe.hdel(f"{prefix}:lt:reg", _s(enc))
+        pipe.hdel(base, *_ENTRY)
+        pipe.srem(f"{prefix}:lt:regm", nsid)
         pipe.execute()
+
+    def registry_buckets(self, prefix: str) -> int | None:
+        """The prefix's bucket count (None: its registry is not set up yet)."""
+        self._check(prefix)
+        found = self._r.get(f"{prefix}:lt:buckets")
+        return None if found is None else int(found)
+
+    def set_up_registry(
+        self, prefix: str, buckets: int, entries: Iterable[tuple[str, Mapping[str, Any]]] = ()
+    ) -> None:
+        """Record the prefix's bucket count and first entries, in one transaction.
+
+        Nothing is written if another process recorded the bucket count first (its
+        copy stands: writes and erasures may have followed it).
+        """
+        self._check(prefix)
+        marker = f"{prefix}:lt:buckets"
+
+        def set_up(pipe: Any) -> None:
+            if pipe.exists(marker):
+                return
+            pipe.multi()
+            self._put(pipe, dict(entries))
+            pipe.set(marker, buckets)
+
+        self._r.transaction(set_up, marker)
 
     def registered(self, prefix: str, under: str) -> list[tuple[str, bool]]:
         """Encoded namespaces starting with the encoded prefix `under`, with their TTL flag."""

@@ -6,9 +6,8 @@ shared namespaces that name the user (`erase_keys`). What goes, for each namespa
 
 - in Chroma: its records (primary records with the documents, extra and key vectors) in
   its bucket, or its own collection as a whole (with its HNSW files and its part of
-  Chroma's log); then its entry in the registry collection (with a Chroma server, or
-  one an earlier version left beside an embedded Chroma), last, so a re-run after a
-  crash still finds whatever an interruption left;
+  Chroma's log); then its entry in the registry collection an earlier version left,
+  last, so a re-run after a crash still finds whatever an interruption left;
 - in the tier's index: the SQLite file (beside an embedded Chroma, or in memory with
   an in-memory Chroma) with its document copy, intent log, memory statistics, keyword
   entries (and the namespace's own FTS5 table) and registry entry; or, with a Chroma
@@ -108,15 +107,11 @@ class LongErase(ChromaWrites):
         Args:
             rule: A callable taking a namespace, or an object with such an `owns`
                 method (`erasure.UserNamespaces`).
-
-        The Chroma registry and the SQLite registry are both read, so a namespace
-        either still lists is found.
         """
         owns: Callable[[Namespace], bool] = getattr(rule, "owns", rule)
         with self._lock:
             self._open()
-            found = {ns for ns, _, _ in self._layout.entries(())}
-            found.update(decode_namespace(e) for e, _ in self.index.registered(self.prefix, ""))
+            found = [decode_namespace(e) for e, _ in self.index.registered(self.prefix, "")]
         return sorted(ns for ns in found if owns(ns))
 
     def compact_files(self) -> None:

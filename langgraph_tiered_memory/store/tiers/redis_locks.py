@@ -21,7 +21,8 @@ record count the write needs (`P:lt:{n}:h`, `recs` in `P:lt:{n}:s`, kept by
 the lock was free), and records the write's keys as intents. The second round trip is
 the index commit, which releases the locks of their outermost holder (`handoff`).
 The begin script also enters the namespaces a write creates in the Redis namespace
-registry (`register`), so a namespace's first write costs no extra round trip.
+registry (`register`: in their bucket), so a namespace's first write costs no extra round
+trip.
 
 `P:lt:{<namespace id>}:layout` counts the changes of where a namespace lives (a move
 from a bucket to its own collection, its registry entry removed), and `P:lt:erased`
@@ -99,7 +100,7 @@ for j, s in ipairs(specs) do
     if not cur or (g[2] == 1 and cur == '0') then
       local flag = tostring(g[2])
       redis.call('HSET', base .. ':s', 'reg', flag)
-      if not cur then redis.call('HSET', base .. ':s', 'd', g[3]) end
+      if not cur then redis.call('HSET', base .. ':s', 'ns', g[1], 'b', g[4], 'd', g[3]) end
       redis.call('HSET', P .. ':lt:reg', g[1], flag)
       redis.call('ZADD', P .. ':lt:regp', 0, g[1])
     end
@@ -205,7 +206,7 @@ class NamespaceLocks:
         names: Sequence[object] = (),
         *,
         intents: Mapping[str, Sequence[str]] | None = None,
-        register: Mapping[str, tuple[str, bool, int]] | None = None,
+        register: Mapping[str, tuple[str, bool, int, int]] | None = None,
         wait: float | None = None,
     ) -> Iterator[Begun]:
         """Hold the locks of `nsids` for the block; yields what taking them read.
@@ -216,8 +217,9 @@ class NamespaceLocks:
             names: The namespaces, for the error message (matched by position).
             intents: Keys about to be written, by namespace id: their headers are
                 read and they are recorded as intents (unless `Begun.left`).
-            register: Namespaces to enter in the Redis registry (`RedisIndex.registered`),
-                by namespace id: (encoded namespace, has TTL items, embedding size).
+            register: Namespaces to enter in the Redis registry (`RedisIndex.registry`),
+                by namespace id: (encoded namespace, has TTL items, embedding size,
+                bucket).
                 The registry flag each had before is in `Begun.registered`.
             wait: Seconds to wait instead of the configured `wait` (0: one attempt).
 
@@ -239,7 +241,7 @@ class NamespaceLocks:
             args.append(
                 ""
                 if reg is None
-                else json.dumps([reg[0], int(reg[1]), int(reg[2])], ensure_ascii=False)
+                else json.dumps([reg[0], int(reg[1]), int(reg[2]), int(reg[3])], ensure_ascii=False)
             )
         deadline = time.monotonic() + (self.wait if wait is None else wait)
         while True:
