@@ -143,6 +143,29 @@ def test_sweep_deletes_expired_chroma_records(
     assert store.list_namespaces() == []
 
 
+def test_a_sweep_of_a_reopened_store_before_any_other_call_deletes_expired_items(
+    tmp_path: Path,
+) -> None:
+    """The first call of a fresh process may be the sweeper's (the tier opens lazily)."""
+    now = [1_000_000.0]
+    path = str(tmp_path / "chroma")
+
+    def open_store() -> TieredMemoryStore:
+        return TieredMemoryStore(chroma_path=path, tiers={"default": "long"}, clock=lambda: now[0])
+
+    first = open_store()
+    first.put(("s",), "old", {"v": 1}, ttl=1)
+    first.put(("s",), "keep", {"v": 2})
+    first.close()
+    now[0] += 61
+    again = open_store()
+    try:
+        assert again.sweep_ttl() == 1
+        assert [r.key for r in again.search(("s",))] == ["keep"]
+    finally:
+        again.close()
+
+
 def test_background_sweeper_removes_expired_items(
     make_store: Callable[..., TieredMemoryStore],
 ) -> None:

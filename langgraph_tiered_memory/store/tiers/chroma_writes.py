@@ -672,6 +672,7 @@ class ChromaWrites(ChromaBase):
         namespace.
         """
         removed = 0
+        self._open()  # the bucket count comes from the index
         with self._lock:
             due: dict[str, set[str]] = {}
             for _, bucket in self._layout.existing_buckets():
