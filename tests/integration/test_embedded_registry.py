@@ -11,9 +11,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import tarfile
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +23,11 @@ from langgraph_tiered_memory.store._common import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from tests.fakes import Clock, HashingEmbeddings
+from tests.integration.test_long_write_path import chroma_calls
 
 pytestmark = pytest.mark.integration
 
 DIMS = 64
-CHROMA_CALLS = ("get", "upsert", "delete", "update", "query", "count", "add")
 FIXTURE = Path(__file__).parent.parent / "data" / "legacy" / "legacy-embedded-registry.tgz"
 
 
@@ -44,22 +41,6 @@ def _store(path: Path, prefix: str = "er", clock: Clock | None = None) -> Tiered
     )
     store.setup()
     return store
-
-
-@contextmanager
-def _chroma_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    calls: Counter[str] = Counter()
-    with monkeypatch.context() as m:
-        for name in CHROMA_CALLS:
-            original = getattr(Collection, name)
-
-            def wrapper(self: Any, *a: Any, _f: Callable[..., Any] = original,
-                        _n: str = name, **k: Any) -> Any:  # fmt: skip
-                calls[_n] += 1
-                return _f(self, *a, **k)
-
-            m.setattr(Collection, name, wrapper)
-        yield calls
 
 
 def _in_bucket_of(ns: tuple[str, ...], buckets: int) -> tuple[str, ...]:
@@ -89,10 +70,10 @@ def test_a_namespaces_first_put_is_one_chroma_call(
     try:
         store.put(first, "a", {"content": "Ana keeps bees on her roof"})
         new = _in_bucket_of(first, 4)
-        with _chroma_calls(monkeypatch) as calls:
+        with chroma_calls(monkeypatch) as calls:
             store.put(new, "k", {"content": "Bo keeps goats"})
         assert dict(calls) == {"upsert": 1}  # the item only: no registry upsert
-        with _chroma_calls(monkeypatch) as calls:  # its first TTL item: the flag is set
+        with chroma_calls(monkeypatch) as calls:  # its first TTL item: the flag is set
             store.put(new, "t", {"content": "Bo sells cheese"}, ttl=60)
         assert dict(calls) == {"upsert": 1}
         names = [c.name for c in store.tiers["long"].client.list_collections()]  # type: ignore[attr-defined]
@@ -171,7 +152,7 @@ def test_a_store_with_the_chroma_registry_opens_with_every_namespace(
             for w in expected["namespaces"]
         }
         assert all(r[2] is None for r in rows.values())  # the unfinished move was finished
-        with _chroma_calls(monkeypatch) as calls:  # a new namespace: its bucket only
+        with chroma_calls(monkeypatch) as calls:  # a new namespace: its bucket only
             store.put(_in_bucket_of(("users", "ana", "notes"), 3), "k", {"content": "new"})
         assert dict(calls) == {"upsert": 1}
         old = tier.client.get_collection(f"{prefix}-registry")

@@ -39,8 +39,8 @@ CHROMA_CALLS = ("get", "upsert", "delete", "update", "query", "count", "add")
 
 
 @contextmanager
-def counted(monkeypatch: pytest.MonkeyPatch, store: TieredMemoryStore) -> Iterator[Counter[str]]:
-    """Count Chroma collection calls and Redis round trips of the store's long tier."""
+def chroma_calls(monkeypatch: pytest.MonkeyPatch, label: str = "") -> Iterator[Counter[str]]:
+    """Count Chroma collection calls by method name (prefixed with `label`)."""
     calls: Counter[str] = Counter()
     with monkeypatch.context() as m:
         for name in CHROMA_CALLS:
@@ -48,10 +48,17 @@ def counted(monkeypatch: pytest.MonkeyPatch, store: TieredMemoryStore) -> Iterat
 
             def wrapper(self: Any, *a: Any, _f: Callable[..., Any] = original,
                         _n: str = name, **k: Any) -> Any:  # fmt: skip
-                calls[f"chroma {_n}"] += 1
+                calls[f"{label}{_n}"] += 1
                 return _f(self, *a, **k)
 
             m.setattr(Collection, name, wrapper)
+        yield calls
+
+
+@contextmanager
+def counted(monkeypatch: pytest.MonkeyPatch, store: TieredMemoryStore) -> Iterator[Counter[str]]:
+    """Count Chroma collection calls and Redis round trips of the store's long tier."""
+    with chroma_calls(monkeypatch, "chroma ") as calls, monkeypatch.context() as m:
         r = store.tiers["long"].redis  # type: ignore[attr-defined]
         command, pipeline = r.execute_command, r.pipeline
 
