@@ -1,5 +1,7 @@
 """Shared fixtures: one real Redis (REDIS_URL or an embedded server) per test session.
 
+Every test under tests/integration carries the `integration` marker (set here, by path).
+
 Tests of the FalkorDB graph backend share one FalkorDB (FALKORDB_URL or an embedded
 server), started the first time a test asks for it.
 """
@@ -20,6 +22,15 @@ from langgraph_tiered_memory.embedded import redis_url_or_embedded
 from tests.fakes import Clock, HashingEmbeddings
 
 DIMS = 64
+
+INTEGRATION = Path(__file__).parent / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under tests/integration `integration` (one place, not per file)."""
+    for item in items:
+        if INTEGRATION in item.path.parents:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,6 @@ import redis
 
 from tests.unit.test_bench_store import check_cold, check_common, run_namespaces
 
-pytestmark = pytest.mark.integration
-
 
 def test_namespace_mode_measures_redis_stores_and_cleans_up(
     redis_url: str, monkeypatch: pytest.MonkeyPatch

@@ -13,8 +13,6 @@ from langgraph_tiered_memory.cli import app
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  # fixture
 from tests.unit.test_bench_store import last_json_line
 
-pytestmark = pytest.mark.integration
-
 runner = CliRunner()
 
 SINGLES, BATCHES, BATCH, USERS = 6, 2, 3, 3  # 3 first puts of a namespace, 3 later

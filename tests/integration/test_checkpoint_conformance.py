@@ -26,8 +26,6 @@ from langgraph.checkpoint.conformance.test_utils import (
 
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def prefixes(redis_url: str, key_prefix: str) -> Iterator[dict[str, str]]:

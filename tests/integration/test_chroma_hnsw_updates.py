@@ -14,13 +14,10 @@ import textwrap
 from pathlib import Path
 
 import chromadb
-import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
-
-pytestmark = pytest.mark.integration
 
 # A simulated year (the 04_forgetting notebook's workload): weekly batch puts to three
 # users, searches, and a forgetting pass (deletes) that consolidates every 4th week.

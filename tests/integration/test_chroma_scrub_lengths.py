@@ -12,13 +12,9 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.store.tiers.chroma_scrub import scrub_hnsw_files, segment_spaces
 from tests.fakes import HashingEmbeddings
-
-pytestmark = pytest.mark.integration
 
 DIMS = 32
 

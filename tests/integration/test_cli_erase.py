@@ -20,8 +20,6 @@ from langgraph_tiered_memory import RedisSessionSaver, TieredMemoryStore
 from langgraph_tiered_memory.cli import app
 from tests.conftest import drop_redis_keys
 
-pytestmark = pytest.mark.integration
-
 runner = CliRunner()
 
 

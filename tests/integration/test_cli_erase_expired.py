@@ -9,14 +9,11 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.cli import app
 from tests.fakes import Clock, HashingEmbeddings
-
-pytestmark = pytest.mark.integration
 
 
 def test_erase_reaches_a_user_whose_items_all_expired(tmp_path: Path) -> None:

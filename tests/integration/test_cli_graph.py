@@ -20,8 +20,6 @@ from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.cli import app
 from langgraph_tiered_memory.graph.render import mermaid_id
 
-pytestmark = pytest.mark.integration
-
 runner = CliRunner()
 
 MEMORIES = {

@@ -20,8 +20,6 @@ from typer.testing import CliRunner
 from langgraph_tiered_memory.cli import app
 from langgraph_tiered_memory.store.tiers.chroma_scrub import processes_holding
 
-pytestmark = pytest.mark.integration
-
 runner = CliRunner()
 
 _WRITE = """

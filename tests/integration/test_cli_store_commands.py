@@ -17,8 +17,6 @@ from typer.testing import CliRunner
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.cli import app
 
-pytestmark = pytest.mark.integration
-
 runner = CliRunner()
 
 

@@ -6,8 +6,6 @@ import pytest
 
 from langgraph_tiered_memory import InvalidFilterError, TieredMemoryStore
 
-pytestmark = pytest.mark.integration
-
 NS = ("memories", "u1")
 
 

@@ -16,8 +16,6 @@ from typer.testing import CliRunner
 
 from langgraph_tiered_memory.cli import app
 
-pytestmark = pytest.mark.integration
-
 
 def _section(out: str, start: str, end: str | None = None) -> str:
     assert start in out, f"{start!r} not in the output:\n{out}"

@@ -23,8 +23,6 @@ from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.integration
-
 TOKEN = "tok-3f9a"
 API_KEY = "key-77"
 

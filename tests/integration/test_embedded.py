@@ -27,8 +27,6 @@ from langgraph_tiered_memory.embedded import (
     redis_url_or_embedded,
 )
 
-pytestmark = pytest.mark.integration
-
 
 def _gone(pid: int, timeout: float = 10.0) -> bool:
     """Whether `pid` is dead (or a zombie nobody reaped yet) within `timeout`."""

@@ -25,8 +25,6 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_long_write_path import chroma_calls
 
-pytestmark = pytest.mark.integration
-
 DIMS = 64
 FIXTURE = Path(__file__).parent.parent / "data" / "legacy" / "legacy-embedded-registry.tgz"
 

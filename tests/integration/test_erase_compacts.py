@@ -11,13 +11,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.store._common import namespace_id
 from tests.fakes import HashingEmbeddings
-
-pytestmark = pytest.mark.integration
 
 
 def _free_pages(path: Path) -> int:

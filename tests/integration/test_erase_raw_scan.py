@@ -78,9 +78,6 @@ from tests.erase_writes import (
 from tests.fake_models import RecordingChatModel
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
-
 # --------------------------------------------------------------------------- fixtures
 
 

@@ -24,8 +24,6 @@ from langgraph_tiered_memory.graph.types import Namespace, Triple
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 SHARED = ("shared", "facts")
 
 

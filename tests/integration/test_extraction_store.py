@@ -17,8 +17,6 @@ from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock, HashingEmbeddings
 from tests.memory_tools_support import async_store
 
-pytestmark = pytest.mark.integration
-
 NS = ("memories", "u1")
 INDEX = {"fields": ["content"]}
 

@@ -23,8 +23,6 @@ from langgraph_tiered_memory.graph.erase import erase_user_graph
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def graph(falkordb_url: str) -> Iterator[FalkorDBGraph]:

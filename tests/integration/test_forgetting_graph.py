@@ -20,8 +20,6 @@ from langgraph_tiered_memory import (
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 DAY = 86_400.0
 
 

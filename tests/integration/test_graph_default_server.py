@@ -31,8 +31,6 @@ from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401
 
-pytestmark = pytest.mark.integration
-
 ANNA = ("users", "anna", "memories")
 BEN = ("users", "ben", "memories")
 

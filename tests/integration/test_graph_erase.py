@@ -27,8 +27,6 @@ from langgraph_tiered_memory.store._common import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE
 
-pytestmark = pytest.mark.integration
-
 T = Triple.of
 UID = "zq-user-7"
 OTHER = "zq-user-70"

@@ -15,8 +15,6 @@ import pytest
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.graph.types import Triple
 
-pytestmark = pytest.mark.integration
-
 U1 = ("users", "u1", "memories")
 U2 = ("users", "u2", "memories")
 

@@ -34,8 +34,6 @@ from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from tests.conftest import FalkorDBServer
 from tests.graph_contract import GraphStoreContract
 
-pytestmark = pytest.mark.integration
-
 T = Triple.of
 U1 = ("users", "u1")
 

@@ -31,8 +31,6 @@ from tests.integration.test_graph_default_server import (  # noqa: F401
     replicas,
 )
 
-pytestmark = pytest.mark.integration
-
 ROUNDS = 12
 SLOW = 0.15
 """Seconds a slow replica's graph update takes (one replica per round is slow)."""

@@ -12,8 +12,6 @@ from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 U1 = ("users", "u1", "notes")
 U2 = ("users", "u2", "notes")
 KB = ("kb",)

@@ -32,8 +32,6 @@ from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, PendingGraph
 from tests.graph_contract import GraphStoreContract
 
-pytestmark = pytest.mark.integration
-
 T = Triple.of
 NS = ("users", "u1", "mem")
 NOW = 1_700_000_000.0

@@ -18,8 +18,6 @@ from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple, TripleRecord
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 U1 = ("users", "u1", "memories")
 U2 = ("users", "u2", "memories")
 

@@ -17,8 +17,6 @@ from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.store._graph_write import GraphSyncError
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 U1 = ("users", "u1", "memories")
 
 

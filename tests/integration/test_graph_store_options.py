@@ -16,8 +16,6 @@ from langgraph_tiered_memory.store._config import check_graph
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 U1 = ("users", "u1", "memories")
 
 

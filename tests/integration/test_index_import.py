@@ -33,8 +33,6 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_import import import_memory_index
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 
-pytestmark = pytest.mark.integration
-
 FIXTURE = Path(__file__).parent.parent / "data" / "legacy" / "legacy-server.tgz"
 ALICE, BOB = ("users", "alice", "memories"), ("users", "bob", "memories")
 

@@ -26,8 +26,6 @@ from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex, _search_
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, Selection
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow
 
-pytestmark = pytest.mark.integration
-
 _WORDS = ["run", "running", "s", "ies", "café", "2023", "june", "dog", "dogs", "ß", "λόγος"]
 _WORDS += ["trip", "camping", "camped", "x", "the"]
 _KEYS = [f"k{i}" for i in range(8)]

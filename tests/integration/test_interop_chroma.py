@@ -16,8 +16,6 @@ from langgraph_tiered_memory import ConfigurationError, InvalidItemError, Tiered
 from langgraph_tiered_memory.interop import ImportCounts, import_langchain_chroma, memory_key
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 DIMS = 16
 TEXTS = [
     "Ana drinks green tea every morning",

@@ -26,8 +26,6 @@ from langgraph_tiered_memory.ranking import RetrievalMode
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 INDEX: IndexConfig = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
 SHARED = ("fact", "skill")
 

@@ -26,8 +26,6 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirro
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 # Stems shared by several words, a word whose PyStemmer stem is empty ("s"), stems
 # PyStemmer and FTS5 spell differently ("ies"), folded letters, digits.
 WORDS = "apple banana running runner ran runs s ies cafe café paris june 2023 dog dogs trip".split()

@@ -29,8 +29,6 @@ from langgraph_tiered_memory.store._namespaces import namespace_id
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 FIXTURE = Path(__file__).parent.parent / "data" / "legacy" / "legacy-server.tgz"
 PREFIX = "legacy"  # the fixture's key prefix (its Chroma collections carry it)
 ALICE, BOB = ("users", "alice", "memories"), ("users", "bob", "memories")

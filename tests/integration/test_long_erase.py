@@ -34,8 +34,6 @@ from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401
 from tests.net import free_port
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def ids() -> tuple[str, str]:

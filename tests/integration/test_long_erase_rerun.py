@@ -16,8 +16,6 @@ from langgraph_tiered_memory.erasure import UserNamespaces
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 JUNK = b"junk-left-in-the-heap"
 
 

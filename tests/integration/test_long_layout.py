@@ -32,8 +32,6 @@ from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_store_chroma_server import _store as _server_store
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.integration
-
 
 class TableEmbeddings(Embeddings):
     """Texts of the form "v:<json list>" embed to that list; others hash."""

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from langgraph_tiered_memory import TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
-
-pytestmark = pytest.mark.integration
 
 
 def test_an_own_collections_context_vectors_carry_no_metadata_and_still_rank(

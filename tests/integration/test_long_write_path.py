@@ -31,8 +31,6 @@ from tests.fakes import HashingEmbeddings
 from tests.integration.test_long_replicas import _replica
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  (fixture)
 
-pytestmark = pytest.mark.integration
-
 Server = tuple[str, int]
 NS = ("users", "ana", "memories")
 CHROMA_CALLS = ("get", "upsert", "delete", "update", "query", "count", "add")

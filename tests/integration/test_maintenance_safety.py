@@ -21,8 +21,6 @@ from langgraph_tiered_memory.consolidation import merge_contents
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 DAY = 86_400.0
 INDEX = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
 

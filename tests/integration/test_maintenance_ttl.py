@@ -18,8 +18,6 @@ from langgraph_tiered_memory.store.maintenance import TTL_EXPIRED
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 DAY = 86_400.0
 MINUTE = 60.0
 INDEX = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}

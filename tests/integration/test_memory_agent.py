@@ -29,8 +29,6 @@ from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel, prompt_text
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 DAY = 86_400.0
 PREFERENCE = "Please remember that I am vegetarian and never eat fish."
 

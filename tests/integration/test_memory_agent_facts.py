@@ -25,8 +25,6 @@ from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel, RecordingChatModel, prompt_text
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 STATEMENT = "My sister Anna lives in Porto."
 QUESTION = "Where does Anna live?"
 FACT = "- anna lives in porto"

@@ -30,8 +30,6 @@ from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 ROOT = Path(__file__).resolve().parents[2]
 PREFERENCE = "Please remember that I am vegetarian and never eat fish."
 

@@ -25,8 +25,6 @@ from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401 - fixture
 from tests.memory_tools_support import async_store
 
-pytestmark = pytest.mark.integration
-
 NS = ("users", "u1")
 
 

@@ -33,8 +33,6 @@ from tests.memory_tools_support import (
     tool_results,
 )
 
-pytestmark = pytest.mark.integration
-
 INDEX = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
 
 

@@ -17,8 +17,6 @@ import nbclient
 import nbformat
 import pytest
 
-pytestmark = pytest.mark.integration
-
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CELL_TIMEOUT = 300  # seconds per cell; a loaded CI machine is slow to load MiniLM
 

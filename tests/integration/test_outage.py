@@ -39,8 +39,6 @@ from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, Se
 from langgraph_tiered_memory.embedded import EmbeddedRedis
 from tests.net import free_port
 
-pytestmark = pytest.mark.integration
-
 BOUND = 1.0
 MARGIN = 1.5  # scheduling slack on a busy machine
 

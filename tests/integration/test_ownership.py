@@ -26,8 +26,6 @@ from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel, prompt_text
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 PIN = "Alice's bank PIN is 4321"
 BOB = ("memories", "users", "bob", "s1")
 

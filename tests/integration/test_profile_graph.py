@@ -20,8 +20,6 @@ from tests.fake_models import RecordedChatModel, prompt_text
 from tests.fakes import Clock
 from tests.memory_tools_support import indexed_store_options
 
-pytestmark = pytest.mark.integration
-
 ALICE = ("memories", "alice")
 BOB = ("memories", "bob")
 

@@ -23,8 +23,6 @@ from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock
 from tests.memory_tools_support import indexed_store_options
 
-pytestmark = pytest.mark.integration
-
 DAY = 86_400.0
 
 

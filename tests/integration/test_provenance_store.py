@@ -15,8 +15,6 @@ from langgraph_tiered_memory.provenance import PROVENANCE_FIELD, names_user
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 TEAM = ("memories", "team")
 INDEX = {"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]}
 

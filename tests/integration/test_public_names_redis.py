@@ -14,8 +14,6 @@ from langgraph_tiered_memory import SessionMeta
 from langgraph_tiered_memory.checkpoint.registry import SessionRegistry
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def registry(redis_url: str) -> Iterator[tuple[SessionRegistry, Clock]]:

@@ -30,8 +30,6 @@ from langgraph_tiered_memory.summarizer import SummarizationNode, SummaryState
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 
 def _card() -> str:
     """A fresh Luhn-valid 16-digit card number, in groups of four."""

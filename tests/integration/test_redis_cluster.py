@@ -23,8 +23,6 @@ from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 from tests.net import free_port
 
-pytestmark = pytest.mark.integration
-
 _SLOTS = 16384
 
 

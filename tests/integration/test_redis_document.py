@@ -17,8 +17,6 @@ from langgraph_tiered_memory.store._common import (
 )
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 NS = ("legacy", "s1")
 
 

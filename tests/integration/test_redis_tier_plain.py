@@ -23,8 +23,6 @@ from langgraph_tiered_memory.embedded import find_binaries
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 MODULE_COMMANDS = ("FT.", "JSON.", "_FT.")
 
 

@@ -46,8 +46,6 @@ import redis
 from tests.conftest import DIMS
 from tests.erase_env import ChromaServer
 
-pytestmark = pytest.mark.integration
-
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000.0
 STEP = 60.0

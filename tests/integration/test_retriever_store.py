@@ -17,8 +17,6 @@ from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 PREFERENCE = "Please remember that I am vegetarian and never eat fish."
 
 

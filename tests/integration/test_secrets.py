@@ -16,8 +16,6 @@ from langgraph_tiered_memory.cli import app
 from langgraph_tiered_memory.embedded import EmbeddedRedis
 from tests.net import free_port
 
-pytestmark = pytest.mark.integration
-
 PASSWORD = "Pa55-w0rd-zq7"
 
 

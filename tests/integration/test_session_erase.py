@@ -28,8 +28,6 @@ from langgraph_tiered_memory.checkpoint._base import Batch
 from langgraph_tiered_memory.checkpoint.erase import Layout, erase_plan, run_erase
 from langgraph_tiered_memory.erasure import id_hash
 
-pytestmark = pytest.mark.integration
-
 KINDS = ["sync", "async", "shallow", "async-shallow"]
 SAVERS: dict[str, Any] = {
     "sync": RedisSessionSaver,

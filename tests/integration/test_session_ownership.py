@@ -31,8 +31,6 @@ from langgraph_tiered_memory.checkpoint._recorder import (
 from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, SessionRegistry
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 LOGGER = "langgraph_tiered_memory.checkpoint"
 WINDOW = 3600.0  # a coalescing window no test outlives: every record lands in one batch
 TTL = 600

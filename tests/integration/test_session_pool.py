@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver
-
-pytestmark = pytest.mark.integration
 
 
 async def test_concurrent_writes_wait_for_a_connection(redis_url: str, key_prefix: str) -> None:

@@ -17,8 +17,6 @@ from langgraph_tiered_memory.checkpoint.registry import (
 )
 from langgraph_tiered_memory.errors import ConfigurationError
 
-pytestmark = pytest.mark.integration
-
 
 class Clock:
     def __init__(self) -> None:

@@ -14,8 +14,6 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
 from langgraph_tiered_memory.errors import ConfigurationError
 
-pytestmark = pytest.mark.integration
-
 
 def _graph() -> StateGraph:
     def reply(state: MessagesState) -> dict[str, Any]:

@@ -21,8 +21,6 @@ from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSess
 from langgraph_tiered_memory.checkpoint._session import session_ttl
 from langgraph_tiered_memory.errors import ConfigurationError
 
-pytestmark = pytest.mark.integration
-
 TTL = 123  # int(123 / 60 * 60) == 122
 assert int(TTL / 60 * 60) != TTL
 

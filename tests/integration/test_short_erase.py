@@ -23,8 +23,6 @@ from tests.integration.test_redis_cluster import (  # the cluster fixtures
     cluster_url,  # noqa: F401
 )
 
-pytestmark = pytest.mark.integration
-
 MARKER = "zebra-" + uuid.uuid4().hex[:8]
 
 

@@ -20,8 +20,6 @@ from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.store.tiers.redis_liveness import Liveness
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 NS = ("short_term",)
 
 

@@ -13,8 +13,6 @@ from langgraph_tiered_memory import AsyncTieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 async def astore(

@@ -24,8 +24,6 @@ from langgraph_tiered_memory.store._common import MAX_VALUE_DEPTH
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.mark.parametrize(
     "value",

@@ -21,8 +21,6 @@ from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 from tests.net import free_port
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:

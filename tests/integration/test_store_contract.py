@@ -26,8 +26,6 @@ from langgraph_tiered_memory.errors import InvalidFilterError
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 
 def cosine(a: list[float], b: list[float]) -> float:
     va, vb = np.asarray(a), np.asarray(b)

@@ -14,8 +14,6 @@ from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirro
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 
 def _open(path: Path, prefix: str) -> TieredMemoryStore:
     store = TieredMemoryStore(

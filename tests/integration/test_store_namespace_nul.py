@@ -31,8 +31,6 @@ from tests.mixed_tiers import (
     store_state,
 )
 
-pytestmark = pytest.mark.integration
-
 NUL_NS = {"short": ("s", "u\x00"), "long": ("l", "u\x00")}
 """A namespace with a NUL label that the routing policy sends to each tier."""
 

@@ -12,8 +12,6 @@ from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 
 def _open(redis_url: str, path: Path, prefix: str, dims: int = DIMS) -> TieredMemoryStore:
     store = TieredMemoryStore(

@@ -17,8 +17,6 @@ from langgraph_tiered_memory import TieredMemoryStore
 from tests.conftest import drop_redis_keys
 from tests.fakes import HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 DIMS = 32
 EMB = HashingEmbeddings(dims=DIMS)
 WORDS = ["apple", "banana", "cherry", "red car", "blue sky", "tea", "日本", ""]

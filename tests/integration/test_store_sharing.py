@@ -20,8 +20,6 @@ from langgraph_tiered_memory.store._dirlock import lock_directory
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
-pytestmark = pytest.mark.integration
-
 ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- prefixes that differ by case

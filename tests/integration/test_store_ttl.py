@@ -18,8 +18,6 @@ import redis
 from langgraph_tiered_memory import TieredMemoryStore
 from tests.fakes import Clock
 
-pytestmark = pytest.mark.integration
-
 TTL_MIN = 1.0  # one minute of the settable clock
 TTL_S = TTL_MIN * 60
 

@@ -26,8 +26,6 @@ from tests.mixed_tiers import (
     store_state,
 )
 
-pytestmark = pytest.mark.integration
-
 TOO_LONG = [MAX_TTL_MINUTES + 1, 1.5e14, 1e15]
 
 

@@ -32,8 +32,6 @@ from tests.mixed_tiers import (
     store_state,
 )
 
-pytestmark = pytest.mark.integration
-
 POISON = "poison"
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 

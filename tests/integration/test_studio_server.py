@@ -23,8 +23,6 @@ from langgraph_tiered_memory.server import HashingEmbeddings
 from tests.conftest import drop_redis_keys
 from tests.net import free_port
 
-pytestmark = pytest.mark.integration
-
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 60.0
 USER = "studio-user"

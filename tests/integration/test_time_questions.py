@@ -5,13 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-import pytest
-
 from langgraph_tiered_memory import TieredMemoryStore
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
-
-pytestmark = pytest.mark.integration
 
 NS = ("memories", "mel")
 
