@@ -16,10 +16,8 @@ from typing_extensions import TypedDict
 
 import langgraph_tiered_memory as tm
 from langgraph_tiered_memory import (
-    DEFAULT_CHROMA_HNSW,
     DEFAULT_FORGETTING_POLICY,
     BackendUnavailableError,
-    ChromaHnswConfig,
     ConfigurationError,
     ForgettingPolicy,
     InvalidFilterError,
@@ -48,37 +46,7 @@ def _long_store(tmp_path: Path, name: str = "chroma", **kwargs: Any) -> TieredMe
     )
 
 
-def _hnsw_of(store: TieredMemoryStore, ns: tuple[str, ...]) -> dict[str, Any]:
-    col = store.tiers["long"]._collection(ns, create=False)  # type: ignore[attr-defined]
-    hnsw = dict(col.configuration["hnsw"])
-    return {k: hnsw[k] for k in ("ef_construction", "ef_search", "max_neighbors", "space")}
-
-
 # --------------------------------------------------------------------------- HNSW
-
-
-def test_chroma_hnsw_defaults_and_overrides_reach_new_collections(tmp_path: Path) -> None:
-    assert set(DEFAULT_CHROMA_HNSW) == set(get_type_hints(ChromaHnswConfig))
-    assert DEFAULT_CHROMA_HNSW == {"ef_construction": 64, "ef_search": 128, "max_neighbors": 12}
-    with _long_store(tmp_path) as store:
-        # Small namespaces share buckets searched exactly; chroma_hnsw shapes the
-        # collection a namespace gets of its own past the size threshold (here: at once).
-        store.tiers["long"]._layout.graduate_at = 1  # type: ignore[attr-defined]
-        store.put(("old",), "k", {"text": "x"})
-        assert _hnsw_of(store, ("old",)) == {**DEFAULT_CHROMA_HNSW, "space": "cosine"}
-    custom: ChromaHnswConfig = {"ef_search": 50, "max_neighbors": 8}
-    with _long_store(tmp_path, chroma_hnsw=custom) as store:
-        store.tiers["long"]._layout.graduate_at = 1  # type: ignore[attr-defined]
-        store.put(("new",), "k", {"text": "y"})
-        assert _hnsw_of(store, ("new",)) == {
-            "ef_construction": 64,
-            "ef_search": 50,
-            "max_neighbors": 8,
-            "space": "cosine",
-        }
-        # Namespaces created before keep the settings they were created with.
-        assert _hnsw_of(store, ("old",))["ef_search"] == 128
-        assert [r.key for r in store.search(("new",), query="y")] == ["k"]
 
 
 @pytest.mark.parametrize(
