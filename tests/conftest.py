@@ -24,13 +24,30 @@ from tests.fakes import Clock, HashingEmbeddings
 DIMS = 64
 
 INTEGRATION = Path(__file__).parent / "integration"
+UNIT = Path(__file__).parent / "unit"
+SERVERS = {"redis_url", "falkordb_server"}
+# It runs the docs' examples on the session's Redis; it imports the bench, which is moving.
+UNIT_WITH_SERVERS = {UNIT / "test_docs.py"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test under tests/integration `integration` (one place, not per file)."""
+    """Mark every test under tests/integration `integration` (one place, not per file).
+
+    A tests/unit test that asks for a server fixture is refused: it belongs there.
+    """
+    misplaced = []
     for item in items:
         if INTEGRATION in item.path.parents:
             item.add_marker(pytest.mark.integration)
+        elif UNIT in item.path.parents and item.path not in UNIT_WITH_SERVERS:
+            used = SERVERS.intersection(getattr(item, "fixturenames", ()))
+            if used:
+                misplaced.append(f"{item.nodeid} ({', '.join(sorted(used))})")
+    if misplaced:
+        raise pytest.UsageError(
+            "tests/unit tests must not need a server; move these to tests/integration: "
+            + "; ".join(misplaced)
+        )
 
 
 @pytest.fixture(scope="session")
