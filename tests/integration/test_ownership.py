@@ -25,6 +25,7 @@ from langgraph_tiered_memory.tools import create_manage_memory_tool
 from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel, prompt_text
 from tests.fakes import HashingEmbeddings
+from tests.integration.test_isolation import _owner  # the rule written independently
 
 PIN = "Alice's bank PIN is 4321"
 BOB = ("memories", "users", "bob", "s1")
@@ -111,16 +112,6 @@ def test_nor_another_users_graph_facts(make_store: Callable[..., TieredMemorySto
 
 
 labels = st.sampled_from(["users", "memories", "profiles", "short_term", "u1", "u2", "x"])
-
-
-def _owner(namespace: tuple[str, ...]) -> str | None:
-    """Whose a namespace is, written out independently of the library's code."""
-    for i in range(len(namespace) - 1):
-        if namespace[i] == "users":  # the user label wins over the layouts
-            return namespace[i + 1]
-    if len(namespace) >= 2 and namespace[0] in ("memories", "profiles", "short_term"):
-        return namespace[1]
-    return None
 
 
 @given(namespace=st.lists(labels, min_size=1, max_size=5).map(tuple), user=labels)
