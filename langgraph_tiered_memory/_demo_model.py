@@ -1,5 +1,8 @@
 """The chat model of `tiered-memory demo`: a scripted offline model, or a real one.
 
+`FakeReplyModel` is the base of the offline models (the demo's, the Studio graphs' and
+the benchmarks'): a fixed delay, then a computed reply.
+
 The scripted model answers from rules on the user's message and on the memory
 context the agent put in its system message, so its replies in the second session
 really depend on what the store recalled (it only mentions a diet, an allergy or a
@@ -8,18 +11,53 @@ city it finds in that context). No network, no API key.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from typing import ClassVar
+import time
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
-from langgraph_tiered_memory.bench._fake_chat import FakeReplyModel
-
-__all__ = ["DEFAULT_OPENAI_MODEL", "ScriptedDemoModel", "demo_model"]
+__all__ = ["DEFAULT_OPENAI_MODEL", "FakeReplyModel", "ScriptedDemoModel", "demo_model"]
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 """The model the demo uses when only OPENAI_API_KEY is set."""
+
+
+class FakeReplyModel(BaseChatModel):
+    """Waits `delay` seconds, then answers with `_result(messages)`.
+
+    The wait is `time.sleep` on the sync path and `asyncio.sleep` on the async one.
+    Subclasses write `_reply` (the reply's text) or `_result` (the whole result).
+    """
+
+    delay: float = 0.0
+    """Seconds each call waits before answering."""
+    llm_type: ClassVar[str] = "fake-reply"
+
+    @property
+    def _llm_type(self) -> str:
+        return self.llm_type
+
+    def _reply(self, messages: list[BaseMessage]) -> str:
+        raise NotImplementedError
+
+    def _result(self, messages: list[BaseMessage]) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self._reply(messages)))])
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        if self.delay > 0:
+            time.sleep(self.delay)
+        return self._result(messages)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
+        if self.delay > 0:
+            await asyncio.sleep(self.delay)
+        return self._result(messages)
 
 
 def _text(message: BaseMessage) -> str:

@@ -13,7 +13,6 @@ __all__ = [
     "ChromaPathOption",
     "ChromaPortOption",
     "CreateFlag",
-    "JsonFlag",
     "KeyPrefixOption",
     "MemoryIndexPathOption",
     "existing_chroma_path",
@@ -22,12 +21,6 @@ __all__ = [
     "namespace_labels",
     "open_store",
 ]
-
-JsonFlag = Annotated[
-    bool,
-    typer.Option("--json", help="End the output with one line holding every figure as JSON."),
-]
-"""`--json` of the benchmarks: end the output with one line of JSON."""
 
 ChromaPathOption = Annotated[
     str | None,

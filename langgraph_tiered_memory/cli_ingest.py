@@ -1,12 +1,11 @@
-"""`tiered-memory ingest`: load memories into a namespace from a JSONL or LoCoMo file.
+"""`tiered-memory ingest`: load memories into a namespace from a JSONL file.
 
-JSONL: one memory value per line, a JSON object with a `content` string and any other
+One memory value per line, a JSON object with a `content` string and any other
 fields (`importance`, `memory_type`, `occurred_at`, your own); an optional `key` field
 is the memory's key (removed from the value), otherwise the key is a hash of the value,
-so loading the same file twice writes each memory once. LoCoMo: the benchmark's JSON
-list of samples (see `bench retrieval`); each conversation goes to NAMESPACE/<sample
-id>, one memory per dialog turn keyed by its dia_id. Memories are written with
-`store.batch`, `--batch-size` at a time, under a progress bar.
+so loading the same file twice writes each memory once. Memories are written with
+`store.batch`, `--batch-size` at a time, under a progress bar (`write_records`, which
+the benchmarks' `tiered-memory bench ingest-locomo` reuses for LoCoMo files).
 The command is registered on the app in `langgraph_tiered_memory.cli`.
 """
 
@@ -40,7 +39,7 @@ from langgraph_tiered_memory.cli_ingest_chroma import (
     report_import,
 )
 
-__all__ = ["ingest"]
+__all__ = ["Record", "check_record", "ingest", "write_records"]
 
 Record = tuple[tuple[str, ...], str, dict[str, Any]]
 """One memory to write: namespace, key, value."""
@@ -54,6 +53,14 @@ class IngestFormat(str, Enum):
     locomo = "locomo"
 
 
+LOCOMO_MOVED = (
+    "LoCoMo files are read by the benchmarks, which are not part of the installed package:"
+    " from a checkout, pip install -e ./benchmarks, then run"
+    " `tiered-memory bench ingest-locomo FILE --namespace NS` (same options)."
+)
+"""The error of `ingest --format locomo` (and of a LoCoMo file given to `ingest`)."""
+
+
 def _detect(path: Path) -> IngestFormat:
     """LoCoMo for a file holding one JSON list, else JSONL."""
     with path.open("rb") as f:
@@ -61,7 +68,7 @@ def _detect(path: Path) -> IngestFormat:
     return IngestFormat.locomo if head.startswith(b"[") else IngestFormat.jsonl
 
 
-def _checked(where: str, namespace: tuple[str, ...], key: str, value: Any) -> None:
+def check_record(where: str, namespace: tuple[str, ...], key: str, value: Any) -> None:
     """Refuse a memory the store would refuse, before anything is written.
 
     The store's own checks: the namespace, the key, the value's text, depth and JSON,
@@ -134,7 +141,7 @@ def _jsonl_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
                 raise typer.BadParameter(f"{where}: 'key' must be a non-empty string.")
             else:
                 key = given
-            _checked(where, namespace, key, value)
+            check_record(where, namespace, key, value)
             if key in lines:
                 first = lines[key]
                 raise typer.BadParameter(
@@ -149,25 +156,6 @@ def _jsonl_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
     return records
 
 
-def _locomo_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
-    from langgraph_tiered_memory.bench._retrieval_data import (
-        RetrievalBenchmarkError,
-        load_locomo,
-    )
-
-    try:
-        conversations = load_locomo(path)
-    except RetrievalBenchmarkError as e:
-        raise typer.BadParameter(str(e)) from e
-    records: list[Record] = []
-    for c in conversations:
-        for turn in c.turns:
-            record = ((*namespace, c.sample_id), turn.dia_id, turn.value())
-            _checked(f"{path}, sample {c.sample_id!r}, turn {turn.dia_id!r}", *record)
-            records.append(record)
-    return records
-
-
 def ingest(
     namespace: Annotated[
         str,
@@ -176,7 +164,7 @@ def ingest(
     file: Annotated[
         Path | None,
         typer.Argument(
-            help="JSONL (one memory value per line) or LoCoMo JSON file.",
+            help="JSONL file: one memory value per line.",
             exists=True,
             dir_okay=False,
             readable=True,
@@ -184,7 +172,7 @@ def ingest(
     ] = None,
     input_format: Annotated[
         IngestFormat,
-        typer.Option("--format", help="auto (a JSON list is LoCoMo), jsonl or locomo."),
+        typer.Option("--format", help="auto or jsonl (LoCoMo: `bench ingest-locomo`)."),
     ] = IngestFormat.auto,
     batch_size: Annotated[int, typer.Option(min=1, help="Memories per store.batch call.")] = 64,
     embed: EmbedOption = None,
@@ -213,19 +201,17 @@ def ingest(
         bool, typer.Option("--json", help="Print the summary as JSON (no progress bar).")
     ] = False,
 ) -> None:
-    """Load memories from a JSONL or LoCoMo file into a namespace, in batches.
+    """Load memories from a JSONL file into a namespace, in batches.
 
     JSONL: one JSON object per line with a `content` string and any other fields
     (`importance`, `memory_type`, `occurred_at`, ...); an optional `key` field is the
     memory's key, otherwise a hash of the value (loading a file twice writes each
-    memory once). Every line is checked before anything is written. LoCoMo: each
-    conversation goes to NAMESPACE/<sample id>, one memory per turn keyed by dia_id.
+    memory once). Every line is checked before anything is written. LoCoMo files are
+    loaded by `tiered-memory bench ingest-locomo` (the benchmarks, from a checkout).
     With --from-langchain-chroma DIR --collection NAME, the documents of that LangChain
     Chroma collection are imported instead (its vectors reused when the store's --embed
     makes the same ones).
     """
-    from langgraph.store.base import PutOp
-
     from langgraph_tiered_memory.errors import TieredMemoryError
 
     prefix = namespace_labels(namespace)
@@ -255,14 +241,41 @@ def ingest(
         return
     assert file is not None  # one of the two, checked above
     chosen = _detect(file) if input_format is IngestFormat.auto else input_format
-    read = _locomo_records if chosen is IngestFormat.locomo else _jsonl_records
-    records = read(file, prefix)
-    store = opening()
+    if chosen is IngestFormat.locomo:
+        raise typer.BadParameter(LOCOMO_MOVED)
+    records = _jsonl_records(file, prefix)
+    write_records(records, opening(), file, chosen.value, embed is not None, batch_size, as_json)
+
+
+def write_records(
+    records: list[Record],
+    store: Any,
+    file: Path,
+    label: str,
+    embedded: bool,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Write checked memories to an open store in batches, close it, print the summary.
+
+    Args:
+        records: The memories, each already checked (`check_record`).
+        store: The store to write to, opened by `cli_common.open_store`; closed here.
+        file: The file the memories were read from (for the summary).
+        label: The file's format (for the summary).
+        embedded: Whether the store embeds what it is given (`--embed`).
+        batch_size: Memories per `store.batch` call.
+        as_json: Print the summary as one line of JSON, without a progress bar.
+    """
+    from langgraph.store.base import PutOp
+
+    from langgraph_tiered_memory.errors import TieredMemoryError
+
     written = 0
     started = time.perf_counter()
     console = Console(stderr=True)
     try:
-        if embed is None and store.dims:
+        if not embedded and store.dims:
             raise typer.BadParameter(
                 f"This store was written with {store.dims}-dimension embeddings: pass the"
                 " same --embed (e.g. --embed local) so new memories are embedded too."
@@ -282,10 +295,10 @@ def ingest(
     namespaces = sorted({ns for ns, _, _ in records})
     summary = {
         "file": str(file),
-        "format": chosen.value,
+        "format": label,
         "memories": written,
         "namespaces": [list(ns) for ns in namespaces],
-        "embedded": embed is not None,
+        "embedded": embedded,
         "seconds": round(time.perf_counter() - started, 3),
     }
     if as_json:
@@ -294,7 +307,7 @@ def ingest(
     where = ", ".join("/".join(ns) for ns in namespaces[:5])
     more = f" and {len(namespaces) - 5} more" if len(namespaces) > 5 else ""
     typer.echo(
-        f"ingested {written} memories ({chosen.value}) into {where}{more}"
+        f"ingested {written} memories ({label}) into {where}{more}"
         f" in {summary['seconds']:.1f}s"
-        + ("" if embed is not None else "; not embedded: search is keyword-only (--embed)")
+        + ("" if embedded else "; not embedded: search is keyword-only (--embed)")
     )

@@ -24,9 +24,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import START, StateGraph
 
+from langgraph_tiered_memory._demo_model import FakeReplyModel
 from langgraph_tiered_memory._extractive import message_text
 from langgraph_tiered_memory.agent import create_memory_agent
-from langgraph_tiered_memory.bench._fake_chat import FakeReplyModel
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.summarizer import CHECKPOINTER, SummarizationNode, SummaryState

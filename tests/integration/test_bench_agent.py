@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench.agent import (
+from langgraph_tiered_memory.cli import app
+from tiered_memory_benchmarks.agent import (
     AgentBenchConfig,
     DelayedChatModel,
     run_agent_benchmark,
 )
-from langgraph_tiered_memory.cli import app
 
 pytestmark = pytest.mark.integration
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench.graph import (
+from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.graph.extract import RuleExtractor, query_entities
+from tiered_memory_benchmarks.graph import (
     GraphSearchBenchConfig,
     make_memories,
     make_queries,
 )
-from langgraph_tiered_memory.cli import app
-from langgraph_tiered_memory.graph.extract import RuleExtractor, query_entities
 
 pytestmark = pytest.mark.integration
 

@@ -10,20 +10,20 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench.triples import evaluate, load_labelled
 from langgraph_tiered_memory.cli import app
 from langgraph_tiered_memory.graph import extract as extract_module
 from langgraph_tiered_memory.graph._rules import user_lines
 from langgraph_tiered_memory.graph.extract import ModelExtractor, RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple
 from tests.fake_models import RecordedChatModel
+from tiered_memory_benchmarks.triples import evaluate, load_labelled
 
 pytestmark = pytest.mark.integration
 
 
 def _rows() -> list[dict[str, Any]]:
     text = (
-        resources.files("langgraph_tiered_memory.bench")
+        resources.files("tiered_memory_benchmarks")
         .joinpath("data/triples.jsonl")
         .read_text(encoding="utf-8")
     )

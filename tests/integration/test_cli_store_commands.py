@@ -1,5 +1,7 @@
 """The store-opening commands of `tiered-memory` on real stores: gc, search, inspect, ingest.
 
+`bench ingest-locomo` (the benchmarks' LoCoMo loader, sharing ingest's writing) is here too.
+
 Stores are embedded Chroma directories written through `TieredMemoryStore` and closed
 before the CLI opens them, as a user would after the application stopped.
 """
@@ -332,7 +334,7 @@ def test_ingest_refuses_bad_lines_before_writing_anything(tmp_path: Path) -> Non
     assert not os.path.exists(path)  # refused before the store was opened
 
 
-def test_ingest_locomo_puts_each_conversation_in_its_own_namespace(tmp_path: Path) -> None:
+def _locomo_file(tmp_path: Path) -> str:
     def turn(dia_id: str, speaker: str, text: str) -> dict[str, str]:
         return {"dia_id": dia_id, "speaker": speaker, "text": text}
 
@@ -359,9 +361,13 @@ def test_ingest_locomo_puts_each_conversation_in_its_own_namespace(tmp_path: Pat
     ]
     src = tmp_path / "locomo.json"
     src.write_text(json.dumps(samples))
-    path = str(tmp_path / "chroma")
-    args = ["ingest", str(src), "--namespace", "bench/locomo", "--chroma-path", path, "--create"]
-    result = _run(*args, "--json")
+    return str(src)
+
+
+def test_bench_ingest_locomo_puts_each_conversation_in_its_own_namespace(tmp_path: Path) -> None:
+    src, path = _locomo_file(tmp_path), str(tmp_path / "chroma")
+    args = ["bench", "ingest-locomo", src, "--namespace", "bench/locomo", "--chroma-path", path]
+    result = _run(*args, "--create", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["format"] == "locomo" and summary["memories"] == 4
@@ -370,8 +376,19 @@ def test_ingest_locomo_puts_each_conversation_in_its_own_namespace(tmp_path: Pat
         miso = store.get_memory(("bench", "locomo", "conv-1"), "D2:1")
     assert miso is not None and miso.content == 'Ann said, "The cat is called Miso."'
     assert miso.occurred_at is not None and miso.occurred_at.day == 9
+
+
+def test_ingest_refuses_locomo_and_names_the_benchmarks_command(tmp_path: Path) -> None:
+    src, path = _locomo_file(tmp_path), str(tmp_path / "chroma")
+    args = ["ingest", src, "--namespace", "bench/locomo", "--chroma-path", path, "--create"]
+    for extra in ([], ["--format", "locomo"]):  # detected from the JSON list, or asked for
+        result = _run(*args, *extra)
+        assert result.exit_code == 2, result.output
+        assert "tiered-memory bench ingest-locomo" in _flat(result.output)
+        assert "pip install -e ./benchmarks" in _flat(result.output)
     wrong = _run(*args, "--format", "jsonl")
     assert wrong.exit_code == 2 and "is not a JSON object" in _flat(wrong.output)
+    assert not os.path.exists(path)  # refused before the store was opened
 
 
 def test_ingest_imports_a_langchain_chroma_collection(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import MemoryEntry, should_forget
-from langgraph_tiered_memory.bench.forgetting import (
+from langgraph_tiered_memory.cli import app
+from tiered_memory_benchmarks.forgetting import (
     DAY,
     T_END,
     ForgettingBenchConfig,
@@ -18,7 +19,6 @@ from langgraph_tiered_memory.bench.forgetting import (
     YearResult,
     _steady_state,
 )
-from langgraph_tiered_memory.cli import app
 
 runner = CliRunner()
 

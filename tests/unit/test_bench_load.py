@@ -7,14 +7,14 @@ from collections import Counter
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from langgraph_tiered_memory.bench._load_compare import UserState, compare_states
-from langgraph_tiered_memory.bench._load_script import (
+from tiered_memory_benchmarks._load_compare import UserState, compare_states
+from tiered_memory_benchmarks._load_script import (
     ScriptedChatModel,
     build_sessions,
     seed_memories,
     user_of,
 )
-from langgraph_tiered_memory.bench.load import LoadBenchConfig, LoadBenchmarkError
+from tiered_memory_benchmarks.load import LoadBenchConfig, LoadBenchmarkError
 
 
 def test_sessions_are_spread_over_users_round_robin_with_unique_messages() -> None:
@@ -137,8 +137,8 @@ def test_no_two_stored_texts_of_a_user_are_near_duplicates_or_share_a_slot() -> 
     import numpy as np
 
     from langgraph_tiered_memory._extract_heuristic import slot_of
-    from langgraph_tiered_memory.bench.forgetting import TopicEmbeddings
     from langgraph_tiered_memory.extraction import DEFAULT_SIMILARITY_THRESHOLD
+    from tiered_memory_benchmarks.forgetting import TopicEmbeddings
 
     texts = _stored_texts(15, 12, 3, "user-001")
     vectors = np.array(TopicEmbeddings(LoadBenchConfig().dims).embed_documents(texts))

@@ -15,8 +15,9 @@ import pytest
 from langgraph.store.base import Item, PutOp
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench import retrieval as bench
-from langgraph_tiered_memory.bench.retrieval import (
+from langgraph_tiered_memory.cli import app
+from tiered_memory_benchmarks import retrieval as bench
+from tiered_memory_benchmarks.retrieval import (
     BenchClock,
     RetrievalBenchConfig,
     RetrievalBenchmarkError,
@@ -29,7 +30,6 @@ from langgraph_tiered_memory.bench.retrieval import (
     split_evidence,
     turn_text,
 )
-from langgraph_tiered_memory.cli import app
 
 runner = CliRunner()
 
@@ -396,7 +396,7 @@ def test_module_example_runs() -> None:
 
 
 def test_set_options_become_scoring_overrides() -> None:
-    from langgraph_tiered_memory.bench.retrieval import (
+    from tiered_memory_benchmarks.retrieval import (
         RetrievalBenchConfig,
         RetrievalBenchmarkError,
         parse_overrides,

@@ -21,12 +21,14 @@ from langgraph.store.base import Item, PutOp
 from rich.console import Console
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench._retrieval_config import (
+from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.ranking import Scoring
+from tiered_memory_benchmarks._retrieval_config import (
     parse_select,
     parse_sweeps,
     same_value,
 )
-from langgraph_tiered_memory.bench._retrieval_cv import (
+from tiered_memory_benchmarks._retrieval_cv import (
     CvFigures,
     ValueFigures,
     choose,
@@ -35,15 +37,13 @@ from langgraph_tiered_memory.bench._retrieval_cv import (
     sweep_key,
     verdict,
 )
-from langgraph_tiered_memory.bench._retrieval_metrics import CategoryRecall
-from langgraph_tiered_memory.bench.retrieval import (
+from tiered_memory_benchmarks._retrieval_metrics import CategoryRecall
+from tiered_memory_benchmarks.retrieval import (
     RetrievalBenchConfig,
     RetrievalBenchmarkError,
     render_cv_report,
     run_retrieval_cv,
 )
-from langgraph_tiered_memory.cli import app
-from langgraph_tiered_memory.ranking import Scoring
 
 runner = CliRunner()
 

@@ -6,13 +6,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from langgraph_tiered_memory.bench._retrieval_data import (
+from tiered_memory_benchmarks._retrieval_data import (
     Conversation,
     Question,
     RetrievalBenchmarkError,
     Turn,
 )
-from langgraph_tiered_memory.bench._retrieval_merge import MERGED_ID, merge_conversations
+from tiered_memory_benchmarks._retrieval_merge import MERGED_ID, merge_conversations
 
 
 def _day(d: int) -> datetime:

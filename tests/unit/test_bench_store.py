@@ -8,8 +8,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench.store import NamespaceBenchResult
 from langgraph_tiered_memory.cli import app
+from tiered_memory_benchmarks.store import NamespaceBenchResult
 
 runner = CliRunner()
 

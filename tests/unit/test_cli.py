@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.bench.store import LookupEmbeddings, StoreBenchmarkError
-from langgraph_tiered_memory.cli import _parse_sizes, app
+from langgraph_tiered_memory.cli import app
+from tiered_memory_benchmarks.cli_store import _parse_sizes
+from tiered_memory_benchmarks.store import LookupEmbeddings, StoreBenchmarkError
 
 runner = CliRunner()
 
@@ -28,6 +32,30 @@ def test_help_lists_demo_and_bench() -> None:
     assert result.exit_code == 0, result.output
     assert "demo" in result.stdout
     assert "bench" in result.stdout
+
+
+def test_bench_without_the_benchmarks_installed_names_the_fix() -> None:
+    # As if only the package were installed: no distribution adds `tiered-memory` commands.
+    script = (
+        "import importlib.metadata as m\n"
+        "m.entry_points = lambda **kw: m.EntryPoints([])\n"
+        "from langgraph_tiered_memory.cli import main\n"
+        "main()\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    for args in (["bench", "store", "--sizes", "10"], ["bench", "--help"]):
+        result = subprocess.run(
+            [sys.executable, "-c", script, *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stderr.strip() == (
+            "Error: the benchmarks are not part of the installed package: from a checkout,"
+            " pip install -e ./benchmarks"
+        )
 
 
 def test_bench_help_lists_store() -> None:
@@ -115,7 +143,7 @@ def test_bench_store_rejects_unknown_store() -> None:
 
 
 def test_bench_store_module_example_runs() -> None:
-    from langgraph_tiered_memory.bench import store as bench_store
+    from tiered_memory_benchmarks import store as bench_store
 
     doc = bench_store.__doc__ or ""
     code = doc.split("```python", 1)[1].split("```", 1)[0]
@@ -332,7 +360,7 @@ def test_bench_store_output_explains_recall_of_hybrid() -> None:
 
 
 def test_bench_store_masks_urls_in_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    import langgraph_tiered_memory.bench.store as bench_store
+    import tiered_memory_benchmarks.store as bench_store
 
     def unreachable(config: Any, console: Any) -> Any:
         raise StoreBenchmarkError("Redis at redis://bench:hunter2@cache:6379/0 refused")

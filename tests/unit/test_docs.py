@@ -5,7 +5,8 @@ What counts as an example:
 - README.md and the pages under docs/: every fenced block whose info string is
   ``python`` or ``py``.
 - Docstrings: the same fences, and doctest (``>>>``) examples, in the docstring of every
-  public module of the package (no ``_``-prefixed part in its name), of every object in
+  public module of the package and of the benchmarks' package (no ``_``-prefixed part in
+  its name), of every object in
   those modules' ``__all__`` and of the public methods, properties and constructors of those
   classes (inherited ones included, when the package defines them). Nothing is listed by
   hand: a new public object's example runs without touching this file.
@@ -39,10 +40,11 @@ from typing import Any
 import pytest
 
 import langgraph_tiered_memory
+import tiered_memory_benchmarks
 from langgraph_tiered_memory import embedded
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = langgraph_tiered_memory.__name__
+PACKAGES = (langgraph_tiered_memory, tiered_memory_benchmarks)
 RUN_LANGUAGES = frozenset({"python", "py"})
 MAX_NO_RUN = 1
 MAX_NO_RUN_PAGE = 2
@@ -122,16 +124,19 @@ def _strip_indent(line: str, indent: int) -> str:
 
 
 def public_modules() -> list[ModuleType]:
-    """The package and every submodule with no `_`-prefixed part in its name."""
-    modules = [langgraph_tiered_memory]
-    for info in pkgutil.walk_packages(langgraph_tiered_memory.__path__, prefix=f"{PACKAGE}."):
-        if not any(part.startswith("_") for part in info.name.split(".")):
-            modules.append(importlib.import_module(info.name))
+    """The packages and every submodule with no `_`-prefixed part in its name."""
+    modules = list(PACKAGES)
+    for package in PACKAGES:
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+            if not any(part.startswith("_") for part in info.name.split(".")):
+                modules.append(importlib.import_module(info.name))
     return modules
 
 
 def _ours(obj: Any) -> bool:
-    return str(getattr(obj, "__module__", None) or "").split(".")[0] == PACKAGE
+    return str(getattr(obj, "__module__", None) or "").split(".")[0] in {
+        p.__name__ for p in PACKAGES
+    }
 
 
 def _function(attr: Any) -> Any:
@@ -292,7 +297,7 @@ def test_discovery_reaches_submodules_and_methods() -> None:
     assert {
         "langgraph_tiered_memory.embedded",
         "langgraph_tiered_memory.checkpoint.saver",
-        "langgraph_tiered_memory.bench.store",
+        "tiered_memory_benchmarks.store",
         "langgraph_tiered_memory.summarizer.summarize_messages",
         "langgraph_tiered_memory.config.ScoringConfig",
         "langgraph_tiered_memory.store.sync.TieredMemoryStore.search_memories",

@@ -12,15 +12,15 @@ import pytest
 from langgraph.store.base import Item, PutOp
 from rich.console import Console
 
-from langgraph_tiered_memory.bench._retrieval_config import BENCH_GRAPH_WEIGHT
-from langgraph_tiered_memory.bench.retrieval import (
+from langgraph_tiered_memory.ranking import GRAPH_WEIGHT, Scoring
+from tests.unit.test_bench_retrieval import _sample, _write
+from tiered_memory_benchmarks._retrieval_config import BENCH_GRAPH_WEIGHT
+from tiered_memory_benchmarks.retrieval import (
     RetrievalBenchConfig,
     RetrievalBenchmarkError,
     render_retrieval_report,
     run_retrieval_benchmark,
 )
-from langgraph_tiered_memory.ranking import GRAPH_WEIGHT, Scoring
-from tests.unit.test_bench_retrieval import _sample, _write
 
 
 def test_graph_option_is_checked_and_sets_the_channel_weight() -> None:

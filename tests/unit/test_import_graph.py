@@ -1,4 +1,7 @@
-"""The package's modules import each other without cycles.
+"""The package's modules import each other without cycles, and nothing outside it.
+
+Outside it: the benchmarks (the `tiered_memory_benchmarks` distribution, which builds on
+the package) and the tests; the package holds no benchmark module either.
 
 Every import counts: at module level, inside functions, and under `TYPE_CHECKING`
 (a type-only cycle is still two modules that cannot be understood one without the
@@ -111,3 +114,30 @@ def test_the_package_has_no_import_cycles() -> None:
     assert not found, "import cycles (every import counts, TYPE_CHECKING too): " + "; ".join(
         " <-> ".join(c) for c in found
     )
+
+
+def _outside_imports(path: Path) -> set[str]:
+    """The absolute imports of a source file that name the benchmarks or the tests."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return {n for n in found if n.split(".")[0] in ("tiered_memory_benchmarks", "tests")}
+
+
+def test_the_package_holds_and_imports_no_benchmark_or_test_code() -> None:
+    files = [p for p in ROOT.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    benchmark_files = [
+        p.relative_to(ROOT).as_posix()
+        for p in files
+        if any("bench" in part for part in p.relative_to(ROOT).parts)
+    ]
+    assert not benchmark_files, f"benchmark code belongs in benchmarks/: {benchmark_files}"
+    leaks = {
+        name: sorted(found)
+        for name, path in _modules().items()
+        if (found := _outside_imports(path))
+    }
+    assert not leaks, f"the package imports the benchmarks or the tests: {leaks}"

@@ -1,4 +1,7 @@
-"""The code base stays clean under the project's ruff and mypy settings."""
+"""The code base stays clean under the project's ruff and mypy settings.
+
+The code base: the package, the benchmarks distribution's package and the tests.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = "benchmarks/tiered_memory_benchmarks"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -16,15 +20,15 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_check_passes() -> None:
-    result = _run("ruff", "check", "langgraph_tiered_memory", "tests")
+    result = _run("ruff", "check", "langgraph_tiered_memory", BENCHMARKS, "tests")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_applied() -> None:
-    result = _run("ruff", "format", "--check", "langgraph_tiered_memory", "tests")
+    result = _run("ruff", "format", "--check", "langgraph_tiered_memory", BENCHMARKS, "tests")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_passes() -> None:
-    result = _run("mypy", "langgraph_tiered_memory")
+    result = _run("mypy", "langgraph_tiered_memory", BENCHMARKS)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -3,7 +3,7 @@
 Benchmarks of the graphs the package ships or serves: per-super-step latency with the
 session saver, context size and fact coverage of the summarizer, and the forgetting
 graph over a large store and a simulated year. The commands are registered on the
-`bench` group in `langgraph_tiered_memory.cli`.
+`bench` group in `tiered_memory_benchmarks.cli`.
 """
 
 import json
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from langgraph_tiered_memory._redact import mask_url
-from langgraph_tiered_memory.cli_common import JsonFlag
+from tiered_memory_benchmarks.cli_options import JsonFlag
 
 __all__ = ["bench_checkpoint", "bench_forgetting", "bench_summarizer"]
 
@@ -36,7 +36,7 @@ def bench_checkpoint(
     Runs alternate between the savers on one Redis (REDIS_URL, or an embedded server),
     each run a new thread starting with a state of `messages` messages.
     """
-    from langgraph_tiered_memory.bench.checkpoint import (
+    from tiered_memory_benchmarks.checkpoint import (
         CheckpointBenchConfig,
         run_checkpoint_benchmark,
     )
@@ -102,7 +102,7 @@ def bench_summarizer(
     Each turn goes through a graph with the summarizer subgraph; the context the model
     would see (system prompt, summary, kept messages) is compared with the full history.
     """
-    from langgraph_tiered_memory.bench.summarizer import (
+    from tiered_memory_benchmarks.summarizer import (
         SummarizerBenchConfig,
         run_summarizer_benchmark,
     )
@@ -162,7 +162,7 @@ def bench_forgetting(
     """
     from rich.progress import Progress
 
-    from langgraph_tiered_memory.bench.forgetting import (
+    from tiered_memory_benchmarks.forgetting import (
         GC_TARGET_SECONDS,
         ForgettingBenchConfig,
         run_forgetting_benchmark,

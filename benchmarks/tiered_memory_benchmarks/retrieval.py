@@ -46,7 +46,7 @@ in `bench._retrieval_metrics`, the stores in `bench._retrieval_run` and the fold
 
 Example:
     ```python
-    from langgraph_tiered_memory.bench.retrieval import recall_at_k, split_evidence
+    from tiered_memory_benchmarks.retrieval import recall_at_k, split_evidence
 
     known = {"D1:1", "D1:2", "D8:6", "D9:17"}
     evidence = split_evidence(["D8:6; D9:17", "D99:1"], known)
@@ -64,7 +64,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from langgraph_tiered_memory.bench._retrieval_config import (
+from langgraph_tiered_memory.ranking import Scoring
+from tiered_memory_benchmarks._retrieval_config import (
     DEFAULT_KS,
     GRAPH_CHOICES,
     INDEX_TIME_KEYS,
@@ -77,14 +78,14 @@ from langgraph_tiered_memory.bench._retrieval_config import (
     parse_sweeps,
     same_value,
 )
-from langgraph_tiered_memory.bench._retrieval_cv import (
+from tiered_memory_benchmarks._retrieval_cv import (
     KeySweep,
     RetrievalCvReport,
     ValueFigures,
     cv_folds,
     sweep_key,
 )
-from langgraph_tiered_memory.bench._retrieval_data import (
+from tiered_memory_benchmarks._retrieval_data import (
     CATEGORY_NAMES,
     NAMESPACE_LABEL,
     Conversation,
@@ -97,21 +98,20 @@ from langgraph_tiered_memory.bench._retrieval_data import (
     split_evidence,
     turn_text,
 )
-from langgraph_tiered_memory.bench._retrieval_merge import merge_conversations
-from langgraph_tiered_memory.bench._retrieval_metrics import (
+from tiered_memory_benchmarks._retrieval_merge import merge_conversations
+from tiered_memory_benchmarks._retrieval_metrics import (
     CategoryRecall,
     GraphlessRun,
     RetrievalBenchReport,
     recall_at_k,
 )
-from langgraph_tiered_memory.bench._retrieval_run import (
+from tiered_memory_benchmarks._retrieval_run import (
     BenchClock,
     checked_scoring,
     new_progress,
     run_report,
     run_store,
 )
-from langgraph_tiered_memory.ranking import Scoring
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -461,7 +461,7 @@ def render_cv_report(report: RetrievalCvReport, console: Console) -> None:
 
 def _render_sweep(sweep: KeySweep, console: Console) -> None:
     """The figures by value, the folds and the verdict of one swept key."""
-    from langgraph_tiered_memory.bench._retrieval_cv import macro_mean, pooled_mean
+    from tiered_memory_benchmarks._retrieval_cv import macro_mean, pooled_mean
 
     ks, k = sweep.ks, sweep.k
     convs = [f.held_out for f in sweep.folds]

@@ -21,8 +21,8 @@ held-out conversation it trails that conversation's best value by more than
 
 Example:
     ```python
-    from langgraph_tiered_memory.bench._retrieval_cv import ValueFigures, sweep_key
-    from langgraph_tiered_memory.bench._retrieval_metrics import CategoryRecall
+    from tiered_memory_benchmarks._retrieval_cv import ValueFigures, sweep_key
+    from tiered_memory_benchmarks._retrieval_metrics import CategoryRecall
 
     def figs(a: float, b: float) -> dict[str, CategoryRecall]:
         return {"c1": CategoryRecall(10, {5: a}), "c2": CategoryRecall(10, {5: b})}
@@ -46,8 +46,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph_tiered_memory.bench._retrieval_data import RetrievalBenchmarkError
-from langgraph_tiered_memory.bench._retrieval_metrics import CategoryRecall, RetrievalBenchReport
+from tiered_memory_benchmarks._retrieval_data import RetrievalBenchmarkError
+from tiered_memory_benchmarks._retrieval_metrics import CategoryRecall, RetrievalBenchReport
 
 __all__ = [
     "STABLE_FOLD_POINTS",

@@ -1,7 +1,7 @@
 """What the memory-agent benchmarks' commands share: options, checks and output.
 
-`tiered-memory bench agent` (`cli_bench_agent`) and `tiered-memory bench load`
-(`cli_bench_load`) both run the memory agent with a fake chat model over the real
+`tiered-memory bench agent` (`cli_agent`) and `tiered-memory bench load`
+(`cli_load`) both run the memory agent with a fake chat model over the real
 tiers; their options and the way they check a config and print figures live here.
 """
 
@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 __all__ = [
+    "JsonFlag",
     "ModelDelayOption",
     "checked",
     "echo_json",
@@ -25,6 +26,12 @@ __all__ = [
     "redis_from_env",
 ]
 
+
+JsonFlag = Annotated[
+    bool,
+    typer.Option("--json", help="End the output with one line holding every figure as JSON."),
+]
+"""`--json` of the benchmarks: end the output with one line of JSON."""
 
 ModelDelayOption = Annotated[
     float, typer.Option(min=0.0, help="The fake chat model's latency per call, in ms.")

@@ -46,15 +46,15 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from langgraph_tiered_memory.bench import _store_data as common
-from langgraph_tiered_memory.bench._store_cold import Query, cold_plan, time_searches
-from langgraph_tiered_memory.bench._store_data import (
+from tiered_memory_benchmarks import _store_data as common
+from tiered_memory_benchmarks._store_cold import Query, cold_plan, time_searches
+from tiered_memory_benchmarks._store_data import (
     BenchReport,
     SeededEmbeddings,
     StoreBenchmarkError,
     check_positive,
 )
-from langgraph_tiered_memory.bench._store_open import (
+from tiered_memory_benchmarks._store_open import (
     REDIS_STORES,
     STORE_LABELS,
     StoreSpec,
@@ -75,7 +75,7 @@ __all__ = [
     "run_namespace_benchmark",
 ]
 
-logger = logging.getLogger("langgraph_tiered_memory.bench.store_namespaces")
+logger = logging.getLogger("tiered_memory_benchmarks.store_namespaces")
 
 CHROMA_STORES = frozenset({"long", "hybrid"})
 """The stores whose data is a Chroma directory."""
@@ -366,7 +366,7 @@ def _run_cold(spec: StoreSpec, config: NamespaceBenchConfig, plan: _Plan) -> dic
             [
                 sys.executable,
                 "-m",
-                "langgraph_tiered_memory.bench._store_cold",
+                "tiered_memory_benchmarks._store_cold",
                 plan_path,
                 result_path,
             ],

@@ -3,7 +3,7 @@
 Two modes. `run_store_benchmark` (below) grows one namespace; `run_namespace_benchmark`
 (`tiered-memory bench store --namespaces N --per-namespace M`) writes many small
 namespaces, one per user, and adds cold searches in a fresh process, disk or memory per
-item and files per item (see `langgraph_tiered_memory.bench._store_namespaces`).
+item and files per item (see `tiered_memory_benchmarks._store_namespaces`).
 
 In the one-namespace mode every store gets the same workload through the public
 `BaseStore` API only:
@@ -36,7 +36,7 @@ Example:
     ```python
     from rich.console import Console
 
-    from langgraph_tiered_memory.bench.store import StoreBenchConfig, run_store_benchmark
+    from tiered_memory_benchmarks.store import StoreBenchConfig, run_store_benchmark
 
     report = run_store_benchmark(
         StoreBenchConfig(sizes=[200], stores=["inmemory"], gets=20, searches=10),
@@ -49,7 +49,7 @@ Example:
     ```python
     from rich.console import Console
 
-    from langgraph_tiered_memory.bench.store import NamespaceBenchConfig, run_namespace_benchmark
+    from tiered_memory_benchmarks.store import NamespaceBenchConfig, run_namespace_benchmark
 
     config = NamespaceBenchConfig(namespaces=20, per_namespace=5, stores=["inmemory"], searches=10)
     report = run_namespace_benchmark(config, console=Console(quiet=True))
@@ -77,7 +77,7 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from langgraph_tiered_memory.bench._store_data import (
+from tiered_memory_benchmarks._store_data import (
     LookupEmbeddings,
     StoreBenchmarkError,
     fmt,
@@ -88,14 +88,14 @@ from langgraph_tiered_memory.bench._store_data import (
     percentiles_ms,
     run_environment,
 )
-from langgraph_tiered_memory.bench._store_namespaces import (
+from tiered_memory_benchmarks._store_namespaces import (
     NamespaceBenchConfig,
     NamespaceBenchReport,
     NamespaceBenchResult,
     render_namespace_report,
     run_namespace_benchmark,
 )
-from langgraph_tiered_memory.bench._store_open import (
+from tiered_memory_benchmarks._store_open import (
     REDIS_STORES,
     STORE_CHOICES,
     STORE_LABELS,
@@ -105,7 +105,7 @@ from langgraph_tiered_memory.bench._store_open import (
     open_store,
     redis_for_run,
 )
-from langgraph_tiered_memory.bench._store_sizes import (
+from tiered_memory_benchmarks._store_sizes import (
     NAMESPACE,
     STATUS_CAPPED,
     STATUS_OK,

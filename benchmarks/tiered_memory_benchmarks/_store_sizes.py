@@ -1,6 +1,6 @@
 """The one-namespace store benchmark's options, figures and workload.
 
-See `langgraph_tiered_memory.bench.store` for what is measured.
+See `tiered_memory_benchmarks.store` for what is measured.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_tiered_memory.bench._store_data import (
+from tiered_memory_benchmarks._store_data import (
     BenchReport,
     LookupEmbeddings,
     StoreBenchmarkError,
@@ -20,7 +20,7 @@ from langgraph_tiered_memory.bench._store_data import (
     item_text,
     unit_rows,
 )
-from langgraph_tiered_memory.bench._store_open import STORE_CHOICES, checked_stores
+from tiered_memory_benchmarks._store_open import STORE_CHOICES, checked_stores
 
 __all__ = [
     "NAMESPACE",

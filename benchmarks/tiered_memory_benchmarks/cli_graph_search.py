@@ -1,6 +1,6 @@
 """`tiered-memory bench graph-search`: hybrid search latency with the graph channel.
 
-Registered on the `bench` group in `langgraph_tiered_memory.cli`.
+Registered on the `bench` group in `tiered_memory_benchmarks.cli`.
 """
 
 from typing import Annotated
@@ -8,8 +8,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from langgraph_tiered_memory.cli_bench_options import checked, echo_json, figures_table, log_width
-from langgraph_tiered_memory.cli_common import JsonFlag
+from tiered_memory_benchmarks.cli_options import (
+    JsonFlag,
+    checked,
+    echo_json,
+    figures_table,
+    log_width,
+)
 
 __all__ = ["bench_graph_search"]
 
@@ -30,7 +35,7 @@ def bench_graph_search(
     entities; each query is searched in the three settings in turn. 'graph' columns
     time `memories_for` alone with the query's entities.
     """
-    from langgraph_tiered_memory.bench.graph import (
+    from tiered_memory_benchmarks.graph import (
         LATENCY_TARGET_MS,
         GraphSearchBenchConfig,
         run_graph_search_benchmark,

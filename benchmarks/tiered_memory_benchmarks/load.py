@@ -37,8 +37,8 @@ import numpy as np
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory._redact import mask_url
-from langgraph_tiered_memory.bench._load_compare import LostUpdates, compare_states
-from langgraph_tiered_memory.bench._load_run import (
+from tiered_memory_benchmarks._load_compare import LostUpdates, compare_states
+from tiered_memory_benchmarks._load_run import (
     PhaseResult,
     RssSampler,
     drop_keys,
@@ -49,13 +49,13 @@ from langgraph_tiered_memory.bench._load_run import (
     run_thread_sessions,
     snapshot,
 )
-from langgraph_tiered_memory.bench._load_script import (
+from tiered_memory_benchmarks._load_script import (
     ScriptedChatModel,
     SessionScript,
     build_sessions,
     seed_memories,
 )
-from langgraph_tiered_memory.bench.forgetting import TopicEmbeddings
+from tiered_memory_benchmarks.forgetting import TopicEmbeddings
 
 __all__ = [
     "LOAD_MODES",

@@ -22,8 +22,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import BaseStore
 
-from langgraph_tiered_memory.bench._load_compare import UserState
-from langgraph_tiered_memory.bench._load_script import SessionScript
+from tiered_memory_benchmarks._load_compare import UserState
+from tiered_memory_benchmarks._load_script import SessionScript
 
 __all__ = [
     "PhaseResult",
@@ -38,7 +38,7 @@ __all__ = [
     "turn_config",
 ]
 
-logger = logging.getLogger("langgraph_tiered_memory.bench.load")
+logger = logging.getLogger("tiered_memory_benchmarks.load")
 
 _REPLY_NODE = "agent"
 """The agent's model node: its update in the stream is the reply."""

@@ -30,15 +30,15 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from langgraph_tiered_memory.bench._retrieval_config import RetrievalBenchConfig
-from langgraph_tiered_memory.bench._retrieval_data import Conversation, RetrievalBenchmarkError
-from langgraph_tiered_memory.bench._retrieval_metrics import (
+from langgraph_tiered_memory.ranking import Scoring
+from tiered_memory_benchmarks._retrieval_config import RetrievalBenchConfig
+from tiered_memory_benchmarks._retrieval_data import Conversation, RetrievalBenchmarkError
+from tiered_memory_benchmarks._retrieval_metrics import (
     GraphlessRun,
     RecallTally,
     RetrievalBenchReport,
     search_percentiles_ms,
 )
-from langgraph_tiered_memory.ranking import Scoring
 
 __all__ = ["BenchClock", "StoreRun", "checked_scoring", "new_progress", "run_report", "run_store"]
 

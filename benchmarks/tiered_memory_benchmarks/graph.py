@@ -30,7 +30,7 @@ cost is real and its ranking arbitrary.
 
 Example:
     ```python
-    from langgraph_tiered_memory.bench.graph import (
+    from tiered_memory_benchmarks.graph import (
         GraphSearchBenchConfig,
         run_graph_search_benchmark,
     )
@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from langgraph_tiered_memory.bench._store_data import (
+from tiered_memory_benchmarks._store_data import (
     SeededEmbeddings,
     StoreBenchmarkError,
     check_positive,

@@ -49,20 +49,20 @@ from langgraph.store.base import BaseStore, PutOp
 from rich.console import Console
 from rich.table import Table
 
-from langgraph_tiered_memory.bench import _store_data as common
-from langgraph_tiered_memory.bench._store_data import (
+from langgraph_tiered_memory.store.tiers.chroma_layout import BUCKET_HNSW
+from tiered_memory_benchmarks import _store_data as common
+from tiered_memory_benchmarks._store_data import (
     BenchReport,
     SeededEmbeddings,
     StoreBenchmarkError,
     check_positive,
 )
-from langgraph_tiered_memory.bench._store_open import (
+from tiered_memory_benchmarks._store_open import (
     StoreSpec,
     drop_redis_keys,
     open_store,
     redis_for_run,
 )
-from langgraph_tiered_memory.store.tiers.chroma_layout import BUCKET_HNSW
 
 __all__ = [
     "WRITE_COLUMNS",
@@ -73,7 +73,7 @@ __all__ = [
     "run_write_benchmark",
 ]
 
-logger = logging.getLogger("langgraph_tiered_memory.bench.store_writes")
+logger = logging.getLogger("tiered_memory_benchmarks.store_writes")
 
 WRITE_COLUMNS: tuple[str, ...] = ("raw", "raw-default", "long", "hybrid", "redisstore")
 """Columns of the write benchmark; ``raw`` (plain Chroma) is the reference."""

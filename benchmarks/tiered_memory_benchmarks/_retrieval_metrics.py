@@ -12,8 +12,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from langgraph_tiered_memory.bench._retrieval_config import RetrievalBenchConfig
-from langgraph_tiered_memory.bench._retrieval_data import Question, category_name
+from tiered_memory_benchmarks._retrieval_config import RetrievalBenchConfig
+from tiered_memory_benchmarks._retrieval_data import Question, category_name
 
 __all__ = [
     "CategoryRecall",

@@ -3,7 +3,7 @@
 `bench store` compares put throughput, get/search latency and recall of the tiers with
 LangGraph's `InMemoryStore` and upstream `RedisStore`; `bench retrieval` measures
 recall@k of the store's search on LoCoMo conversations. The commands are registered
-on the `bench` group in `langgraph_tiered_memory.cli`.
+on the `bench` group in `tiered_memory_benchmarks.cli`.
 """
 
 import json
@@ -16,7 +16,8 @@ import typer
 from rich.console import Console
 
 from langgraph_tiered_memory._redact import mask_urls_in
-from langgraph_tiered_memory.cli_common import ChromaPortOption, JsonFlag
+from langgraph_tiered_memory.cli_common import ChromaPortOption
+from tiered_memory_benchmarks.cli_options import JsonFlag
 
 __all__ = ["bench_retrieval", "bench_store"]
 
@@ -66,7 +67,7 @@ def _parse_stores(text: str, choices: tuple[str, ...] | None = None) -> list[str
     Raises:
         typer.BadParameter: A name is unknown.
     """
-    from langgraph_tiered_memory.bench.store import STORE_CHOICES
+    from tiered_memory_benchmarks.store import STORE_CHOICES
 
     choices = choices or STORE_CHOICES
     stores = [s.strip().lower() for s in text.split(",") if s.strip()]
@@ -240,7 +241,7 @@ def bench_store(
         return
     if chroma_host is not None:
         raise typer.BadParameter("--chroma-host is only measured with --writes.")
-    from langgraph_tiered_memory.bench.store import (
+    from tiered_memory_benchmarks.store import (
         NamespaceBenchConfig,
         StoreBenchConfig,
         StoreBenchmarkError,
@@ -310,8 +311,8 @@ def _bench_writes(
     conflicts: dict[str, object],
 ) -> None:
     """`bench store --writes`: write cost of each column against raw Chroma."""
-    from langgraph_tiered_memory.bench._store_data import StoreBenchmarkError
-    from langgraph_tiered_memory.bench._store_writes import (
+    from tiered_memory_benchmarks._store_data import StoreBenchmarkError
+    from tiered_memory_benchmarks._store_writes import (
         WRITE_COLUMNS,
         WriteBenchConfig,
         render_write_report,
@@ -458,7 +459,7 @@ def bench_retrieval(
     search on one store) and reports, per fold, the value chosen on the other
     conversations and its held-out recall.
     """
-    from langgraph_tiered_memory.bench.retrieval import (
+    from tiered_memory_benchmarks.retrieval import (
         RetrievalBenchConfig,
         RetrievalBenchmarkError,
         parse_ks,

@@ -1,6 +1,6 @@
 """Timed searches, and the child process that measures them cold.
 
-``python -m langgraph_tiered_memory.bench._store_cold PLAN.json RESULT.json`` opens the
+``python -m tiered_memory_benchmarks._store_cold PLAN.json RESULT.json`` opens the
 store the plan describes (data written by another process), runs one untimed search to
 pay the process's one-time costs, then times the first search of each planned
 namespace (the first touch of that namespace in this process) and writes the figures
@@ -20,12 +20,12 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from langgraph_tiered_memory.bench._store_data import SeededEmbeddings
-from langgraph_tiered_memory.bench._store_open import StoreSpec, open_store
+from tiered_memory_benchmarks._store_data import SeededEmbeddings
+from tiered_memory_benchmarks._store_open import StoreSpec, open_store
 
 __all__ = ["Query", "cold_plan", "run_cold_plan", "time_searches"]
 
-logger = logging.getLogger("langgraph_tiered_memory.bench.store_cold")
+logger = logging.getLogger("tiered_memory_benchmarks.store_cold")
 
 Query = tuple[tuple[str, ...], str, str]
 """One search: namespace, query text, and the key of the item the text belongs to."""

@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore
 
-from langgraph_tiered_memory.bench._store_data import StoreBenchmarkError
+from tiered_memory_benchmarks._store_data import StoreBenchmarkError
 
 __all__ = [
     "REDIS_STORES",

@@ -26,12 +26,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from langgraph_tiered_memory.bench.retrieval import load_locomo, split_evidence, turn_text
 from langgraph_tiered_memory.summarizer import (
     SummaryState,
     create_summarizer_graph,
     messages_with_summary,
 )
+from tiered_memory_benchmarks.retrieval import load_locomo, split_evidence, turn_text
 
 __all__ = ["SummarizerBenchConfig", "SummarizerBenchReport", "run_summarizer_benchmark"]
 

@@ -1,6 +1,6 @@
 """Benchmarks of the tiered memory, run through the public APIs (`tiered-memory bench`)."""
 
-from langgraph_tiered_memory.bench.store import (
+from tiered_memory_benchmarks.store import (
     STORE_CHOICES,
     LookupEmbeddings,
     StoreBenchConfig,

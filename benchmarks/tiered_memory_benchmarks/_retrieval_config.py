@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph_tiered_memory.bench._retrieval_data import RetrievalBenchmarkError
 from langgraph_tiered_memory.ranking_modes import RETRIEVAL_MODES as STORE_MODES
 from langgraph_tiered_memory.ranking_modes import mode_spec
+from tiered_memory_benchmarks._retrieval_data import RetrievalBenchmarkError
 
 __all__ = [
     "BENCH_GRAPH_WEIGHT",

@@ -1,6 +1,6 @@
 """`tiered-memory bench agent`: turn latency of the memory agent with and without storage.
 
-Registered on the `bench` group in `langgraph_tiered_memory.cli`.
+Registered on the `bench` group in `tiered_memory_benchmarks.cli`.
 """
 
 from typing import Annotated
@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from langgraph_tiered_memory import cli_bench_options as bench_cli
-from langgraph_tiered_memory.cli_common import JsonFlag
+from tiered_memory_benchmarks import cli_options as bench_cli
+from tiered_memory_benchmarks.cli_options import JsonFlag
 
 __all__ = ["bench_agent"]
 
@@ -39,7 +39,7 @@ def bench_agent(
     run ends with storage flushed) is shown too. Target: with / without <= 1.1 at p50
     and p95. Redis is REDIS_URL or an embedded server; Chroma a temporary directory.
     """
-    from langgraph_tiered_memory.bench.agent import (
+    from tiered_memory_benchmarks.agent import (
         AGENT_MODES,
         AgentBenchConfig,
         run_agent_benchmark,

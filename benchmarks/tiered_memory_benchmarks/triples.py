@@ -1,6 +1,6 @@
-"""Precision and recall of triple extraction on the labelled set shipped with the package.
+"""Precision and recall of triple extraction on the labelled set shipped with the benchmarks.
 
-The set (`bench/data/triples.jsonl`, one JSON object a line) holds sentences written for
+The set (`data/triples.jsonl` here, one JSON object a line) holds sentences written for
 this benchmark from varied domains (personal life, work, travel, health, hobbies,
 family, tech, history, food, dates), hard cases (negation, questions, pronouns
 without an antecedent) and the forms the memory features store: conversation turns
@@ -102,7 +102,7 @@ class Scores:
 
 
 def _default_path() -> Any:
-    return resources.files("langgraph_tiered_memory.bench").joinpath("data/triples.jsonl")
+    return resources.files("tiered_memory_benchmarks").joinpath("data/triples.jsonl")
 
 
 def load_labelled(path: str | Path | None = None) -> list[LabelledSentence]:

@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from langgraph_tiered_memory.bench._retrieval_data import (
+from tiered_memory_benchmarks._retrieval_data import (
     Conversation,
     RetrievalBenchmarkError,
     Turn,

@@ -1,6 +1,6 @@
 """`tiered-memory bench load`: concurrent sessions of the memory agent.
 
-Registered on the `bench` group in `langgraph_tiered_memory.cli`.
+Registered on the `bench` group in `tiered_memory_benchmarks.cli`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from langgraph_tiered_memory import cli_bench_options as bench_cli
-from langgraph_tiered_memory.cli_common import JsonFlag
+from tiered_memory_benchmarks import cli_options as bench_cli
+from tiered_memory_benchmarks.cli_options import JsonFlag
 
 __all__ = ["bench_load"]
 
@@ -68,7 +68,7 @@ def bench_load(
     REDIS_URL, or an embedded server is started. Exits with code 1 if a turn failed or
     an update was lost.
     """
-    from langgraph_tiered_memory.bench.load import LoadBenchConfig, run_load_benchmark
+    from tiered_memory_benchmarks.load import LoadBenchConfig, run_load_benchmark
 
     # Native code (Chroma, SQLite, numpy) runs on many threads here: a crash prints
     # every thread's Python stack to stderr instead of dying silently.

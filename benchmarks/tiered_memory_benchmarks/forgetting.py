@@ -51,9 +51,9 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import GetOp, PutOp
 
-from langgraph_tiered_memory.bench.retrieval import BenchClock
 from langgraph_tiered_memory.forgetting import ForgettingRules
 from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
+from tiered_memory_benchmarks.retrieval import BenchClock
 
 __all__ = [
     "ForgettingBenchConfig",

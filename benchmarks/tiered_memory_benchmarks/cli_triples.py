@@ -1,6 +1,6 @@
 """`tiered-memory bench triples`: precision and recall of triple extraction.
 
-Registered on the `bench` group in `langgraph_tiered_memory.cli`.
+Registered on the `bench` group in `tiered_memory_benchmarks.cli`.
 """
 
 from typing import Annotated
@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from langgraph_tiered_memory.cli_bench_options import echo_json, figures_table, log_width
-from langgraph_tiered_memory.cli_common import JsonFlag
+from tiered_memory_benchmarks.cli_options import JsonFlag, echo_json, figures_table, log_width
 
 __all__ = ["bench_triples"]
 
@@ -34,7 +33,6 @@ def bench_triples(
     its sentence. Relaxed: the relation is ignored. Micro-averaged over all sentences.
     The rule extractor always runs; --model adds the model extractor.
     """
-    from langgraph_tiered_memory.bench.triples import run_triples_benchmark
     from langgraph_tiered_memory.errors import ConfigurationError
     from langgraph_tiered_memory.graph.extract import (
         ModelExtractor,
@@ -42,6 +40,7 @@ def bench_triples(
         TripleExtractor,
         resolve_extractor,
     )
+    from tiered_memory_benchmarks.triples import run_triples_benchmark
 
     extractors: dict[str, TripleExtractor] = {"rules": RuleExtractor()}
     if model is not None:
