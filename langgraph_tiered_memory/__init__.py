@@ -1,12 +1,34 @@
 """langgraph-tiered-memory: three tiers of memory for LangGraph agents."""
 
-from langgraph_tiered_memory._deferred import MemoryWriteError, MemoryWriter, flush_memory_writes
-from langgraph_tiered_memory.agent import (
+from langgraph_tiered_memory.agent.builder import (
     DEFAULT_MEMORY_PROMPT,
     ImportanceRules,
     MemoryAgentState,
     create_memory_agent,
 )
+from langgraph_tiered_memory.agent.extraction import (
+    ExtractedMemories,
+    ExtractedMemory,
+    ExtractionResult,
+    MemoryDecision,
+    aextract_memories,
+    extract_memories,
+)
+from langgraph_tiered_memory.agent.forgetting_graph import create_forgetting_graph
+from langgraph_tiered_memory.agent.profile import UserProfile, aget_user_profile, get_user_profile
+from langgraph_tiered_memory.agent.summarizer import (
+    SummarizationNode,
+    asummarize_messages,
+    create_summarizer_graph,
+    summarize_messages,
+    trim_working_memory,
+)
+from langgraph_tiered_memory.agent.tools import (
+    MemoryToolError,
+    create_manage_memory_tool,
+    create_search_memory_tool,
+)
+from langgraph_tiered_memory.agent.writer import MemoryWriteError, MemoryWriter, flush_memory_writes
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
 from langgraph_tiered_memory.checkpoint.registry import SessionMeta
 from langgraph_tiered_memory.config import (
@@ -16,7 +38,6 @@ from langgraph_tiered_memory.config import (
     ScoringConfig,
     TierPolicy,
 )
-from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces
 from langgraph_tiered_memory.errors import (
     BackendUnavailableError,
     ConfigurationError,
@@ -25,22 +46,6 @@ from langgraph_tiered_memory.errors import (
     NamespaceLockedError,
     TieredMemoryError,
 )
-from langgraph_tiered_memory.extraction import (
-    ExtractedMemories,
-    ExtractedMemory,
-    ExtractionResult,
-    MemoryDecision,
-    aextract_memories,
-    extract_memories,
-)
-from langgraph_tiered_memory.forgetting import (
-    DEFAULT_FORGETTING_POLICY,
-    GARBAGE_COLLECT_POLICY,
-    ForgettingPolicy,
-    calculate_decay,
-    should_forget,
-)
-from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.graph import (
     GraphStore,
     ModelExtractor,
@@ -51,12 +56,11 @@ from langgraph_tiered_memory.graph import (
     TripleExtractor,
     TripleRecord,
 )
-from langgraph_tiered_memory.history import MemoryEvent, acting
 from langgraph_tiered_memory.interop import ImportCounts, import_langchain_chroma
 from langgraph_tiered_memory.memory import MemoryEntry
-from langgraph_tiered_memory.profile import UserProfile, aget_user_profile, get_user_profile
-from langgraph_tiered_memory.ranking import ScoreBreakdown
-from langgraph_tiered_memory.redaction import (
+from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, UserNamespaces
+from langgraph_tiered_memory.privacy.history import MemoryEvent, acting
+from langgraph_tiered_memory.privacy.redaction import (
     Finding,
     PatternRedactor,
     PresidioRedactor,
@@ -66,6 +70,14 @@ from langgraph_tiered_memory.redaction import (
     redact_value,
     resolve_redactor,
 )
+from langgraph_tiered_memory.ranking.forgetting import (
+    DEFAULT_FORGETTING_POLICY,
+    GARBAGE_COLLECT_POLICY,
+    ForgettingPolicy,
+    calculate_decay,
+    should_forget,
+)
+from langgraph_tiered_memory.ranking.scoring import ScoreBreakdown
 from langgraph_tiered_memory.retriever import MemoryRetriever
 from langgraph_tiered_memory.store import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.store._config import GraphConfig
@@ -78,18 +90,6 @@ from langgraph_tiered_memory.store._reports import (
     PromotionSkip,
 )
 from langgraph_tiered_memory.store.base import MemoryHit
-from langgraph_tiered_memory.summarizer import (
-    SummarizationNode,
-    asummarize_messages,
-    create_summarizer_graph,
-    summarize_messages,
-    trim_working_memory,
-)
-from langgraph_tiered_memory.tools import (
-    MemoryToolError,
-    create_manage_memory_tool,
-    create_search_memory_tool,
-)
 
 __all__ = [
     "acting",

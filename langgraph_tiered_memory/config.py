@@ -68,7 +68,7 @@ class ScoringConfig(TypedDict, total=False):
 
     `"memory"` (the default) ranks long-term items as memories: relevance from
     hybrid retrieval, plus importance, recency and access count, as a weighted sum
-    (see `langgraph_tiered_memory.ranking` for the formula). `"similarity"` scores by
+    (see `langgraph_tiered_memory.ranking.scoring` for the formula). `"similarity"` scores by
     cosine similarity only, exactly as LangGraph's own stores report it. Short-term
     (Redis) items are always scored by similarity.
 

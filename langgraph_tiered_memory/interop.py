@@ -37,7 +37,7 @@ from langgraph.store.base import GetOp, PutOp
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.memory import MemoryEntry
-from langgraph_tiered_memory.redaction import REDACTIONS_FIELD, redact_value
+from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD, redact_value
 from langgraph_tiered_memory.store._validate import validate_key, validate_namespace
 
 __all__ = ["ImportCounts", "import_langchain_chroma", "memory_key"]

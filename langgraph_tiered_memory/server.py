@@ -49,8 +49,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.privacy._redact import mask_url
 from langgraph_tiered_memory.store._backends import chroma_from_env
 
 __all__ = [

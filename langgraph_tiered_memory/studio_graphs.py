@@ -24,12 +24,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import START, StateGraph
 
-from langgraph_tiered_memory._demo_model import FakeReplyModel
-from langgraph_tiered_memory._extractive import message_text
-from langgraph_tiered_memory.agent import create_memory_agent
+from langgraph_tiered_memory.agent._extractive import message_text
+from langgraph_tiered_memory.agent.builder import create_memory_agent
+from langgraph_tiered_memory.agent.forgetting_graph import create_forgetting_graph
+from langgraph_tiered_memory.agent.summarizer import CHECKPOINTER, SummarizationNode, SummaryState
+from langgraph_tiered_memory.demo.model import FakeReplyModel
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
-from langgraph_tiered_memory.summarizer import CHECKPOINTER, SummarizationNode, SummaryState
 
 __all__ = ["OfflineChatModel", "chat_model", "forgetting", "memory_agent", "summarizer"]
 

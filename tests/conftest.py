@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.embedded import redis_url_or_embedded
+from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 from tests.fakes import Clock, HashingEmbeddings
 
 DIMS = 64
@@ -76,7 +76,7 @@ def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Falkor
     if url:
         yield FalkorDBServer(url, None)
         return
-    from langgraph_tiered_memory.embedded_falkordb import EmbeddedFalkorDB
+    from langgraph_tiered_memory.embedded.falkordb import EmbeddedFalkorDB
 
     with EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb")) as server:
         yield FalkorDBServer(server.url, server.restart)

@@ -22,7 +22,7 @@ import httpx
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.checkpoint import RedisSessionSaver
-from langgraph_tiered_memory.erasure import ErasureReceipt
+from langgraph_tiered_memory.privacy.erasure import ErasureReceipt
 from langgraph_tiered_memory.store._namespaces import namespace_id
 from tests.conftest import DIMS
 from tests.erase_scan import (
@@ -97,7 +97,7 @@ class ChromaServer:
         `tiered-memory scrub-chroma --path DIR`."""
         from typer.testing import CliRunner
 
-        from langgraph_tiered_memory.cli import app
+        from langgraph_tiered_memory.cli.app import app
 
         done = CliRunner().invoke(app, ["scrub-chroma", "--path", str(self.data), "--json"])
         assert done.exit_code == 0, done.output

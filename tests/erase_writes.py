@@ -21,8 +21,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from langgraph_tiered_memory import SummarizationNode, TieredMemoryStore, create_memory_agent
-from langgraph_tiered_memory.agent import MemoryWriter
-from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
+from langgraph_tiered_memory.agent.builder import MemoryWriter
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.fake_models import RecordingChatModel
 
 SHARED_NS = ("shared", "kb")

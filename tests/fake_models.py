@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from langgraph_tiered_memory._demo_model import FakeReplyModel
+from langgraph_tiered_memory.demo.model import FakeReplyModel
 
 
 class RecordedChatModel(BaseChatModel):

@@ -36,7 +36,6 @@ from collections.abc import Callable
 
 import pytest
 
-from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces, id_hash
 from langgraph_tiered_memory.graph.erase import GraphErasure, erase_user_graph
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import (
@@ -47,6 +46,7 @@ from langgraph_tiered_memory.graph.types import (
     Triple,
     TripleRecord,
 )
+from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, UserNamespaces, id_hash
 
 __all__ = ["GraphStoreContract"]
 

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.redaction import Finding, RedactionResult
+from langgraph_tiered_memory.privacy.redaction import Finding, RedactionResult
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 

@@ -281,7 +281,7 @@ def run_thread_sessions(
 
 async def flush_writes(result: PhaseResult) -> None:
     """Wait for the agent's deferred memory writes (every writer of the process)."""
-    from langgraph_tiered_memory.agent import flush_memory_writes
+    from langgraph_tiered_memory.agent.builder import flush_memory_writes
 
     start = time.perf_counter()
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langgraph_tiered_memory._demo_model import FakeReplyModel
+from langgraph_tiered_memory.demo.model import FakeReplyModel
 
 __all__ = [
     "ScriptedChatModel",

@@ -1,6 +1,6 @@
 """Options of the retrieval benchmark: the run's config and the command-line parsers.
 
-The retrieval modes are the store's own (`langgraph_tiered_memory.ranking_modes.MODES`).
+The retrieval modes are the store's own (`langgraph_tiered_memory.ranking.modes.MODES`).
 A user-scoped mode (contextual) needs the caller's user id and prefers that user's
 memories; a LoCoMo namespace holds one conversation and no users, so the benchmark runs
 such a mode as the mode without user scope that has the same channels and fusion
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph_tiered_memory.ranking_modes import RETRIEVAL_MODES as STORE_MODES
-from langgraph_tiered_memory.ranking_modes import mode_spec
+from langgraph_tiered_memory.ranking.modes import RETRIEVAL_MODES as STORE_MODES
+from langgraph_tiered_memory.ranking.modes import mode_spec
 from tiered_memory_benchmarks._retrieval_data import RetrievalBenchmarkError
 
 __all__ = [
@@ -345,7 +345,7 @@ class RetrievalBenchConfig:
         if not self.decay:
             config["recency_weight"] = 0.0
         if self.graph != "off":
-            from langgraph_tiered_memory.ranking import GRAPH_WEIGHT
+            from langgraph_tiered_memory.ranking.scoring import GRAPH_WEIGHT
 
             config["graph_weight"] = GRAPH_WEIGHT or BENCH_GRAPH_WEIGHT
         config.update(self.overrides)

@@ -30,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from langgraph_tiered_memory.ranking import Scoring
+from langgraph_tiered_memory.ranking.scoring import Scoring
 from tiered_memory_benchmarks._retrieval_config import RetrievalBenchConfig
 from tiered_memory_benchmarks._retrieval_data import Conversation, RetrievalBenchmarkError
 from tiered_memory_benchmarks._retrieval_metrics import (

@@ -256,7 +256,7 @@ def redis_for_run(stack: ExitStack, given: str | None, needed: bool) -> tuple[st
         return given, ""
     if given is not None:
         return given, "given"
-    from langgraph_tiered_memory.embedded import redis_url_or_embedded
+    from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 
     origin = "REDIS_URL" if os.environ.get("REDIS_URL") else "embedded"
     return stack.enter_context(redis_url_or_embedded()), origin

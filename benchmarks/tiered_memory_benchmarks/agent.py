@@ -40,7 +40,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langgraph_tiered_memory._demo_model import FakeReplyModel
+from langgraph_tiered_memory.demo.model import FakeReplyModel
 
 __all__ = [
     "AGENT_MODES",
@@ -224,7 +224,7 @@ def _backends(config: AgentBenchConfig) -> Iterator[tuple[Any, Any]]:
     with ExitStack() as stack:
         url = config.redis_url
         if url is None:
-            from langgraph_tiered_memory.embedded import redis_url_or_embedded
+            from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 
             url = stack.enter_context(redis_url_or_embedded())
         root = tempfile.mkdtemp(prefix="agent-bench-", dir=config.chroma_dir)
@@ -269,7 +269,11 @@ def run_agent_benchmark(
     Returns:
         The report.
     """
-    from langgraph_tiered_memory.agent import MemoryWriteError, MemoryWriter, create_memory_agent
+    from langgraph_tiered_memory.agent.builder import (
+        MemoryWriteError,
+        MemoryWriter,
+        create_memory_agent,
+    )
 
     config.validate()
     rng = random.Random(config.seed)

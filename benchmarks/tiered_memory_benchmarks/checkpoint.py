@@ -194,7 +194,7 @@ def run_checkpoint_benchmark(
     with ExitStack() as stack:
         url = config.redis_url
         if url is None:
-            from langgraph_tiered_memory.embedded import redis_url_or_embedded
+            from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 
             url = stack.enter_context(redis_url_or_embedded())
         compiled = {}

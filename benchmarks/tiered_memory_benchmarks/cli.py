@@ -1,7 +1,7 @@
 """`tiered-memory bench`: the benchmarks' commands, added to `tiered-memory` by entry point.
 
 This distribution declares `app` in the entry-point group `langgraph_tiered_memory.cli`
-under the name `bench`; `langgraph_tiered_memory.cli` adds every app of that group as a
+under the name `bench`; `langgraph_tiered_memory.cli.app` adds every app of that group as a
 sub-command. The commands (docs/benchmarks.md):
 
 - `bench store`: put throughput, get/search latency and recall of the store's tiers

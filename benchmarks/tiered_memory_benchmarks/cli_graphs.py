@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from langgraph_tiered_memory._redact import mask_url
+from langgraph_tiered_memory.privacy._redact import mask_url
 from tiered_memory_benchmarks.cli_options import JsonFlag
 
 __all__ = ["bench_checkpoint", "bench_forgetting", "bench_summarizer"]

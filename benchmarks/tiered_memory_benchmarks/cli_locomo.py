@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from langgraph_tiered_memory.cli_common import (
+from langgraph_tiered_memory.cli.common import (
     ChromaHostOption,
     ChromaPathOption,
     ChromaPortOption,
@@ -23,7 +23,7 @@ from langgraph_tiered_memory.cli_common import (
     namespace_labels,
     open_store,
 )
-from langgraph_tiered_memory.cli_ingest import Record, check_record, write_records
+from langgraph_tiered_memory.cli.ingest import Record, check_record, write_records
 from tiered_memory_benchmarks._retrieval_data import RetrievalBenchmarkError, load_locomo
 
 __all__ = ["ingest_locomo"]

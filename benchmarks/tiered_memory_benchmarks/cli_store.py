@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from langgraph_tiered_memory._redact import mask_urls_in
-from langgraph_tiered_memory.cli_common import ChromaPortOption
+from langgraph_tiered_memory.cli.common import ChromaPortOption
+from langgraph_tiered_memory.privacy._redact import mask_urls_in
 from tiered_memory_benchmarks.cli_options import JsonFlag
 
 __all__ = ["bench_retrieval", "bench_store"]

@@ -51,8 +51,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import GetOp, PutOp
 
-from langgraph_tiered_memory.forgetting import ForgettingRules
-from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
+from langgraph_tiered_memory.agent.forgetting_graph import create_forgetting_graph
+from langgraph_tiered_memory.ranking.forgetting import ForgettingRules
 from tiered_memory_benchmarks.retrieval import BenchClock
 
 __all__ = [

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from langgraph.store.base import PutOp
 
-from langgraph_tiered_memory._redact import mask_url
+from langgraph_tiered_memory.privacy._redact import mask_url
 from tiered_memory_benchmarks._load_compare import LostUpdates, compare_states
 from tiered_memory_benchmarks._load_run import (
     PhaseResult,
@@ -240,7 +240,7 @@ def _mb(value: int | None) -> float | None:
 
 
 def _default_graph(model: Any, config: LoadBenchConfig) -> Any:
-    from langgraph_tiered_memory.agent import create_memory_agent
+    from langgraph_tiered_memory.agent.builder import create_memory_agent
 
     return create_memory_agent(model, memory_limit=config.memory_limit)
 
@@ -357,7 +357,7 @@ def _redis(config: LoadBenchConfig) -> Iterator[tuple[str, str]]:
     if config.redis_url is not None:
         yield config.redis_url, "given"
         return
-    from langgraph_tiered_memory.embedded import redis_url_or_embedded
+    from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 
     origin = "REDIS_URL" if os.environ.get("REDIS_URL") else "embedded"
     with redis_url_or_embedded() as url:

@@ -64,7 +64,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from langgraph_tiered_memory.ranking import Scoring
+from langgraph_tiered_memory.ranking.scoring import Scoring
 from tiered_memory_benchmarks._retrieval_config import (
     DEFAULT_KS,
     GRAPH_CHOICES,

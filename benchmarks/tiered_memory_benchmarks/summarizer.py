@@ -26,7 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from langgraph_tiered_memory.summarizer import (
+from langgraph_tiered_memory.agent.summarizer import (
     SummaryState,
     create_summarizer_graph,
     messages_with_summary,

@@ -22,9 +22,9 @@ from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import BackendUnavailableError, TieredMemoryError
+from langgraph_tiered_memory.privacy._redact import mask_url
 
 __all__ = ["translate_outages", "outage_cause", "is_translated", "describe_redis"]
 

@@ -23,10 +23,10 @@ import asyncio
 import logging
 import threading
 
-from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory.checkpoint._outage import outage_cause
 from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, SessionRegistry
 from langgraph_tiered_memory.errors import BackendUnavailableError
+from langgraph_tiered_memory.privacy._redact import mask_urls_in
 
 __all__ = ["Recorder", "AsyncRecorder"]
 

@@ -27,7 +27,6 @@ import redis.asyncio as aredis
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
-from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory._redis_client import (
     DEFAULT_REDIS_TIMEOUT,
     aclient_options,
@@ -46,7 +45,8 @@ from langgraph_tiered_memory.checkpoint.registry import (
     SessionStatus,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.redaction import Redactor, redact_text, resolve_redactor
+from langgraph_tiered_memory.privacy._redact import mask_url
+from langgraph_tiered_memory.privacy.redaction import Redactor, redact_text, resolve_redactor
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.redis import RedisSaver

@@ -32,7 +32,7 @@ class AsyncRedisSessionSaver(AsyncSessionErase, _AsyncSessionLayer, SaverPlans, 
 
         from langgraph.graph import START, MessagesState, StateGraph
         from langgraph_tiered_memory import AsyncRedisSessionSaver
-        from langgraph_tiered_memory.embedded import redis_url_or_embedded
+        from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 
         builder = StateGraph(MessagesState)
         builder.add_node("reply", lambda state: {"messages": [("ai", "noted")]})

@@ -59,7 +59,7 @@ from langgraph_tiered_memory.checkpoint._base import (
     _DocRef,
 )
 from langgraph_tiered_memory.checkpoint._registry_keys import PARTICIPANT, Keys
-from langgraph_tiered_memory.erasure import ErasureReceipt, check_user_id
+from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, check_user_id
 
 __all__ = [
     "CHECKPOINTS",

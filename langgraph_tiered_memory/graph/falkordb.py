@@ -36,7 +36,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langgraph_tiered_memory._redact import mask_url, mask_urls_in
 from langgraph_tiered_memory._redis_client import describe_client
 from langgraph_tiered_memory.errors import (
     BackendUnavailableError,
@@ -57,6 +56,7 @@ from langgraph_tiered_memory.graph.types import (
     normalize_entity,
     normalize_relation,
 )
+from langgraph_tiered_memory.privacy._redact import mask_url, mask_urls_in
 
 __all__ = ["FalkorDBGraph", "namespace_key"]
 
@@ -191,7 +191,7 @@ class FalkorDBGraph:
     """`GraphStore` over a FalkorDB graph (see the module docstring for the model).
 
     ```python
-    from langgraph_tiered_memory.embedded_falkordb import EmbeddedFalkorDB
+    from langgraph_tiered_memory.embedded.falkordb import EmbeddedFalkorDB
     from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
     from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 

@@ -12,12 +12,12 @@ from urllib.parse import parse_qsl, urlsplit
 import redis
 from redis.exceptions import RedisClusterException
 
-from langgraph_tiered_memory._redact import mask_url, mask_urls_in
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, is_cluster_url
 from langgraph_tiered_memory._redis_client import redis_from_url as bounded_redis_from_url
 from langgraph_tiered_memory.config import ChromaHnswConfig, TierName
 from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory.privacy._redact import mask_url, mask_urls_in
 from langgraph_tiered_memory.store._config import (
     DEFAULT_CHROMA_PATH,
     GRAPH_EXTRA_HINT,
@@ -276,7 +276,7 @@ def build_tiers(
             if not url:
                 raise ConfigurationError(
                     "The short-term tier needs Redis: pass redis_url= or redis_client=, set"
-                    " REDIS_URL, or start one with langgraph_tiered_memory.embedded."
+                    " REDIS_URL, or start one with langgraph_tiered_memory.embedded.redis."
                     "EmbeddedRedis. To keep everything in Chroma pass tiers={'default': 'long'}."
                 )
             redis_client = redis_from_url(url, redis_timeout)

@@ -16,12 +16,12 @@ from typing import Any, Literal, NamedTuple, TypedDict, cast
 
 from langgraph.store.base import IndexConfig, TTLConfig, tokenize_path
 
-from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW, ChromaHnswConfig
 from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.graph.protocol import GraphStore
-from langgraph_tiered_memory.redaction import Redactor, resolve_redactor
+from langgraph_tiered_memory.privacy._redact import mask_url
+from langgraph_tiered_memory.privacy.redaction import Redactor, resolve_redactor
 from langgraph_tiered_memory.store._common import validate_ttl
 
 __all__ = [

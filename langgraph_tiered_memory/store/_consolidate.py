@@ -1,7 +1,7 @@
 """The consolidation pass: merge related memories of one namespace into one memory.
 
 Grouping (near-duplicates, themes) and merging texts are pure functions of
-`langgraph_tiered_memory.consolidation`; this module reads the candidates from the
+`langgraph_tiered_memory.store.consolidation`; this module reads the candidates from the
 long-term tier, keeps what may not be merged out, and writes the merged memories
 before it deletes or down-weights their sources.
 """
@@ -15,19 +15,23 @@ from typing import Any, Literal
 
 from langgraph.store.base import PutOp
 
-from langgraph_tiered_memory.consolidation import group_near_duplicates, merger, theme_group
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.forgetting import PINNED_FIELD
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
-from langgraph_tiered_memory.history import acting
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE
-from langgraph_tiered_memory.ownership import namespace_owner
-from langgraph_tiered_memory.provenance import PROVENANCE_FIELD, merged_provenance, provenance_of
+from langgraph_tiered_memory.privacy.history import acting
+from langgraph_tiered_memory.privacy.ownership import namespace_owner
+from langgraph_tiered_memory.privacy.provenance import (
+    PROVENANCE_FIELD,
+    merged_provenance,
+    provenance_of,
+)
+from langgraph_tiered_memory.ranking.forgetting import PINNED_FIELD
 from langgraph_tiered_memory.store._common import StoredItem, check_search_text
 from langgraph_tiered_memory.store._history import reasons_for
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ConsolidationRecord
+from langgraph_tiered_memory.store.consolidation import group_near_duplicates, merger, theme_group
 from langgraph_tiered_memory.store.promotion import _content_id, _digest
 from langgraph_tiered_memory.store.tiers.base import MemoryTier
 

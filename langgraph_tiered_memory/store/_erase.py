@@ -32,21 +32,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from langgraph_tiered_memory._deferred import erasing_writes
+from langgraph_tiered_memory.agent.writer import erasing_writes
 from langgraph_tiered_memory.config import TierName
-from langgraph_tiered_memory.erasure import (
-    DEFAULT_USER_TEMPLATES,
-    ErasureReceipt,
-    UserNamespaces,
-    check_user_id,
-)
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.erase import GraphErasure, erase_user_graph
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
-from langgraph_tiered_memory.history import acting
-from langgraph_tiered_memory.provenance import names_user
+from langgraph_tiered_memory.privacy.erasure import (
+    DEFAULT_USER_TEMPLATES,
+    ErasureReceipt,
+    UserNamespaces,
+    check_user_id,
+)
+from langgraph_tiered_memory.privacy.history import acting
+from langgraph_tiered_memory.privacy.provenance import names_user
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 

@@ -25,9 +25,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph_tiered_memory.config import TierName
-from langgraph_tiered_memory.erasure import check_user_id
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple, TripleRecord
+from langgraph_tiered_memory.privacy.erasure import check_user_id
 from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._erase import (
     ErasePlan,

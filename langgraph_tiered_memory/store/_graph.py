@@ -29,7 +29,7 @@ from langgraph_tiered_memory.graph.types import (
     normalize_entity,
     normalize_relation,
 )
-from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.ranking.scoring import user_scope
 from langgraph_tiered_memory.store._common import check_labels
 from langgraph_tiered_memory.store._graph_write import (
     GraphDue,

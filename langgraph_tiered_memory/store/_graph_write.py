@@ -26,12 +26,12 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
-from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.privacy._redact import mask_urls_in
+from langgraph_tiered_memory.ranking.scoring import user_scope
 from langgraph_tiered_memory.store._common import ItemWrite, Namespace, StoredItem
 from langgraph_tiered_memory.store._namespaces import namespace_id
 

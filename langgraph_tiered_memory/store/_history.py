@@ -37,16 +37,16 @@ from typing import Any, Literal, Protocol, cast
 
 from langgraph.store.base import NOT_PROVIDED, NotProvided, PutOp
 
-from langgraph_tiered_memory.erasure import id_hash, subject_hash
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.history import (
+from langgraph_tiered_memory.privacy.erasure import id_hash, subject_hash
+from langgraph_tiered_memory.privacy.history import (
     EventKind,
     MemoryEvent,
     acting,
     content_hash,
     current_actor,
 )
-from langgraph_tiered_memory.provenance import provenance_of
+from langgraph_tiered_memory.privacy.provenance import provenance_of
 from langgraph_tiered_memory.store._common import (
     Namespace,
     check_labels,

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from langgraph_tiered_memory.history import Actor, acting
+from langgraph_tiered_memory.privacy.history import Actor, acting
 from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._protocols import StoreCore
 

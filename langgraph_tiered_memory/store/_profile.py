@@ -1,4 +1,4 @@
-"""The stores' user-profile methods: thin wrappers over `langgraph_tiered_memory.profile`.
+"""The stores' user-profile methods: thin wrappers over `langgraph_tiered_memory.agent.profile`.
 
 A profile reads every memory of a user. Through `search`, each read would count as an
 access of every one of them (refreshing their `last_accessed` and `access_count`), so
@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.store.base import BaseStore, SearchItem
 from typing_extensions import TypedDict, Unpack
 
-from langgraph_tiered_memory.profile import (
+from langgraph_tiered_memory.agent.profile import (
     UserProfile,
     aget_user_profile,
     get_user_profile,
@@ -77,7 +77,7 @@ class ProfileMethods:
     def get_user_profile(self, user_id: str, **options: Unpack[ProfileOptions]) -> UserProfile:
         """The profile of `user_id`, cached until the user's memories change.
 
-        `langgraph_tiered_memory.profile.get_user_profile` on this store; listing the
+        `langgraph_tiered_memory.agent.profile.get_user_profile` on this store; listing the
         user's memories for it does not count as accessing them.
 
         Args:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langgraph_tiered_memory._redis_client import redis_call
-from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 
 if TYPE_CHECKING:
     from langgraph_tiered_memory.retriever import MemoryRetriever

@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 from langgraph_tiered_memory.memory import MemoryEntry
-from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods
 from langgraph_tiered_memory.store.base import MemoryHit
 from langgraph_tiered_memory.store.sync import _TieredStore

@@ -24,15 +24,15 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from langgraph_tiered_memory._redact import mask_urls_in
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_redis_timeout
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import memory_fields
-from langgraph_tiered_memory.memory_keys import context_text, sentence_chunks, time_words
-from langgraph_tiered_memory.ranking import Scoring
-from langgraph_tiered_memory.redaction import Redactor
+from langgraph_tiered_memory.privacy._redact import mask_urls_in
+from langgraph_tiered_memory.privacy.redaction import Redactor
+from langgraph_tiered_memory.ranking.keys import context_text, sentence_chunks, time_words
+from langgraph_tiered_memory.ranking.scoring import Scoring
 from langgraph_tiered_memory.store._backends import build_graph, build_tiers, chroma_is_server
 from langgraph_tiered_memory.store._common import (
     ItemWrite,

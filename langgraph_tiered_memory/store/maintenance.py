@@ -22,9 +22,13 @@ from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.forgetting import PINNED_FIELD, ForgettingPolicy, ForgettingRules
-from langgraph_tiered_memory.history import acting, current_actor
 from langgraph_tiered_memory.memory import memory_fields
+from langgraph_tiered_memory.privacy.history import acting, current_actor
+from langgraph_tiered_memory.ranking.forgetting import (
+    PINNED_FIELD,
+    ForgettingPolicy,
+    ForgettingRules,
+)
 from langgraph_tiered_memory.store._common import StoredItem, check_labels, validate_key
 from langgraph_tiered_memory.store._consolidate import consolidate
 from langgraph_tiered_memory.store._history import as_event, reasons_for

@@ -30,8 +30,8 @@ from langgraph.store.base import (
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
 from langgraph_tiered_memory.memory import memory_fields
-from langgraph_tiered_memory.ranking import split_search_options
-from langgraph_tiered_memory.redaction import REDACTIONS_FIELD, Redactor, redact_value
+from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD, Redactor, redact_value
+from langgraph_tiered_memory.ranking.scoring import split_search_options
 from langgraph_tiered_memory.store._common import (
     SURROGATE_FIX,
     ItemWrite,

@@ -23,8 +23,8 @@ from langgraph.store.base import (
 )
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
-from langgraph_tiered_memory.provenance import stamp
-from langgraph_tiered_memory.ranking import user_scope
+from langgraph_tiered_memory.privacy.provenance import stamp
+from langgraph_tiered_memory.ranking.scoring import user_scope
 from langgraph_tiered_memory.store._items import StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import PromotionSkip

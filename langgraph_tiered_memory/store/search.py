@@ -20,14 +20,15 @@ from typing import Any, NamedTuple
 from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.memory import MemoryEntry
-from langgraph_tiered_memory.ranking import (
+from langgraph_tiered_memory.ranking.dates import time_question
+from langgraph_tiered_memory.ranking.scoring import (
     ScoreBreakdown,
     UserScope,
     keyword_terms,
     rank_memories,
     split_search_options,
 )
-from langgraph_tiered_memory.ranking_select import (
+from langgraph_tiered_memory.ranking.select import (
     ChannelHits,
     CutCandidate,
     GraphListHit,
@@ -42,7 +43,6 @@ from langgraph_tiered_memory.ranking_select import (
     user_scope_for,
     visible,
 )
-from langgraph_tiered_memory.ranking_time import time_question
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,

@@ -12,8 +12,8 @@ from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_c
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.memory import MemoryEntry
-from langgraph_tiered_memory.ranking import RetrievalMode
-from langgraph_tiered_memory.redaction import RedactorSpec
+from langgraph_tiered_memory.privacy.redaction import RedactorSpec
+from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._erase import ErasureMethods
 from langgraph_tiered_memory.store._export import ExportMethods
@@ -178,7 +178,7 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
     Example:
         ```python
         from langgraph_tiered_memory import TieredMemoryStore
-        from langgraph_tiered_memory.embedded import EmbeddedRedis
+        from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 
         with EmbeddedRedis() as redis_server, TieredMemoryStore.from_conn_string(
             redis_server.url, chroma_path="./chroma-db"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from langgraph_tiered_memory.graph.extract import RuleExtractor, query_entities
 from tiered_memory_benchmarks.graph import (
     GraphSearchBenchConfig,

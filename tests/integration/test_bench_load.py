@@ -11,7 +11,7 @@ from langgraph.store.base import Op, PutOp, Result
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tiered_memory_benchmarks.load import LoadBenchConfig, run_load_benchmark
 
 pytestmark = pytest.mark.integration

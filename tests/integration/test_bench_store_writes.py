@@ -9,7 +9,7 @@ import pytest
 from chromadb.config import Settings
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401  # fixture
 from tests.unit.test_bench_store import last_json_line
 

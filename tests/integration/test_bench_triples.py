@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from langgraph_tiered_memory.graph import extract as extract_module
 from langgraph_tiered_memory.graph._rules import user_lines
 from langgraph_tiered_memory.graph.extract import ModelExtractor, RuleExtractor

@@ -17,7 +17,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import RedisSessionSaver, TieredMemoryStore
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tests.conftest import drop_redis_keys
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tests.fakes import Clock, HashingEmbeddings
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from langgraph_tiered_memory.store.tiers.chroma_scrub import processes_holding
 
 runner = CliRunner()

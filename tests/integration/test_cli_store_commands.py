@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 
 runner = CliRunner()
 

@@ -14,7 +14,7 @@ import pytest
 import redis
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 
 
 def _section(out: str, start: str, end: str | None = None) -> str:
@@ -137,7 +137,7 @@ def test_the_forgetting_dry_run_lists_decay_deletions_and_merges(demo_output: st
 def test_the_installed_command_runs_offline_on_an_embedded_redis(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "OPENAI_API_KEY")}
     env.update({"HF_HUB_DISABLE_PROGRESS_BARS": "1", "COLUMNS": "200"})
-    script = "from langgraph_tiered_memory.cli import main; main()"
+    script = "from langgraph_tiered_memory.cli.app import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", script, "demo"],
         env=env,

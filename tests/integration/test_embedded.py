@@ -20,7 +20,7 @@ import redis
 from redis.commands.search.query import Query
 
 from langgraph_tiered_memory import _embedded_server, embedded
-from langgraph_tiered_memory.embedded import (
+from langgraph_tiered_memory.embedded.redis import (
     EmbeddedRedis,
     EmbeddedRedisError,
     find_binaries,
@@ -355,7 +355,7 @@ def test_redis_url_or_embedded_starts_a_server(monkeypatch: pytest.MonkeyPatch) 
 _CHILD = textwrap.dedent(
     """
     import sys, time
-    from langgraph_tiered_memory.embedded import EmbeddedRedis
+    from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
     server = EmbeddedRedis().start()
     print(server.pid, server.data_dir, flush=True)
     if sys.argv[1] == "hang":

@@ -46,7 +46,7 @@ from langgraph_tiered_memory.checkpoint import (
     RedisSessionSaver,
     ShallowRedisSessionSaver,
 )
-from langgraph_tiered_memory.cli import app as cli_app
+from langgraph_tiered_memory.cli.app import app as cli_app
 from langgraph_tiered_memory.store._namespaces import namespace_id
 from tests.conftest import DIMS
 from tests.erase_env import (

@@ -19,8 +19,8 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
-from langgraph_tiered_memory.erasure import subject_hash
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.privacy.erasure import subject_hash
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 

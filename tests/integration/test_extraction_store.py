@@ -11,7 +11,7 @@ import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.extraction import aextract_memories, extract_memories
+from langgraph_tiered_memory.agent.extraction import aextract_memories, extract_memories
 from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock, HashingEmbeddings

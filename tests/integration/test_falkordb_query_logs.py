@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import redis
 
-from langgraph_tiered_memory.erasure import ErasureReceipt, UserNamespaces
 from langgraph_tiered_memory.errors import BackendUnavailableError
 from langgraph_tiered_memory.graph import _falkordb_erase
 from langgraph_tiered_memory.graph.erase import erase_user_graph
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
+from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, UserNamespaces
 
 
 @pytest.fixture

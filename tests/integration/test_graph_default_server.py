@@ -23,8 +23,8 @@ from chromadb.config import Settings
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
-from langgraph_tiered_memory.cli import app
-from langgraph_tiered_memory.embedded import EmbeddedRedis
+from langgraph_tiered_memory.cli.app import app
+from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from tests.conftest import DIMS

@@ -17,8 +17,8 @@ import pytest
 import redis
 from falkordb import FalkorDB
 
-from langgraph_tiered_memory import embedded_falkordb
-from langgraph_tiered_memory.embedded_falkordb import (
+from langgraph_tiered_memory.embedded import falkordb as embedded_falkordb
+from langgraph_tiered_memory.embedded.falkordb import (
     EmbeddedFalkorDB,
     EmbeddedFalkorDBError,
     find_falkordb_binaries,

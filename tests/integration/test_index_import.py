@@ -27,7 +27,7 @@ import redis
 from falkordb import FalkorDB
 
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
-from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, keyword_terms
+from langgraph_tiered_memory.ranking.terms import FTS_TOKENIZE, keyword_terms
 from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_import import import_memory_index

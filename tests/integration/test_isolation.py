@@ -22,7 +22,7 @@ from langgraph.store.base import IndexConfig
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.ranking import RetrievalMode
+from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import HashingEmbeddings
 

@@ -25,7 +25,7 @@ import redis
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.erasure import UserNamespaces
+from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from langgraph_tiered_memory.store.tiers.chroma_scrub import scrub_chroma_dir
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.long_erase import ITEMS, NAMESPACES

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.erasure import UserNamespaces
+from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 

@@ -24,7 +24,7 @@ from chromadb.config import Settings
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.memory_keys import context_text
+from langgraph_tiered_memory.ranking.keys import context_text
 from langgraph_tiered_memory.store._common import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
 from tests.fakes import HashingEmbeddings

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore, create_forgetting_graph
-from langgraph_tiered_memory.consolidation import merge_contents
+from langgraph_tiered_memory.store.consolidation import merge_contents
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 

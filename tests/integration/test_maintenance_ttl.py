@@ -125,7 +125,7 @@ def test_gc_command_dry_run_does_not_sweep(tmp_path: Any) -> None:
 
     from typer.testing import CliRunner
 
-    from langgraph_tiered_memory.cli import app
+    from langgraph_tiered_memory.cli.app import app
 
     path = str(tmp_path / "chroma")
     index = {"dims": 16, "embed": HashingEmbeddings(16), "fields": ["content"]}

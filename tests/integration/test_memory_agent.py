@@ -22,9 +22,13 @@ from langchain_core.tools import tool
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.agent import MemoryWriteError, MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.builder import (
+    MemoryWriteError,
+    MemoryWriter,
+    create_memory_agent,
+)
+from langgraph_tiered_memory.agent.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
-from langgraph_tiered_memory.forgetting_graph import create_forgetting_graph
 from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel, prompt_text
 from tests.fakes import Clock, HashingEmbeddings
@@ -289,7 +293,10 @@ def test_tool_calls_loop_through_the_tool_node(
 def test_the_memory_tools_write_the_users_memories(
     mem_store: TieredMemoryStore, saver: RedisSessionSaver, writer: MemoryWriter
 ) -> None:
-    from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
+    from langgraph_tiered_memory.agent.tools import (
+        create_manage_memory_tool,
+        create_search_memory_tool,
+    )
 
     args = {"content": "Prefers aisle seats on planes", "action": "create",
             "memory_type": "preference"}  # fmt: skip

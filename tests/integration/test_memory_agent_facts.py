@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.agent import MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_agent
 from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel, RecordingChatModel, prompt_text
 from tests.fakes import Clock, HashingEmbeddings

@@ -24,7 +24,11 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.agent import MemoryWriteError, MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.builder import (
+    MemoryWriteError,
+    MemoryWriter,
+    create_memory_agent,
+)
 from langgraph_tiered_memory.checkpoint import RedisSessionSaver
 from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel

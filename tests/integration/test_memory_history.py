@@ -14,12 +14,12 @@ import pytest
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, ConfigurationError, TieredMemoryStore
-from langgraph_tiered_memory.erasure import UserNamespaces, id_hash
-from langgraph_tiered_memory.extraction import extract_memories
-from langgraph_tiered_memory.history import acting, content_hash
+from langgraph_tiered_memory.agent.extraction import extract_memories
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
+from langgraph_tiered_memory.privacy.erasure import UserNamespaces, id_hash
+from langgraph_tiered_memory.privacy.history import acting, content_hash
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
-from langgraph_tiered_memory.tools import create_manage_memory_tool
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401 - fixture

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel
 from tests.fakes import HashingEmbeddings

@@ -37,7 +37,7 @@ from langgraph_tiered_memory.checkpoint import (
 )
 from langgraph_tiered_memory.checkpoint._outage import is_translated, public_methods
 from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, SessionRegistry
-from langgraph_tiered_memory.embedded import EmbeddedRedis
+from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 from tests.net import free_port
 
 BOUND = 1.0

@@ -16,12 +16,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.agent import MemoryWriter, create_memory_agent
-from langgraph_tiered_memory.erasure import UserNamespaces
+from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.ownership import namespace_owner
-from langgraph_tiered_memory.ranking import UserScope
-from langgraph_tiered_memory.tools import create_manage_memory_tool
+from langgraph_tiered_memory.privacy.erasure import UserNamespaces
+from langgraph_tiered_memory.privacy.ownership import namespace_owner
+from langgraph_tiered_memory.ranking.scoring import UserScope
 from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel, prompt_text
 from tests.fakes import HashingEmbeddings

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.agent.profile import PROFILE_CACHE_LABEL, get_user_profile
 from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple
-from langgraph_tiered_memory.profile import PROFILE_CACHE_LABEL, get_user_profile
 from tests.fake_models import RecordedChatModel, prompt_text
 from tests.fakes import Clock
 from tests.memory_tools_support import indexed_store_options

@@ -12,13 +12,13 @@ import pytest
 from langgraph.store.base import InvalidNamespaceError
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.profile import (
+from langgraph_tiered_memory.agent.profile import (
     PROFILE_CACHE_LABEL,
     UserProfile,
     aget_user_profile,
     get_user_profile,
 )
+from langgraph_tiered_memory.errors import ConfigurationError
 from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock
 from tests.memory_tools_support import indexed_store_options
@@ -164,7 +164,7 @@ def test_malformed_model_output_warns_and_returns_the_memories_profile(
             _reply(basics=["Lives in Berlin"]),
         ]
     )
-    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.profile"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.agent.profile"):
         first = pstore.get_user_profile("alice", model=model)
         second = pstore.get_user_profile("alice", model=model)
     warnings = [r for r in caplog.records if "malformed" in r.getMessage()]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.provenance import PROVENANCE_FIELD, names_user
+from langgraph_tiered_memory.privacy.provenance import PROVENANCE_FIELD, names_user
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 

@@ -24,9 +24,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import START, StateGraph
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.agent.summarizer import SummarizationNode, SummaryState
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.summarizer import SummarizationNode, SummaryState
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import HashingEmbeddings
 

@@ -17,7 +17,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.embedded import find_binaries
+from langgraph_tiered_memory.embedded.redis import find_binaries
 from langgraph_tiered_memory.errors import BackendUnavailableError
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings

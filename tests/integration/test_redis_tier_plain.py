@@ -19,7 +19,7 @@ import pytest
 import redis
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.embedded import find_binaries
+from langgraph_tiered_memory.embedded.redis import find_binaries
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 

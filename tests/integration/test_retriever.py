@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, ConfigurationError, TieredMemoryStore
-from langgraph_tiered_memory.ranking import ScoreBreakdown
+from langgraph_tiered_memory.ranking.scoring import ScoreBreakdown
 from langgraph_tiered_memory.retriever import MemoryRetriever
 from tests.fakes import HashingEmbeddings
 

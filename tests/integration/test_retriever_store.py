@@ -12,7 +12,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, ConfigurationError, TieredMemoryStore
-from langgraph_tiered_memory.agent import MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_agent
 from tests.conftest import DIMS
 from tests.fake_models import RecordingChatModel
 from tests.fakes import Clock, HashingEmbeddings

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from langgraph_tiered_memory import BackendUnavailableError, TieredMemoryStore
 from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver, RedisSessionSaver
-from langgraph_tiered_memory.cli import app
-from langgraph_tiered_memory.embedded import EmbeddedRedis
+from langgraph_tiered_memory.cli.app import app
+from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 from tests.net import free_port
 
 PASSWORD = "Pa55-w0rd-zq7"

@@ -26,7 +26,7 @@ from langgraph_tiered_memory.checkpoint import (
 )
 from langgraph_tiered_memory.checkpoint._base import Batch
 from langgraph_tiered_memory.checkpoint.erase import Layout, erase_plan, run_erase
-from langgraph_tiered_memory.erasure import id_hash
+from langgraph_tiered_memory.privacy.erasure import id_hash
 
 KINDS = ["sync", "async", "shallow", "async-shallow"]
 SAVERS: dict[str, Any] = {

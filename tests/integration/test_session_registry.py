@@ -146,7 +146,7 @@ def test_modules_check_names_what_is_missing_and_how_to_get_it(redis_url: str) -
         RedisModulesMissingError,
         check_modules,
     )
-    from langgraph_tiered_memory.embedded import find_binaries
+    from langgraph_tiered_memory.embedded.redis import find_binaries
 
     with redis.Redis.from_url(redis_url) as ok:
         check_modules(ok)  # the test server has both modules

@@ -102,7 +102,7 @@ def test_redis_outage_fails_fast_and_the_thread_resumes_after_restart(tmp_path: 
     import time
 
     from langgraph_tiered_memory import BackendUnavailableError
-    from langgraph_tiered_memory.embedded import EmbeddedRedis
+    from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 
     thread = f"t-{uuid.uuid4().hex}"
     cfg = {"configurable": {"thread_id": thread, "user_id": "u1"}}
@@ -224,7 +224,7 @@ async def test_async_saver_outage_fails_fast_and_resumes(tmp_path: Any) -> None:
     import time
 
     from langgraph_tiered_memory import BackendUnavailableError
-    from langgraph_tiered_memory.embedded import EmbeddedRedis
+    from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))
@@ -250,7 +250,7 @@ async def test_async_saver_outage_fails_fast_and_resumes(tmp_path: Any) -> None:
 
 def test_summary_is_written_to_the_session_and_survives_a_new_saver(redis_url: str) -> None:
     from langgraph_tiered_memory import create_summarizer_graph
-    from langgraph_tiered_memory.summarizer import SummaryState
+    from langgraph_tiered_memory.agent.summarizer import SummaryState
 
     thread = f"t-{uuid.uuid4().hex}"
     cfg = {"configurable": {"thread_id": thread, "user_id": "u5"}}

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.erasure import UserNamespaces
+from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from langgraph_tiered_memory.store._common import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 from tests.conftest import DIMS

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import MemoryEntry, should_forget
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tiered_memory_benchmarks.forgetting import (
     DAY,
     T_END,

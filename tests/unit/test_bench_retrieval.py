@@ -15,7 +15,7 @@ import pytest
 from langgraph.store.base import Item, PutOp
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tiered_memory_benchmarks import retrieval as bench
 from tiered_memory_benchmarks.retrieval import (
     BenchClock,

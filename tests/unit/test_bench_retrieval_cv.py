@@ -21,8 +21,8 @@ from langgraph.store.base import Item, PutOp
 from rich.console import Console
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
-from langgraph_tiered_memory.ranking import Scoring
+from langgraph_tiered_memory.cli.app import app
+from langgraph_tiered_memory.ranking.scoring import Scoring
 from tiered_memory_benchmarks._retrieval_config import (
     parse_select,
     parse_sweeps,

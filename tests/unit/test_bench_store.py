@@ -8,7 +8,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tiered_memory_benchmarks.store import NamespaceBenchResult
 
 runner = CliRunner()

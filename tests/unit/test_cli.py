@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory.cli import app
+from langgraph_tiered_memory.cli.app import app
 from tiered_memory_benchmarks.cli_store import _parse_sizes
 from tiered_memory_benchmarks.store import LookupEmbeddings, StoreBenchmarkError
 
@@ -39,7 +39,7 @@ def test_bench_without_the_benchmarks_installed_names_the_fix() -> None:
     script = (
         "import importlib.metadata as m\n"
         "m.entry_points = lambda **kw: m.EntryPoints([])\n"
-        "from langgraph_tiered_memory.cli import main\n"
+        "from langgraph_tiered_memory.cli.app import main\n"
         "main()\n"
     )
     root = Path(__file__).resolve().parents[2]
@@ -197,7 +197,7 @@ def test_gc_command_dry_run_then_delete(tmp_path: Any) -> None:
     from typer.testing import CliRunner
 
     from langgraph_tiered_memory import TieredMemoryStore
-    from langgraph_tiered_memory.cli import app
+    from langgraph_tiered_memory.cli.app import app
     from tests.fakes import HashingEmbeddings
 
     path = str(tmp_path / "chroma")
@@ -238,7 +238,7 @@ def test_gc_command_consolidates_with_the_stores_embeddings(tmp_path: Any) -> No
     from typer.testing import CliRunner
 
     from langgraph_tiered_memory import TieredMemoryStore
-    from langgraph_tiered_memory.cli import app
+    from langgraph_tiered_memory.cli.app import app
 
     path = str(tmp_path / "chroma")
     index: Any = {"dims": 384, "embed": "local", "fields": ["content"]}
@@ -271,7 +271,7 @@ def test_gc_command_applies_a_budget(tmp_path: Any) -> None:
     from typer.testing import CliRunner
 
     from langgraph_tiered_memory import TieredMemoryStore
-    from langgraph_tiered_memory.cli import app
+    from langgraph_tiered_memory.cli.app import app
     from tests.fakes import HashingEmbeddings
 
     path = str(tmp_path / "chroma")
@@ -296,7 +296,7 @@ def test_gc_command_refuses_empty_or_malformed_namespaces_and_takes_literal_labe
     from typer.testing import CliRunner
 
     from langgraph_tiered_memory import TieredMemoryStore
-    from langgraph_tiered_memory.cli import app
+    from langgraph_tiered_memory.cli.app import app
     from tests.fakes import HashingEmbeddings
 
     path = str(tmp_path / "chroma")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from langgraph_tiered_memory._demo_model import ScriptedDemoModel, demo_model
+from langgraph_tiered_memory.demo.model import ScriptedDemoModel, demo_model
 
 
 def _reply(context: str, said: str) -> str:

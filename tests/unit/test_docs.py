@@ -41,7 +41,7 @@ import pytest
 
 import langgraph_tiered_memory
 import tiered_memory_benchmarks
-from langgraph_tiered_memory import embedded
+from langgraph_tiered_memory.embedded import redis as embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (langgraph_tiered_memory, tiered_memory_benchmarks)
@@ -284,7 +284,7 @@ def test_examples_cannot_silently_drop_out() -> None:
     for expected in (
         "langgraph_tiered_memory.config.TierPolicy",
         "langgraph_tiered_memory.config.ScoringConfig",
-        "langgraph_tiered_memory.summarizer.summarize_messages",
+        "langgraph_tiered_memory.agent.summarizer.summarize_messages",
         "langgraph_tiered_memory.checkpoint.sync.RedisSessionSaver",
         "langgraph_tiered_memory.checkpoint.aio.AsyncRedisSessionSaver",
         "langgraph_tiered_memory.store.sync.TieredMemoryStore",
@@ -295,14 +295,14 @@ def test_examples_cannot_silently_drop_out() -> None:
 def test_discovery_reaches_submodules_and_methods() -> None:
     names = {name for name, _ in public_objects()}
     assert {
-        "langgraph_tiered_memory.embedded",
+        "langgraph_tiered_memory.embedded.redis",
         "langgraph_tiered_memory.checkpoint.saver",
         "tiered_memory_benchmarks.store",
-        "langgraph_tiered_memory.summarizer.summarize_messages",
+        "langgraph_tiered_memory.agent.summarizer.summarize_messages",
         "langgraph_tiered_memory.config.ScoringConfig",
         "langgraph_tiered_memory.store.sync.TieredMemoryStore.search_memories",
         "langgraph_tiered_memory.checkpoint._session._SyncSessionLayer.from_conn_string",
-        "langgraph_tiered_memory.embedded.EmbeddedRedis.url",
+        "langgraph_tiered_memory.embedded.redis.EmbeddedRedis.url",
     } <= names
 
 

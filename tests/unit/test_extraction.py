@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory.extraction import (
+from langgraph_tiered_memory.agent.extraction import (
     ExtractionResult,
     aextract_memories,
     extract_memories,
@@ -172,7 +172,7 @@ def test_model_decision_naming_a_key_not_offered_is_rejected(
             {"action": "DELETE", "memory_id": "victim"},
         ]
     )
-    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.extraction"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.agent.extraction"):
         result = extract_memories(store, NS, [("user", "I live in Berlin-Mitte")], model=model)
     assert [d.memory_id for d in result.rejected] == ["victim"]
     assert "not one of the memories offered" in caplog.text
@@ -200,7 +200,7 @@ def test_malformed_extraction_falls_back_to_the_heuristic_with_a_warning(
 ) -> None:
     store = _store()
     model = RecordedChatModel(structured=["{not json: ana@example.com"])
-    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.extraction"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.agent.extraction"):
         result = extract_memories(
             store, NS, [("user", "I work at Siemens."), ("ai", "I love that.")], model=model
         )
@@ -220,7 +220,7 @@ def test_malformed_decision_falls_back_for_that_candidate(
             {"action": "MERGE", "memory_id": berlin},  # not an action: ValidationError
         ]
     )
-    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.extraction"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.agent.extraction"):
         result = extract_memories(store, NS, [("user", "I live in Lisbon")], model=model)
     assert "decision is malformed" in caplog.text
     assert result.method == "model" and result.deleted == [berlin]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_tiered_memory._extract_heuristic import (
+from langgraph_tiered_memory.agent._extract_heuristic import (
     Slot,
     find_statements,
     normalize,

@@ -114,7 +114,7 @@ def test_near_duplicate_groups_match_a_plain_greedy_pass(
 ) -> None:
     import numpy as np
 
-    from langgraph_tiered_memory.consolidation import group_near_duplicates
+    from langgraph_tiered_memory.store.consolidation import group_near_duplicates
 
     keys = [f"k{i}" for i in range(len(rows))]
     groups = group_near_duplicates(keys, rows, threshold, block=block)
@@ -136,7 +136,7 @@ def test_near_duplicate_groups_match_a_plain_greedy_pass(
 
 
 def test_theme_group_keeps_the_most_similar_above_the_floor() -> None:
-    from langgraph_tiered_memory.consolidation import theme_group
+    from langgraph_tiered_memory.store.consolidation import theme_group
 
     keys = ["a", "b", "c", "d"]
     vectors = [[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.7, 0.7]]
@@ -211,7 +211,7 @@ def test_decay_and_rules_match_the_design_formulas(
 
 
 def test_rules_object_matches_the_public_functions() -> None:
-    from langgraph_tiered_memory.forgetting import ForgettingRules
+    from langgraph_tiered_memory.ranking.forgetting import ForgettingRules
 
     e, now = entry(0.3, age_days=200, idle_days=10, count=3)
     rules = ForgettingRules()

@@ -10,8 +10,8 @@ import pytest
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import GraphHit, TripleRecord
-from langgraph_tiered_memory.ranking import MemoryCandidate, Scoring, fuse, rank_memories
-from langgraph_tiered_memory.ranking_select import (
+from langgraph_tiered_memory.ranking.scoring import MemoryCandidate, Scoring, fuse, rank_memories
+from langgraph_tiered_memory.ranking.select import (
     CHANNELS,
     ChannelHits,
     CutCandidate,
@@ -268,7 +268,7 @@ def _cand_item(key: str, **kw: Any) -> _Cand:
 
 
 def test_query_words_meet_triple_words_as_the_keyword_index_stems_them() -> None:
-    from langgraph_tiered_memory.ranking import index_terms
+    from langgraph_tiered_memory.ranking.scoring import index_terms
 
     assert index_terms("camping trips") & index_terms("camped") == {"camp"}
     hits = [

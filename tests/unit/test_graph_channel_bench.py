@@ -12,7 +12,7 @@ import pytest
 from langgraph.store.base import Item, PutOp
 from rich.console import Console
 
-from langgraph_tiered_memory.ranking import GRAPH_WEIGHT, Scoring
+from langgraph_tiered_memory.ranking.scoring import GRAPH_WEIGHT, Scoring
 from tests.unit.test_bench_retrieval import _sample, _write
 from tiered_memory_benchmarks._retrieval_config import BENCH_GRAPH_WEIGHT
 from tiered_memory_benchmarks.retrieval import (

@@ -7,9 +7,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from langgraph_tiered_memory.erasure import id_hash, subject_hash
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.history import acting, content_hash
+from langgraph_tiered_memory.privacy.erasure import id_hash, subject_hash
+from langgraph_tiered_memory.privacy.history import acting, content_hash
 from langgraph_tiered_memory.store._history import (
     RECOVERED,
     as_event,

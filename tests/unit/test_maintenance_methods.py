@@ -63,7 +63,10 @@ def test_maintenance_methods_declare_their_reports() -> None:
 
 def test_the_store_imports_no_prebuilt_graph() -> None:
     graph = import_graph()
-    prebuilt = {"langgraph_tiered_memory.summarizer", "langgraph_tiered_memory.forgetting_graph"}
+    prebuilt = {
+        "langgraph_tiered_memory.agent.summarizer",
+        "langgraph_tiered_memory.agent.forgetting_graph",
+    }
     store_modules = [m for m in graph if m.startswith("langgraph_tiered_memory.store")]
     assert store_modules
     for module in store_modules:

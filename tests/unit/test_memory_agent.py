@@ -13,8 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory._deferred import HELD_STEP
-from langgraph_tiered_memory.agent import (
+from langgraph_tiered_memory.agent.builder import (
     ImportanceRules,
     MemoryWriteError,
     MemoryWriter,
@@ -25,7 +24,8 @@ from langgraph_tiered_memory.agent import (
     is_transient,
     used_memories,
 )
-from langgraph_tiered_memory.agent_nodes import fill_namespace, render_memory_context
+from langgraph_tiered_memory.agent.nodes import fill_namespace, render_memory_context
+from langgraph_tiered_memory.agent.writer import HELD_STEP
 from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from tests.fake_models import RecordingChatModel, prompt_text
 
@@ -467,7 +467,7 @@ def test_pending_writes_finish_and_failures_are_logged_at_exit(tmp_path: Any) ->
     script = textwrap.dedent(
         f"""
         import logging, time
-        from langgraph_tiered_memory.agent import MemoryWriter, WriteJob, WriteStep
+        from langgraph_tiered_memory.agent.builder import MemoryWriter, WriteJob, WriteStep
 
         logging.basicConfig(level=logging.ERROR)
 

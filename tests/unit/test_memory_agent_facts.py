@@ -15,8 +15,12 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory.agent import DEFAULT_MEMORY_PROMPT, MemoryWriter, create_memory_agent
-from langgraph_tiered_memory.agent_nodes import check_prompt, fact_lines, render_memory_context
+from langgraph_tiered_memory.agent.builder import (
+    DEFAULT_MEMORY_PROMPT,
+    MemoryWriter,
+    create_memory_agent,
+)
+from langgraph_tiered_memory.agent.nodes import check_prompt, fact_lines, render_memory_context
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import Neighbor, Triple, TripleRecord
 from tests.fake_models import RecordingChatModel, prompt_text

@@ -15,13 +15,13 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 from pydantic import ValidationError
 
-from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.tools import (
+from langgraph_tiered_memory.agent.tools import (
     MemoryToolError,
     NamespaceTemplate,
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from langgraph_tiered_memory.errors import ConfigurationError
 from tests.fakes import HashingEmbeddings
 from tests.memory_tools_support import EmailRedactor, config, snapshot
 

@@ -10,8 +10,8 @@ from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool, create_search_memory_tool
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.fake_models import RecordedChatModel
 from tests.fakes import HashingEmbeddings
 from tests.memory_tools_support import (

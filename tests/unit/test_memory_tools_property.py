@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory.tools import create_manage_memory_tool, create_search_memory_tool
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.memory_tools_support import (
     B_KEYS,
     B_NAMESPACE,

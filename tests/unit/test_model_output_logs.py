@@ -25,8 +25,8 @@ from langgraph.store.base import Item
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
-from langgraph_tiered_memory._extract_types import ExtractedMemories, MemoryDecision
-from langgraph_tiered_memory._profile_plan import (
+from langgraph_tiered_memory.agent._extract_types import ExtractedMemories, MemoryDecision
+from langgraph_tiered_memory.agent._profile_plan import (
     ProfileFields,
     cache_value,
     cached_profile,
@@ -34,13 +34,13 @@ from langgraph_tiered_memory._profile_plan import (
     model_profile,
     plan_profile,
 )
-from langgraph_tiered_memory.extraction import aextract_memories, extract_memories
+from langgraph_tiered_memory.agent.extraction import aextract_memories, extract_memories
+from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.graph.extract import (
     ExtractedTriples,
     ModelExtractor,
     TripleExtractionError,
 )
-from langgraph_tiered_memory.profile import aget_user_profile, get_user_profile
 
 MARKER = "SECRET-MARKER-ana-lives-at-12-rua-augusta"
 NS = ("memories", "u1")

@@ -11,7 +11,7 @@ import pytest
 from langgraph.store.base import InvalidNamespaceError, Item, SearchItem
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory._profile_plan import (
+from langgraph_tiered_memory.agent._profile_plan import (
     MAX_PROMPT_CHARS,
     ProfileFields,
     cache_value,
@@ -27,9 +27,9 @@ from langgraph_tiered_memory._profile_plan import (
     profile_prompt,
     resolve_namespace,
 )
+from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import TripleRecord
-from langgraph_tiered_memory.profile import aget_user_profile, get_user_profile
 from tests.fake_models import RecordedChatModel, prompt_text
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -134,7 +134,7 @@ def test_model_output_is_accepted_as_instance_or_dict_and_malformed_output_warns
     assert done.basics == ["Ana"] and done.special_needs == ["wheelchair"]
     as_dict = model_profile(base, {"communication_preferences": ["formal"]})
     assert as_dict is not None and as_dict.communication_preferences == ["formal"]
-    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.profile"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.agent.profile"):
         assert model_profile(base, None) is None
         assert model_profile(base, {"basics": 3}) is None
     assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.WARNING]

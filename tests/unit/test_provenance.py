@@ -13,10 +13,11 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory._deferred import MemoryWriter
-from langgraph_tiered_memory.agent import create_memory_agent
-from langgraph_tiered_memory.extraction import aextract_memories, extract_memories
-from langgraph_tiered_memory.provenance import (
+from langgraph_tiered_memory.agent.builder import create_memory_agent
+from langgraph_tiered_memory.agent.extraction import aextract_memories, extract_memories
+from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
+from langgraph_tiered_memory.agent.writer import MemoryWriter
+from langgraph_tiered_memory.privacy.provenance import (
     PROVENANCE_FIELD,
     from_config,
     merged_provenance,
@@ -25,7 +26,6 @@ from langgraph_tiered_memory.provenance import (
     provenance_of,
     stamp,
 )
-from langgraph_tiered_memory.tools import create_manage_memory_tool
 from tests.fake_models import RecordingChatModel
 
 SHARED = ("memories", "team")

@@ -68,7 +68,7 @@ def test_chroma_hnsw_validation_names_the_bad_value(tmp_path: Path, hnsw: Any, m
 
 
 def test_scoring_config_keys_are_the_validated_keys(tmp_path: Path) -> None:
-    from langgraph_tiered_memory.ranking import Scoring
+    from langgraph_tiered_memory.ranking.scoring import Scoring
 
     assert set(get_type_hints(ScoringConfig)) == set(Scoring.__dataclass_fields__)
     config: ScoringConfig = {
@@ -267,7 +267,7 @@ def test_summarization_node_reads_and_writes_custom_keys() -> None:
 def test_summarization_node_added_directly_saves_the_session_summary() -> None:
     sessions = _Sessions()
     node = SummarizationNode(max_messages=4, keep_last=2, sessions=sessions)
-    builder = StateGraph(tm.summarizer.SummaryState)
+    builder = StateGraph(tm.agent.summarizer.SummaryState)
     builder.add_node("summarize", node)
     builder.add_edge(START, "summarize")
     out = builder.compile().invoke({"messages": _chat(6)}, {"configurable": {"thread_id": "t1"}})

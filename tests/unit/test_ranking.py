@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
-from langgraph_tiered_memory.ranking import (
+from langgraph_tiered_memory.ranking.scoring import (
     MemoryCandidate,
     Scoring,
     UserScope,
@@ -22,7 +22,7 @@ from langgraph_tiered_memory.ranking import (
     split_search_options,
     user_scope,
 )
-from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE
+from langgraph_tiered_memory.ranking.terms import FTS_TOKENIZE
 
 NOW = 1_700_000_000.0
 DAY = 86_400.0

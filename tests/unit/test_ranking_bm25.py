@@ -10,8 +10,8 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langgraph_tiered_memory.ranking_bm25 import FTS_WEIGHTS, bm25, kept_terms, phrase_counts, rank
-from langgraph_tiered_memory.ranking_terms import FTS_TOKENIZE, _fts_terms
+from langgraph_tiered_memory.ranking.bm25 import FTS_WEIGHTS, bm25, kept_terms, phrase_counts, rank
+from langgraph_tiered_memory.ranking.terms import FTS_TOKENIZE, _fts_terms
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.sqlite_stats import MemoryRow
 

@@ -8,9 +8,9 @@ from typing import Any, get_args
 import pytest
 
 from langgraph_tiered_memory.errors import InvalidFilterError
-from langgraph_tiered_memory.ranking import RETRIEVAL_MODES, ScoreBreakdown, Scoring, fuse
-from langgraph_tiered_memory.ranking_modes import MODES, RetrievalMode, mode_spec
-from langgraph_tiered_memory.ranking_select import (
+from langgraph_tiered_memory.ranking.modes import MODES, RetrievalMode, mode_spec
+from langgraph_tiered_memory.ranking.scoring import RETRIEVAL_MODES, ScoreBreakdown, Scoring, fuse
+from langgraph_tiered_memory.ranking.select import (
     ChannelHits,
     CutCandidate,
     DenseHit,
@@ -81,7 +81,7 @@ def test_the_table_keeps_the_rules_of_each_mode(mode: str, indexed: bool) -> Non
 
 
 def test_contextual_fuses_like_hybrid() -> None:
-    from langgraph_tiered_memory.ranking import MemoryCandidate
+    from langgraph_tiered_memory.ranking.scoring import MemoryCandidate
 
     cands = [
         MemoryCandidate(semantic=0.9, keyword=None, importance=0.5, last_touched=0, access_count=0),

@@ -10,13 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory import ConfigurationError
-from langgraph_tiered_memory.ranking import MemoryCandidate, Scoring, rank_memories
-from langgraph_tiered_memory.ranking_time import (
+from langgraph_tiered_memory.ranking.dates import (
     TimeQuestion,
     states_time,
     time_match,
     time_question,
 )
+from langgraph_tiered_memory.ranking.scoring import MemoryCandidate, Scoring, rank_memories
 
 
 def _at(y: int, m: int, d: int) -> float:

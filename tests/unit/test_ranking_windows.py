@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langgraph_tiered_memory.ranking_time import time_match, time_question
-from langgraph_tiered_memory.ranking_windows import relative_windows
+from langgraph_tiered_memory.ranking.dates import time_match, time_question
+from langgraph_tiered_memory.ranking.windows import relative_windows
 
 UTC = timezone.utc
 NOW = datetime(2024, 5, 15, 12, 30, tzinfo=UTC)  # a Wednesday

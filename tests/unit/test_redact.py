@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langgraph_tiered_memory._redact import mask_url, mask_urls_in
+from langgraph_tiered_memory.privacy._redact import mask_url, mask_urls_in
 
 
 @pytest.mark.parametrize(

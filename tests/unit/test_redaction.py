@@ -14,9 +14,14 @@ from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langgraph_tiered_memory.agent.summarizer import (
+    SummarizationNode,
+    asummarize_messages,
+    summarize_messages,
+)
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.memory import MemoryEntry
-from langgraph_tiered_memory.redaction import (
+from langgraph_tiered_memory.privacy.redaction import (
     Finding,
     PatternRedactor,
     PresidioRedactor,
@@ -26,11 +31,6 @@ from langgraph_tiered_memory.redaction import (
     resolve_redactor,
 )
 from langgraph_tiered_memory.store.planning import PlanConfig, plan
-from langgraph_tiered_memory.summarizer import (
-    SummarizationNode,
-    asummarize_messages,
-    summarize_messages,
-)
 
 REDACT = PatternRedactor()
 
@@ -268,7 +268,7 @@ def cards_in_any_script(draw: Any) -> tuple[str, str]:
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=["Cs"])))
 def test_every_folded_character_maps_back_to_the_characters_it_came_from(text: str) -> None:
-    from langgraph_tiered_memory._pii_patterns import fold
+    from langgraph_tiered_memory.privacy._pii_patterns import fold
 
     folded = fold(text)
     last = 0

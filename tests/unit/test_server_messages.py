@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from langgraph_tiered_memory.summarizer import (
+from langgraph_tiered_memory.agent.summarizer import (
     CHECKPOINTER,
     SummarizationNode,
     SummaryState,

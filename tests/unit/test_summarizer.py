@@ -23,7 +23,7 @@ from langgraph_tiered_memory import (
     summarize_messages,
     trim_working_memory,
 )
-from langgraph_tiered_memory.summarizer import (
+from langgraph_tiered_memory.agent.summarizer import (
     SummaryState,
     extractive_summary,
     fold_boundary,
@@ -178,7 +178,7 @@ def test_bench_summarizer_reports_context_ratio_and_coverage(tmp_path: Any) -> N
 
     from typer.testing import CliRunner
 
-    from langgraph_tiered_memory.cli import app
+    from langgraph_tiered_memory.cli.app import app
 
     turns = []
     for i in range(60):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.ranking_select import ChannelHits, DenseHit, KeywordHit
+from langgraph_tiered_memory.ranking.select import ChannelHits, DenseHit, KeywordHit
 from langgraph_tiered_memory.store._common import (
     Namespace,
     StoredItem,

@@ -33,7 +33,7 @@ from redis.exceptions import LockNotOwnedError
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import MemoryTriples
-from langgraph_tiered_memory.history import content_hash
+from langgraph_tiered_memory.privacy.history import content_hash
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     Namespace,

@@ -60,7 +60,7 @@ from langgraph_tiered_memory.errors import (
     NamespaceLockedError,
 )
 from langgraph_tiered_memory.graph.types import MemoryTriples, Namespace
-from langgraph_tiered_memory.ranking_bm25 import (
+from langgraph_tiered_memory.ranking.bm25 import (
     BM25_PARAMS,
     FTS_WEIGHTS,
     PRUNE_FROM,
@@ -68,7 +68,7 @@ from langgraph_tiered_memory.ranking_bm25 import (
     query_stems,
     rank,
 )
-from langgraph_tiered_memory.ranking_terms import fts_terms_many
+from langgraph_tiered_memory.ranking.terms import fts_terms_many
 from langgraph_tiered_memory.store._namespaces import decode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph

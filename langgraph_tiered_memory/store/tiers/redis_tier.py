@@ -32,9 +32,9 @@ from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from langgraph_tiered_memory._redact import mask_url
 from langgraph_tiered_memory._redis_client import client_budget, describe_client, redis_call
 from langgraph_tiered_memory.errors import BackendUnavailableError
+from langgraph_tiered_memory.privacy._redact import mask_url
 from langgraph_tiered_memory.store._common import (
     ItemWrite,
     Namespace,
@@ -77,7 +77,7 @@ def redis_errors(where: str, timeout: float | None = None) -> Iterator[None]:
             f"Redis is unreachable at {mask_url(where)}: {e}{bound}. Check that the server"
             " is running, accepts connections at that address and is not paused or"
             " overloaded; check the URL given as redis_url / REDIS_URL. Without a server,"
-            " use langgraph_tiered_memory.embedded.EmbeddedRedis."
+            " use langgraph_tiered_memory.embedded.redis.EmbeddedRedis."
         ) from e
 
 

@@ -1,6 +1,6 @@
 """Memory history: the `m_history` table of the long tier's SQLite file.
 
-One row per event of a long-term memory (see `langgraph_tiered_memory.history`). Rows
+One row per event of a long-term memory (see `langgraph_tiered_memory.privacy.history`). Rows
 are appended by `DocMirror.commit`, in the transaction that applies the memory's own
 change, so a memory and its history never disagree: a write that does not reach the
 file leaves no event, and no committed write lacks one.

@@ -1,0 +1,605 @@
+"""Node logic of the memory agent: the `memory_retrieval` node and the storage jobs.
+
+`MemoryNodes` holds the agent's options and implements, as sync and async twins over
+the store the graph runs with: retrieval (profile, memories, known facts of the
+knowledge graph, summary rendered into the memory context), the storage job of a
+finished turn (extraction, reinforcement of the memories the reply used, the
+interaction memory, profile refresh) and the `memory_storage` node that waits for
+the jobs of the thread's unstored turns. The pure rules (importance, "used" memories,
+prompt rendering) live in `_agent_rules` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.base import BaseStore, Op, PutOp, Result
+
+from langgraph_tiered_memory.agent._rules import (
+    DEFAULT_IMPORTANCE_RULES,
+    DEFAULT_MEMORY_PROMPT,
+    ImportanceRules,
+    RetrievedMemory,
+    UnstoredTurn,
+    check_prompt,
+    fact_lines,
+    fill_namespace,
+    interaction_importance,
+    last_human,
+    message_text,
+    render_memory_context,
+    used_memories,
+)
+from langgraph_tiered_memory.agent.writer import MemoryWriter, WriteJob, WriteStep
+from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.privacy.provenance import stamp
+from langgraph_tiered_memory.ranking.scoring import UserScope
+
+__all__ = [
+    "DEFAULT_IMPORTANCE_RULES",
+    "DEFAULT_MEMORY_PROMPT",
+    "ImportanceRules",
+    "MemoryNodes",
+    "RetrievedMemory",
+    "UnstoredTurn",
+    "check_prompt",
+    "fact_lines",
+    "fill_namespace",
+    "interaction_importance",
+    "render_memory_context",
+    "used_memories",
+]
+
+# ------------------------------------------------------------------ nodes
+
+_FACT_ENTITIES = 5
+"""At most this many entities of a message are looked up for known facts."""
+
+
+class ReadOnlyView(BaseStore):
+    """The reads of a store; its puts are dropped (answered None, never sent)."""
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def _merge(ops: list[Op], answers: Iterable[Result]) -> list[Result]:
+        found = iter(answers)
+        return [None if isinstance(op, PutOp) else next(found) for op in ops]
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the read ops on the store."""
+        ops = list(ops)
+        reads = [op for op in ops if not isinstance(op, PutOp)]
+        return self._merge(ops, self.store.batch(reads) if reads else [])
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the read ops on the store (async)."""
+        ops = list(ops)
+        reads = [op for op in ops if not isinstance(op, PutOp)]
+        return self._merge(ops, await self.store.abatch(reads) if reads else [])
+
+
+@dataclass
+class MemoryNodes:
+    """The options of one memory agent, and its retrieval and storage logic.
+
+    `store` None means the store the graph runs with (`get_store()`).
+    """
+
+    namespace: tuple[str, ...]
+    prompt: str | Callable[[dict[str, str]], str]
+    memory_limit: int
+    writer: MemoryWriter
+    extraction: bool = True
+    extraction_model: Any = None
+    profile: bool = True
+    profile_model: Any = None
+    redactor: Any = None
+    importance: ImportanceRules | Callable[[str], float] = DEFAULT_IMPORTANCE_RULES
+    reinforce_delta: float = 0.1
+    store: Any = None
+    known_facts: bool | None = None
+    """True: always (the store must have a graph); None: when the store has one."""
+    facts_limit: int = 20
+
+    # ---------------------------------------------------------------- helpers
+    def resolve_store(self) -> Any:
+        """The store of this agent (given, or the graph's)."""
+        found = self.store
+        if found is None:
+            from langgraph.config import get_store
+
+            try:
+                found = get_store()
+            except RuntimeError:  # outside a run: reported just below
+                found = None
+        if found is None:
+            raise ConfigurationError(
+                "The memory agent needs a store: compile it with graph.compile(store=...)"
+                " (or serve it with one), or pass create_memory_agent(store=...)."
+            )
+        return found
+
+    @staticmethod
+    def _user(config: Mapping[str, Any] | None) -> str | None:
+        user = ((config or {}).get("configurable") or {}).get("user_id")
+        return None if user in (None, "") else str(user)
+
+    @staticmethod
+    def _thread(config: Mapping[str, Any] | None) -> str:
+        return str(((config or {}).get("configurable") or {}).get("thread_id") or "")
+
+    @staticmethod
+    def _memory_method(store: Any, namespace: tuple[str, ...], name: str) -> bool:
+        """Whether the store ranks this namespace's memories and has the method `name`.
+
+        The sync store has `search_memories` and `update_importance` (and the async
+        `aupdate_importance`); the async store has `asearch_memories` and
+        `aupdate_importance`: each call path asks for the method it calls.
+        """
+        return (
+            bool(getattr(store, "memory_mode", False))
+            and callable(getattr(store, name, None))
+            and getattr(store, "tier_for", lambda ns: None)(namespace) == "long"
+        )
+
+    def _visible(
+        self, found: Sequence[RetrievedMemory | None], store: Any, config: Mapping[str, Any]
+    ) -> list[RetrievedMemory]:
+        """The memories of the run's user and of no user, never another user's.
+
+        All of them when the run names no user.
+
+        The searched prefix is the user's (`("memories", "{user_id}")`), yet it can hold
+        another user's namespace below it (`("memories", "users", "bob")` for a user id
+        `"users"`); `UserScope.may_hold` says whose each memory is.
+        """
+        kept = [m for m in found if m is not None]
+        scope = self._scope(store, self._user(config))
+        return kept if scope is None else [m for m in kept if scope.may_hold(m["namespace"])]
+
+    @staticmethod
+    def _scope(store: Any, user: str | None) -> UserScope | None:
+        """The store's visibility rule for `user` (None: the run names no user)."""
+        if user is None:
+            return None
+        return UserScope(user, getattr(getattr(store, "scoring", None), "user_label", "users"))
+
+    @staticmethod
+    def _from_hit(hit: Any) -> RetrievedMemory | None:
+        entry = hit.entry
+        if not entry.content:
+            return None
+        return RetrievedMemory(
+            key=entry.id,
+            namespace=list(entry.namespace),
+            content=entry.content,
+            memory_type=entry.memory_type,
+            importance=float(entry.importance),
+            score=float(hit.score),
+        )
+
+    @staticmethod
+    def _from_item(item: Any) -> RetrievedMemory | None:
+        value = item.value or {}
+        content = value.get("content")
+        if not isinstance(content, str) or not content:
+            return None
+        importance = value.get("importance", 0.5)
+        return RetrievedMemory(
+            key=item.key,
+            namespace=list(item.namespace),
+            content=content,
+            memory_type=str(value.get("memory_type", "experience")),
+            importance=float(importance) if isinstance(importance, (int, float)) else 0.5,
+            score=None if getattr(item, "score", None) is None else float(item.score),
+        )
+
+    def _result(
+        self,
+        state: Mapping[str, Any],
+        found: list[RetrievedMemory],
+        profile: Any,
+        facts: list[str] | None,
+    ) -> dict[str, Any]:
+        context = render_memory_context(
+            self.prompt,
+            summary=state.get("summary"),
+            memories=found,
+            profile=profile,
+            known_facts=facts or (),
+        )
+        update: dict[str, Any] = {"memory_context": context, "retrieved_memories": found}
+        if facts is not None:
+            update["known_facts"] = facts
+        return update
+
+    def _fact_entities(
+        self, store: Any, namespace: tuple[str, ...], query: str, name: str
+    ) -> list[str] | None:
+        """Entities of the message to look up with the store method `name`, or None when off.
+
+        Off when `known_facts` is False, and by default (None) when the store keeps no
+        graph or does not rank this namespace (`_memory_method`). With `known_facts=True`
+        a store that cannot answer is a configuration error.
+        """
+        if self.known_facts is False or self.facts_limit <= 0:
+            return None
+        usable = self._memory_method(store, namespace, name)
+        if self.known_facts is None and (getattr(store, "graph", None) is None or not usable):
+            return None
+        if not usable:
+            raise ConfigurationError(
+                f"known_facts=True needs a store with a knowledge graph (graph=) that keeps"
+                f" {namespace} in its long-term tier in memory mode, with `{name}`; pass"
+                " known_facts=False or open the store with graph=True."
+            )
+        if not query:
+            return []
+        from langgraph_tiered_memory.graph.extract import query_entities
+
+        return list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES]
+
+    def _facts(self, found: list[list[Any]], store: Any, user: str | None) -> list[str]:
+        """Fact lines of the first triple of each path, never from another user's namespace."""
+        scope = self._scope(store, user)
+        return fact_lines(
+            (
+                rec
+                for neighbors in found
+                for n in neighbors
+                for rec in n.path[:1]
+                if scope is None or scope.may_hold(rec.namespace)
+            ),
+            limit=self.facts_limit,
+        )
+
+    def known_facts_for(
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None = None
+    ) -> list[str] | None:
+        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
+
+        With `user`, triples from another user's namespace below `namespace` are left out.
+        """
+        entities = self._fact_entities(store, namespace, query, "graph_neighbors")
+        if entities is None:
+            return None
+        found = [
+            store.graph_neighbors(namespace, e, hops=1, limit=self.facts_limit) for e in entities
+        ]
+        return self._facts(found, store, user)
+
+    async def aknown_facts_for(
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None = None
+    ) -> list[str] | None:
+        """Async `known_facts_for`."""
+        entities = self._fact_entities(store, namespace, query, "agraph_neighbors")
+        if entities is None:
+            return None
+        found = [
+            await store.agraph_neighbors(namespace, e, hops=1, limit=self.facts_limit)
+            for e in entities
+        ]
+        return self._facts(found, store, user)
+
+    def _query(self, state: Mapping[str, Any]) -> str:
+        human = last_human(state.get("messages") or [])
+        return message_text(human).strip() if human is not None else ""
+
+    def _profile_options(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Keyword arguments of `get_user_profile`, or None without a profile."""
+        if not self.profile:
+            return None
+        template = fill_namespace(self.namespace, config, keep=("user_id",))
+        return {"model": self.profile_model, "namespace": template}
+
+    def load_profile(
+        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
+    ) -> Any:
+        """The user's profile (cached by the profile module), or None when off.
+
+        The stores' own `get_user_profile` lists memories without counting accesses;
+        on any other store, `read_only` (the reply path) reads through a view that
+        drops the cache write, so a turn's reply never waits on a store write there.
+        """
+        options = self._profile_options(config)
+        user = self._user(config)
+        if options is None or user is None:
+            return None
+        if hasattr(store, "get_user_profile"):
+            return store.get_user_profile(user, **options)
+        from langgraph_tiered_memory.agent.profile import get_user_profile
+
+        return get_user_profile(ReadOnlyView(store) if read_only else store, user, **options)
+
+    async def aload_profile(
+        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
+    ) -> Any:
+        """Async `load_profile`."""
+        options = self._profile_options(config)
+        user = self._user(config)
+        if options is None or user is None:
+            return None
+        if hasattr(store, "aget_user_profile"):
+            return await store.aget_user_profile(user, **options)
+        from langgraph_tiered_memory.agent.profile import aget_user_profile
+
+        view = ReadOnlyView(store) if read_only else store
+        return await aget_user_profile(view, user, **options)
+
+    # ---------------------------------------------------------------- retrieval
+    def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The `memory_retrieval` node (sync): profile, memories, summary rendered."""
+        namespace = fill_namespace(self.namespace, config)
+        store = self.resolve_store()
+        query = self._query(state)
+        found: list[Any] = []
+        if query and self.memory_limit > 0:
+            if self._memory_method(store, namespace, "search_memories"):
+                hits = store.search_memories(namespace, query, limit=self.memory_limit)
+                found = [self._from_hit(h) for h in hits]
+            else:
+                items = store.search(namespace, query=query, limit=self.memory_limit)
+                found = [self._from_item(i) for i in items]
+        facts = self.known_facts_for(store, namespace, query, self._user(config))
+        profile = self.load_profile(store, config, read_only=True)
+        return self._result(state, self._visible(found, store, config), profile, facts)
+
+    async def aretrieve(
+        self, state: Mapping[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The `memory_retrieval` node (async twin of `retrieve`)."""
+        namespace = fill_namespace(self.namespace, config)
+        store = self.resolve_store()
+        query = self._query(state)
+        found: list[Any] = []
+        if query and self.memory_limit > 0:
+            if self._memory_method(store, namespace, "asearch_memories"):
+                hits = await store.asearch_memories(namespace, query, limit=self.memory_limit)
+                found = [self._from_hit(h) for h in hits]
+            else:
+                items = await store.asearch(namespace, query=query, limit=self.memory_limit)
+                found = [self._from_item(i) for i in items]
+        facts = await self.aknown_facts_for(store, namespace, query, self._user(config))
+        profile = await self.aload_profile(store, config, read_only=True)
+        return self._result(state, self._visible(found, store, config), profile, facts)
+
+    # ---------------------------------------------------------------- storage
+    def unstored_turn(
+        self, state: Mapping[str, Any], reply: BaseMessage, config: Mapping[str, Any]
+    ) -> UnstoredTurn | None:
+        """What storing the turn that `reply` ends needs (None without a user message).
+
+        The interaction memory's key is deterministic per thread and user message, so a
+        retry or a second run rewrites it rather than adding one.
+        """
+        human = last_human(state.get("messages") or [])
+        if human is None:
+            return None
+        user_text, reply_text = message_text(human), message_text(reply)
+        thread = self._thread(config)
+        ident = f"{thread}\x00{human.id or user_text}".encode()
+        retrieved = cast(list[RetrievedMemory], state.get("retrieved_memories") or [])
+        return UnstoredTurn(
+            job=uuid.uuid4().hex,
+            owner=self._owner(config),
+            thread=thread,
+            key="turn-" + hashlib.sha256(ident).hexdigest()[:24],
+            user_text=user_text,
+            reply_text=reply_text,
+            used=used_memories(reply_text, retrieved),
+        )
+
+    @classmethod
+    def _owner(cls, config: Mapping[str, Any]) -> str:
+        """The `UnstoredTurn.owner` of a run: a hash of its thread and user ids."""
+        ident = f"{cls._thread(config)}\x00{cls._user(config) or ''}".encode()
+        return hashlib.sha256(ident).hexdigest()[:32]
+
+    def earlier_turns(self, state: Mapping[str, Any]) -> list[UnstoredTurn]:
+        """The state's unstored turns this process has not settled (their storage is due)."""
+        turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
+        return [t for t in turns if self.writer.status(t["job"]) != "done"]
+
+    def replanned(self, turns: Sequence[UnstoredTurn], config: Mapping[str, Any]) -> list[WriteJob]:
+        """Jobs of the run's user's turns that this writer does not know (checked first).
+
+        Another user's turns (a guest's, in a shared thread) wait for a run of theirs.
+        """
+        owner = self._owner(config)
+        return [
+            self.storage_job(t, config, recheck=True)
+            for t in turns
+            if t["owner"] == owner and self.writer.status(t["job"]) == "unknown"
+        ]
+
+    def storage_job(
+        self, turn: UnstoredTurn, config: Mapping[str, Any], *, recheck: bool = False
+    ) -> WriteJob:
+        """The writes of one finished turn, in order.
+
+        Steps: extraction, one reinforcement per used memory, the interaction memory,
+        the profile refresh. The interaction memory comes after everything else the
+        turn changes, so its presence means the turn was stored: with `recheck` (a
+        turn planned again from the graph state, whose first run may have completed
+        before its process died) a first step looks for it and skips the rest.
+        """
+        store = self.resolve_store()
+        namespace, key, user = (
+            fill_namespace(self.namespace, config),
+            turn["key"],
+            self._user(config),
+        )
+        value: dict[str, Any] = {
+            "content": f"User: {turn['user_text']}\nAssistant: {turn['reply_text']}",
+            "memory_type": "experience",
+            "importance": interaction_importance(turn["user_text"], self.importance),
+            "source": "memory_agent",
+        }
+        if turn["thread"]:
+            value["thread_id"] = turn["thread"]
+        value = stamp(self._redacted(value), namespace, user, turn["thread"])  # provenance
+        steps = []
+        if self.extraction:
+            messages = [HumanMessage(content=turn["user_text"]), AIMessage(turn["reply_text"])]
+            thread = turn["thread"] or None
+            steps.append(self._extract_step(store, namespace, messages, user, thread))
+        steps += [self._reinforce_step(store, m) for m in turn["used"] if m["key"] != key]
+        steps.append(self._put_step(store, namespace, key, value))
+        if self.profile and user is not None:
+            steps.append(self._profile_step(store, config))
+        if recheck:
+            steps = _unless_stored(store, namespace, key, steps)
+        return WriteJob(
+            lane=repr(namespace),
+            steps=steps,
+            description=f"memory storage of thread {turn['thread'] or '?'} in {namespace}",
+            id=turn["job"],
+            user=user,
+        )
+
+    def _redacted(self, value: dict[str, Any]) -> dict[str, Any]:
+        if self.redactor is None:
+            return value
+        from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD, redact_value
+
+        redacted, counts = redact_value(value, self.redactor)
+        if counts:
+            redacted[REDACTIONS_FIELD] = dict(counts)
+        return redacted
+
+    @staticmethod
+    def _put_step(store: Any, namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> Any:
+        def run() -> None:
+            store.put(namespace, key, value)
+
+        async def arun() -> None:
+            await store.aput(namespace, key, value)
+
+        return WriteStep("store interaction", run, arun)
+
+    def _reinforce_step(self, store: Any, memory: RetrievedMemory) -> WriteStep:
+        namespace, key, delta = tuple(memory["namespace"]), memory["key"], self.reinforce_delta
+        # memory-mode stores keep importance beside the access statistics; others: get + put
+        native = self._memory_method(store, namespace, "update_importance")
+        anative = self._memory_method(store, namespace, "aupdate_importance")
+
+        def bumped(item: Any) -> dict[str, Any] | None:
+            if item is None:
+                return None
+            old = item.value.get("importance", 0.5)
+            old = float(old) if isinstance(old, (int, float)) else 0.5
+            return {**item.value, "importance": min(1.0, max(0.0, old + delta))}
+
+        def run() -> None:
+            if native:
+                store.update_importance(namespace, key, delta)
+                return
+            value = bumped(store.get(namespace, key))
+            if value is not None:
+                store.put(namespace, key, value)
+
+        async def arun() -> None:
+            if anative:
+                await store.aupdate_importance(namespace, key, delta)
+                return
+            value = bumped(await store.aget(namespace, key))
+            if value is not None:
+                await store.aput(namespace, key, value)
+
+        return WriteStep(f"reinforce {key}", run, arun)
+
+    def _extract_step(
+        self,
+        store: Any,
+        namespace: tuple[str, ...],
+        turn: list[BaseMessage],
+        user: str | None,
+        thread: str | None = None,
+    ) -> WriteStep:
+        from langgraph_tiered_memory.agent import extraction
+
+        options: dict[str, Any] = {
+            "model": self.extraction_model,
+            "redactor": self.redactor,
+            "user_id": user,
+            "session_id": thread,
+        }
+
+        def run() -> None:
+            extraction.extract_memories(store, namespace, turn, **options)
+
+        async def arun() -> None:
+            await extraction.aextract_memories(store, namespace, turn, **options)
+
+        return WriteStep("extract memories", run, arun)
+
+    def _profile_step(self, store: Any, config: Mapping[str, Any]) -> WriteStep:
+        """Rebuild the cached profile now, so the next turn's read is a cache hit."""
+        given = config.get("configurable") or {}
+        config = {"configurable": {k: v for k, v in given.items() if not k.startswith("__")}}
+
+        def run() -> None:
+            self.load_profile(store, config)
+
+        async def arun() -> None:
+            await self.aload_profile(store, config)
+
+        return WriteStep("refresh profile", run, arun)
+
+    # ---------------------------------------------------------------- storage node
+    def finish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The `memory_storage` node (sync): store the thread's unstored turns, then return.
+
+        It waits for the jobs the agent node submitted, and submits (then waits for)
+        those of turns this process does not know: every turn when storage is not in
+        the background, and turns of a run that resumed here or whose process died
+        before storing them.
+        """
+        turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
+        if not turns:
+            return {}
+        for job in self.replanned(turns, config):
+            self.writer.submit(job)
+        return {"unstored_turns": [t for t in turns if not self.writer.wait(t["job"])]}
+
+    async def afinish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The `memory_storage` node (async twin of `finish`)."""
+        turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
+        if not turns:
+            return {}
+        for job in self.replanned(turns, config):
+            self.writer.asubmit(job)
+        return {"unstored_turns": [t for t in turns if not await self.writer.await_job(t["job"])]}
+
+
+def _unless_stored(
+    store: Any, namespace: tuple[str, ...], key: str, steps: list[WriteStep]
+) -> list[WriteStep]:
+    """`steps` after a check for the memory `key`; when it exists they do nothing."""
+    stored: list[bool] = []
+
+    def check() -> None:
+        stored.append(store.get(namespace, key) is not None)
+
+    async def acheck() -> None:
+        stored.append(await store.aget(namespace, key) is not None)
+
+    def guarded(step: WriteStep) -> WriteStep:
+        def run() -> None:
+            if not stored[-1]:
+                step.run()
+
+        async def arun() -> None:
+            if not stored[-1]:
+                await step.arun()
+
+        return WriteStep(step.name, run, arun)
+
+    return [WriteStep("check stored", check, acheck), *map(guarded, steps)]

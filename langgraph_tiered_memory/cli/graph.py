@@ -1,0 +1,208 @@
+"""`tiered-memory graph`: show a namespace's knowledge-graph triples from the shell.
+
+Without `--entity`, every triple under the namespace prefix; with it, the entity's
+neighbourhood of 1 or 2 hops. Printed as a tree (default), Mermaid flowchart text, or
+JSON. The command is registered on the app in `langgraph_tiered_memory.cli.app`.
+"""
+
+import json
+from enum import Enum
+from typing import Annotated, Any, cast
+
+import typer
+
+from langgraph_tiered_memory.cli.common import (
+    ChromaHostOption,
+    ChromaPathOption,
+    ChromaPortOption,
+    KeyPrefixOption,
+    existing_chroma_path,
+    namespace_labels,
+)
+
+__all__ = ["graph"]
+
+
+class GraphFormat(str, Enum):
+    """Output formats of `tiered-memory graph`."""
+
+    tree = "tree"
+    mermaid = "mermaid"
+    json = "json"
+
+
+def _graph_option(falkordb_url: str | None, graph_name: str | None) -> Any:
+    """The store's `graph=`: its default graph, or FalkorDB at `falkordb_url`."""
+    if falkordb_url is None:
+        if graph_name is not None:
+            raise typer.BadParameter("--graph-name names a FalkorDB graph: pass --falkordb-url.")
+        return True
+    config: dict[str, Any] = {"backend": "falkordb", "url": falkordb_url}
+    if graph_name is not None:
+        config["graph_name"] = graph_name
+    return config
+
+
+def _open_store(
+    *,
+    chroma_path: str | None,
+    chroma_host: str | None,
+    chroma_port: int,
+    redis_url: str | None,
+    key_prefix: str,
+    graph_option: Any,
+) -> Any:
+    """The store to read: on an existing Chroma directory, or on a Chroma server.
+
+    No index: reading the graph embeds nothing.
+    """
+    from langgraph_tiered_memory import TieredMemoryStore
+
+    options: dict[str, Any] = {
+        "tiers": {"default": "long"},
+        "key_prefix": key_prefix,
+        "graph": graph_option,
+    }
+    if chroma_host is not None:
+        if chroma_path is not None:
+            raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
+        # The graph of a server store made with graph=True is FalkorDB in the store's
+        # own Redis, so --falkordb-url alone names that Redis too.
+        store_redis = redis_url or None
+        if store_redis is None and isinstance(graph_option, dict):
+            store_redis = graph_option["url"]
+        if store_redis is None:
+            raise typer.BadParameter(
+                "A store on a Chroma server keeps its index and its graph (graph=True) in its"
+                " Redis: pass --redis-url with that Redis URL (or set REDIS_URL)."
+            )
+        import chromadb
+
+        options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
+        options["redis_url"] = store_redis
+    else:
+        options["chroma_path"] = existing_chroma_path(chroma_path)
+    from langgraph_tiered_memory.errors import ConfigurationError
+
+    try:
+        return TieredMemoryStore(**cast(Any, options))
+    except ConfigurationError as e:  # a bad --key-prefix, a missing graph extra...
+        raise typer.BadParameter(str(e)) from e
+
+
+def graph(
+    namespace: Annotated[
+        str,
+        typer.Option(
+            help="Namespace prefix, labels joined by '/' (e.g. users/u1); its sub-namespaces"
+            " are included."
+        ),
+    ],
+    entity: Annotated[
+        str | None,
+        typer.Option(help="Show this entity's neighbourhood instead of every triple."),
+    ] = None,
+    hops: Annotated[
+        int | None,
+        typer.Option(min=1, max=2, help="Depth of the neighbourhood (1 or 2; with --entity)."),
+    ] = None,
+    relation: Annotated[
+        str | None, typer.Option(help="Only triples of this relation (e.g. lives_in).")
+    ] = None,
+    output: Annotated[
+        GraphFormat,
+        typer.Option("--format", help="tree, mermaid (flowchart text) or json."),
+    ] = GraphFormat.tree,
+    limit: Annotated[
+        int,
+        typer.Option(min=1, help="At most this many triples (neighbours with --entity)."),
+    ] = 100,
+    chroma_path: ChromaPathOption = None,
+    chroma_host: ChromaHostOption = None,
+    chroma_port: ChromaPortOption = 8000,
+    redis_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="REDIS_URL",
+            help="The Redis of a store on a Chroma server (its index, and its graph when it"
+            " was made with graph=True). Default: REDIS_URL, else --falkordb-url.",
+        ),
+    ] = None,
+    key_prefix: KeyPrefixOption = "tm",
+    falkordb_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TIERED_MEMORY_FALKORDB_URL",
+            help="Read the graph from FalkorDB at this URL (redis://...) instead of the"
+            " store's embedded SQLite graph. For a store on a Chroma server made with"
+            " graph=True: the store's own Redis URL.",
+        ),
+    ] = None,
+    graph_name: Annotated[
+        str | None, typer.Option(help="Name of the FalkorDB graph (the store's graph_name).")
+    ] = None,
+) -> None:
+    """Show knowledge-graph triples of a namespace as a tree, Mermaid text or JSON."""
+    from langgraph_tiered_memory.errors import TieredMemoryError
+    from langgraph_tiered_memory.graph.render import mermaid_text, render_tree
+    from langgraph_tiered_memory.graph.types import normalize_entity, normalize_relation
+
+    prefix = namespace_labels(namespace)
+    if hops is not None and entity is None:
+        raise typer.BadParameter("--hops is the depth around --entity: pass --entity too.")
+    root = normalize_entity(entity) if entity is not None else None
+    if entity is not None and not root:
+        raise typer.BadParameter(f"--entity {entity!r} is empty once normalised.")
+    rel = normalize_relation(relation) if relation is not None else None
+    depth = hops or 1
+    store = _open_store(
+        chroma_path=chroma_path,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        graph_option=_graph_option(falkordb_url, graph_name),
+    )
+    try:
+        if root is None:
+            records = store.graph_triples(prefix, relation=rel, limit=limit)
+            neighbors = None
+            full = len(records) >= limit
+        else:
+            neighbors = store.graph_neighbors(prefix, root, hops=depth, relation=rel, limit=limit)
+            full = len(neighbors) >= limit
+            # every triple between the entity and its neighbours, not one path each
+            direct = store.graph_triples(prefix, subject=root, relation=rel, limit=limit)
+            direct += store.graph_triples(prefix, object=root, relation=rel, limit=limit)
+            records = [*direct, *(rec for n in neighbors for rec in n.path)]
+    except TieredMemoryError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from e
+    finally:
+        store.close()
+    if output is GraphFormat.json:
+        seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for rec in records:
+            seen.setdefault(
+                (tuple(rec.namespace), rec.subject, rec.relation, rec.object), rec.to_dict()
+            )
+        data: dict[str, Any] = {
+            "namespace": list(prefix),
+            "entity": root,
+            "triples": [seen[k] for k in sorted(seen)],
+        }
+        if neighbors is not None:
+            data["hops"] = depth
+            data["neighbors"] = [
+                {"entity": n.entity, "hops": n.hops, "path": [r.to_dict() for r in n.path]}
+                for n in neighbors
+            ]
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    if output is GraphFormat.mermaid:
+        typer.echo(mermaid_text(records, root=root))
+    else:
+        typer.echo(render_tree(records, root=root, hops=depth))
+    if full:
+        what = "neighbours" if root is not None else "triples"
+        typer.echo(f"(showing the first {limit} {what}; raise --limit for more)", err=True)
