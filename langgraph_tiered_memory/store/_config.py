@@ -22,7 +22,7 @@ from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.privacy._redact import mask_url
 from langgraph_tiered_memory.privacy.redaction import Redactor, resolve_redactor
-from langgraph_tiered_memory.store._common import validate_ttl
+from langgraph_tiered_memory.store._validate import validate_ttl
 
 __all__ = [
     "DEFAULT_CHROMA_PATH",

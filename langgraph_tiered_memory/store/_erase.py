@@ -47,7 +47,7 @@ from langgraph_tiered_memory.privacy.erasure import (
 )
 from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.provenance import names_user
-from langgraph_tiered_memory.store._common import Namespace, StoredItem
+from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 
 __all__ = [

@@ -28,7 +28,6 @@ from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple, TripleRecord
 from langgraph_tiered_memory.privacy.erasure import check_user_id
-from langgraph_tiered_memory.store._common import Namespace, StoredItem
 from langgraph_tiered_memory.store._erase import (
     ErasePlan,
     asession_ids,
@@ -39,6 +38,7 @@ from langgraph_tiered_memory.store._erase import (
     user_graph_part,
     user_graphs,
 )
+from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 
 __all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store", "user_triples"]

@@ -30,7 +30,6 @@ from langgraph_tiered_memory.graph.types import (
     normalize_relation,
 )
 from langgraph_tiered_memory.ranking.scoring import user_scope
-from langgraph_tiered_memory.store._common import check_labels
 from langgraph_tiered_memory.store._graph_write import (
     GraphDue,
     arun_extractor,
@@ -41,6 +40,7 @@ from langgraph_tiered_memory.store._graph_write import (
 )
 from langgraph_tiered_memory.store._namespaces import has_prefix
 from langgraph_tiered_memory.store._protocols import StoreCore
+from langgraph_tiered_memory.store._validate import check_labels
 
 __all__ = ["GraphMethods", "MemoryText", "repair_due"]
 

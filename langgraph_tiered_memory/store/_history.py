@@ -47,12 +47,9 @@ from langgraph_tiered_memory.privacy.history import (
     current_actor,
 )
 from langgraph_tiered_memory.privacy.provenance import provenance_of
-from langgraph_tiered_memory.store._common import (
-    Namespace,
-    check_labels,
-    namespace_id,
-    validate_key,
-)
+from langgraph_tiered_memory.store._items import Namespace
+from langgraph_tiered_memory.store._namespaces import namespace_id
+from langgraph_tiered_memory.store._validate import check_labels, validate_key
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
     HistoryRow,
     HistoryTable,

@@ -34,13 +34,6 @@ from langgraph_tiered_memory.privacy.redaction import Redactor
 from langgraph_tiered_memory.ranking.keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking.scoring import Scoring
 from langgraph_tiered_memory.store._backends import build_graph, build_tiers, chroma_is_server
-from langgraph_tiered_memory.store._common import (
-    ItemWrite,
-    StoredItem,
-    literal_prefix,
-    select_namespaces,
-    to_datetime,
-)
 from langgraph_tiered_memory.store._config import (
     DEFAULT_CHROMA_PATH,
     DEFAULT_KEY_PREFIX,
@@ -61,6 +54,8 @@ from langgraph_tiered_memory.store._graph_write import (
     extract,
     plan_graph,
 )
+from langgraph_tiered_memory.store._items import ItemWrite, StoredItem, to_datetime
+from langgraph_tiered_memory.store._namespaces import literal_prefix, select_namespaces
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_vectors
 from langgraph_tiered_memory.store.planning import (

@@ -32,16 +32,15 @@ from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD, Redactor, redact_value
 from langgraph_tiered_memory.ranking.scoring import split_search_options
-from langgraph_tiered_memory.store._common import (
+from langgraph_tiered_memory.store._filters import validate_filter
+from langgraph_tiered_memory.store._items import ItemWrite, Namespace
+from langgraph_tiered_memory.store._validate import (
     SURROGATE_FIX,
-    ItemWrite,
-    Namespace,
     check_labels,
     check_search_text,
     check_value,
     encode_value,
     find_bad_text,
-    validate_filter,
     validate_key,
     validate_namespace,
     validate_ttl,

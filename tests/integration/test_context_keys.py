@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.store._common import namespace_id
+from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import Collections
 from langgraph_tiered_memory.store.tiers.chroma_vectors import VECTORS_FILE
 from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites

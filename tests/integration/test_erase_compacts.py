@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.store._common import namespace_id
+from langgraph_tiered_memory.store._namespaces import namespace_id
 from tests.fakes import HashingEmbeddings
 
 

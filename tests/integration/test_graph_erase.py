@@ -23,7 +23,7 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
-from langgraph_tiered_memory.store._common import namespace_id
+from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE
 

@@ -24,7 +24,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.store._common import encode_namespace, namespace_id
+from langgraph_tiered_memory.store._namespaces import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_vectors import VECTORS_FILE
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from tests.conftest import DIMS

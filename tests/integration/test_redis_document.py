@@ -9,12 +9,8 @@ import pytest
 import redis
 
 from langgraph_tiered_memory import TieredMemoryStore
-from langgraph_tiered_memory.store._common import (
-    ItemWrite,
-    encode_namespace,
-    namespace_id,
-    to_datetime,
-)
+from langgraph_tiered_memory.store._items import ItemWrite, to_datetime
+from langgraph_tiered_memory.store._namespaces import encode_namespace, namespace_id
 from tests.fakes import Clock
 
 NS = ("legacy", "s1")

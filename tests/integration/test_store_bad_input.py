@@ -20,7 +20,7 @@ from langgraph_tiered_memory import (
     InvalidItemError,
     TieredMemoryStore,
 )
-from langgraph_tiered_memory.store._common import MAX_VALUE_DEPTH
+from langgraph_tiered_memory.store._validate import MAX_VALUE_DEPTH
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 

@@ -10,16 +10,15 @@ from langgraph.store.memory import _compare_values
 
 from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
-from langgraph_tiered_memory.store._common import (
+from langgraph_tiered_memory.store._filters import matches_filter, validate_filter
+from langgraph_tiered_memory.store._namespaces import (
     decode_namespace,
     encode_namespace,
     has_prefix,
-    matches_filter,
     namespace_id,
     select_namespaces,
-    validate_filter,
-    validate_namespace,
 )
+from langgraph_tiered_memory.store._validate import validate_namespace
 from langgraph_tiered_memory.store.routing import TierRouter
 
 # Labels lean on the characters that matter to the encodings: JSON escapes, the
@@ -226,7 +225,7 @@ def test_router_default_policy_and_overrides() -> None:
 
 
 def test_stored_json_parsing_keeps_huge_integers() -> None:
-    from langgraph_tiered_memory.store._common import loads
+    from langgraph_tiered_memory.store._items import loads
 
     assert loads('{"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
     assert loads('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
