@@ -14,8 +14,6 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from pydantic import ValidationError
 
-__all__ = ["MODEL_OUTPUT_ERRORS", "describe_model_error", "resolve_model"]
-
 MODEL_OUTPUT_ERRORS = (OutputParserException, ValidationError)
 """What a structured-output call raises when the model's answer does not fit the schema."""
 

@@ -41,19 +41,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - redis-py depends on async-timeout before 3.11
     from async_timeout import timeout as async_timeout
 
-__all__ = [
-    "DEFAULT_REDIS_TIMEOUT",
-    "bounded_async_class",
-    "check_redis_timeout",
-    "client_budget",
-    "client_options",
-    "aclient_options",
-    "describe_client",
-    "is_cluster_url",
-    "redis_call",
-    "redis_from_url",
-]
-
 DEFAULT_REDIS_TIMEOUT = 15.0
 """Seconds one store or saver call waits on Redis at most, by default."""
 

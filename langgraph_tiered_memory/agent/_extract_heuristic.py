@@ -22,16 +22,6 @@ import numpy as np
 
 from langgraph_tiered_memory.memory import MemoryType
 
-__all__ = [
-    "Slot",
-    "Statement",
-    "cosine",
-    "find_statements",
-    "normalize",
-    "slot_of",
-    "text_similarity",
-]
-
 BASE_IMPORTANCE = 0.5
 """Importance of a statement with nothing that raises it."""
 IDENTITY_BONUS = 0.1

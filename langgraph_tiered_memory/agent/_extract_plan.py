@@ -42,17 +42,6 @@ from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD
 from langgraph_tiered_memory.ranking.forgetting import PINNED_FIELD
 
-__all__ = [
-    "AskModel",
-    "Embed",
-    "Malformed",
-    "MAX_REPLACED",
-    "Read",
-    "Settings",
-    "Write",
-    "plan_extraction",
-]
-
 _log = logging.getLogger("langgraph_tiered_memory.agent.extraction")
 
 MAX_REPLACED = 20

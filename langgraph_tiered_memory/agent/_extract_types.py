@@ -13,15 +13,6 @@ from pydantic import BaseModel, Field
 
 from langgraph_tiered_memory.memory import MemoryType
 
-__all__ = [
-    "DECISION_PROMPT",
-    "EXTRACTION_PROMPT",
-    "ExtractedMemories",
-    "ExtractedMemory",
-    "ExtractionResult",
-    "MemoryDecision",
-]
-
 EXTRACTION_PROMPT = (
     "You pick out what is worth remembering about the user from a conversation, for"
     " later conversations. Write each memory as one short, self-contained statement in"

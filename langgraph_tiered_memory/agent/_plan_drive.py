@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar, cast
 
-__all__ = ["adrive", "drive"]
-
 R = TypeVar("R")
 T = TypeVar("T")
 

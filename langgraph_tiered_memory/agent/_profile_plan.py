@@ -30,41 +30,6 @@ from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
 from langgraph_tiered_memory.memory import DEFAULT_IMPORTANCE, DEFAULT_MEMORY_TYPE, MEMORY_TYPES
 from langgraph_tiered_memory.ranking.scoring import UserScope
 
-__all__ = [
-    "DEFAULT_MAX_PER_TYPE",
-    "DEFAULT_PROFILE_NAMESPACE",
-    "LIST_PAGE_SIZE",
-    "MAX_KNOWN_FACTS",
-    "MAX_PROMPT_CHARS",
-    "PROFILE_CACHE_LABEL",
-    "AskProfile",
-    "AsyncItemLister",
-    "GetCached",
-    "ItemLister",
-    "ListPage",
-    "MalformedOutput",
-    "ProfileFields",
-    "ProfilePlan",
-    "ProfileSource",
-    "PutCached",
-    "ReadTriples",
-    "UserProfile",
-    "build_profile",
-    "cache_value",
-    "cached_profile",
-    "check_user_id",
-    "fingerprint",
-    "fact_subjects",
-    "group_memories",
-    "known_facts",
-    "memories_profile",
-    "model_profile",
-    "own_items",
-    "plan_profile",
-    "profile_prompt",
-    "resolve_namespace",
-]
-
 logger = logging.getLogger("langgraph_tiered_memory.agent.profile")
 
 DEFAULT_PROFILE_NAMESPACE: tuple[str, ...] = ("memories", "{user_id}")

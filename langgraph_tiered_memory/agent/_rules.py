@@ -36,24 +36,6 @@ from typing_extensions import TypedDict
 
 from langgraph_tiered_memory.errors import ConfigurationError
 
-__all__ = [
-    "DEFAULT_IMPORTANCE_RULES",
-    "DEFAULT_MEMORY_PROMPT",
-    "ImportanceRules",
-    "RetrievedMemory",
-    "UnstoredTurn",
-    "check_prompt",
-    "content_words",
-    "fill_namespace",
-    "fact_lines",
-    "interaction_importance",
-    "last_human",
-    "message_text",
-    "render_memory_context",
-    "render_profile",
-    "used_memories",
-]
-
 DEFAULT_MEMORY_PROMPT = (
     "You are a helpful assistant with a long-term memory of this user. Use what you"
     " remember when it helps; do not mention memories that are irrelevant.\n\n"

@@ -17,8 +17,6 @@ from langgraph.store.base import InvalidNamespaceError
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.store._validate import validate_namespace
 
-__all__ = ["NamespaceTemplate", "check_tool_namespace"]
-
 
 def check_tool_namespace(namespace: tuple[str, ...]) -> None:
     """The store's label rules plus LangGraph's own (no NUL, no "langgraph" root)."""

@@ -27,16 +27,6 @@ from redisvl.query.filter import FilterExpression, Tag
 if TYPE_CHECKING:
     from langgraph.checkpoint.redis.base import BaseRedisSaver
 
-__all__ = [
-    "PAGE_SIZE",
-    "Batch",
-    "ListScope",
-    "Plan",
-    "Query",
-    "SaverPlans",
-    "step",
-]
-
 PAGE_SIZE = 1000
 """Page size of the RediSearch queries that enumerate a thread's documents."""
 # How many ids go into one ``@field:{a|b|...}`` tag query.

@@ -26,8 +26,6 @@ from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import BackendUnavailableError, TieredMemoryError
 from langgraph_tiered_memory.privacy._redact import mask_url
 
-__all__ = ["translate_outages", "outage_cause", "is_translated", "describe_redis"]
-
 _OUTAGES = (RedisConnectionError, RedisTimeoutError)
 _DUNDERS = {"__init__", "__enter__", "__exit__", "__aenter__", "__aexit__"}
 _EXITS = {"__exit__", "__aexit__"}

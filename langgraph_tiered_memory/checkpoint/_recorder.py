@@ -28,8 +28,6 @@ from langgraph_tiered_memory.checkpoint.registry import AsyncSessionRegistry, Se
 from langgraph_tiered_memory.errors import BackendUnavailableError
 from langgraph_tiered_memory.privacy._redact import mask_urls_in
 
-__all__ = ["Recorder", "AsyncRecorder"]
-
 _log = logging.getLogger("langgraph_tiered_memory.checkpoint")
 
 _Pending = tuple[tuple[str, ...], int | None]

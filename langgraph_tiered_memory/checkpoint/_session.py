@@ -58,8 +58,6 @@ else:
     _AsyncBase = object
     _SyncBase = object
 
-__all__ = ["session_ttl"]
-
 _DEFAULT = object()
 _SECONDS_PER_MINUTE = 60.0
 # `list` is shadowed inside the savers, whose `list` method is the checkpointer API.

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from langgraph_tiered_memory.graph.types import Namespace, Neighbor, TripleRecord
 
-__all__ = ["check_limit", "keep_shortest", "record_order"]
-
 
 def record_order(rec: TripleRecord) -> tuple[Namespace, str, str, str]:
     """The sort key of a triple record: namespace, subject, relation, object."""

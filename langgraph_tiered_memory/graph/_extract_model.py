@@ -24,18 +24,6 @@ from langgraph_tiered_memory.graph._rules import DEFAULT_SPEAKER, split_quoted
 from langgraph_tiered_memory.graph._rules_text import APOSTROPHES
 from langgraph_tiered_memory.graph.types import Triple, normalize_entity, normalize_relation
 
-__all__ = [
-    "TRIPLE_PROMPT",
-    "Batch",
-    "EntityAlias",
-    "ExtractedTriple",
-    "ExtractedTriples",
-    "TripleExtractionError",
-    "alias_map",
-    "parse_reply",
-    "plan_batches",
-]
-
 TRIPLE_PROMPT = (
     "You extract facts as (subject, relation, object) triples from numbered texts, for a"
     " knowledge graph. For each fact stated in a text, give the text's number, the"

@@ -37,8 +37,6 @@ from langgraph_tiered_memory.graph.erase import (
 )
 from langgraph_tiered_memory.graph.types import Namespace, graph_scope
 
-__all__ = ["erase", "forget_queries", "namespace_of_key", "telemetry_stream"]
-
 logger = logging.getLogger("langgraph_tiered_memory.graph.falkordb_erase")
 
 Run = Callable[..., list[list[Any]]]

@@ -37,8 +37,6 @@ from langgraph_tiered_memory.graph._rules_text import (
 )
 from langgraph_tiered_memory.graph.types import Triple, normalize_entity, normalize_relation
 
-__all__ = ["DEFAULT_SPEAKER", "extract_text", "split_quoted", "user_lines"]
-
 DEFAULT_SPEAKER = "user"
 """Who "I" and "my" are when a text has no speaker."""
 

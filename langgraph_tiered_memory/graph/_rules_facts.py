@@ -19,8 +19,6 @@ import re
 
 from langgraph_tiered_memory.graph._rules_text import entity_name, is_name
 
-__all__ = ["CONTINUED", "CONTINUED_VERBS", "employer", "rewrite_clause"]
-
 _NAME = (
     r"[A-Z][\w'&.\u2024-]*(?:\s+(?:(?:of|de|la|van|von|der|del|da|du)\s+(?:the\s+)?)?"
     r"[A-Z][\w'&.\u2024-]*)*"

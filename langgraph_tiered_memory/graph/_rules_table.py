@@ -10,18 +10,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = [
-    "ADJUNCT_BOUNDARY",
-    "ADVERBS",
-    "DATE",
-    "DEMONYMS",
-    "DEMONYM_ENDINGS",
-    "KIN",
-    "NEGATION",
-    "VERBS",
-    "Verb",
-]
-
 KIN = frozenset(
     """
     sister brother mother father mom mum dad mommy daddy parent parents wife husband

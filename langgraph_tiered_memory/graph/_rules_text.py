@@ -20,17 +20,6 @@ import re
 
 from langgraph_tiered_memory.graph.types import normalize_entity
 
-__all__ = [
-    "APOSTROPHES",
-    "FUNCTION_WORDS",
-    "MONTHS",
-    "entity_name",
-    "is_name",
-    "named_entities",
-    "query_entities",
-    "singular",
-]
-
 APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
 _DETERMINERS = re.compile(

@@ -21,8 +21,6 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-__all__ = ["DETECTORS", "Folded", "fold", "iban_valid", "luhn_valid"]
-
 
 class _Piece(NamedTuple):
     """A piece of a folded text: where it starts, and the original characters it is."""

@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-__all__ = ["MASK", "mask_url", "mask_urls_in"]
-
 MASK = "***"
 """What a secret is replaced with."""
 

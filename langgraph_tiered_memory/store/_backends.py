@@ -31,17 +31,6 @@ from langgraph_tiered_memory.store.tiers.chroma_base import is_chroma_server
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 
-__all__ = [
-    "build_graph",
-    "chroma_is_server",
-    "build_tiers",
-    "redis_from_url",
-    "chroma_from_path",
-    "chroma_http_client",
-    "chroma_from_env",
-    "check_hnsw",
-]
-
 logger = logging.getLogger("langgraph_tiered_memory.store._backends")
 
 CHROMA_URL_ENV = "TIERED_MEMORY_CHROMA_URL"

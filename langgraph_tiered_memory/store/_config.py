@@ -24,21 +24,6 @@ from langgraph_tiered_memory.privacy._redact import mask_url
 from langgraph_tiered_memory.privacy.redaction import Redactor, resolve_redactor
 from langgraph_tiered_memory.store._validate import validate_ttl
 
-__all__ = [
-    "DEFAULT_CHROMA_PATH",
-    "DEFAULT_KEY_PREFIX",
-    "GraphConfig",
-    "GraphSpec",
-    "IndexFields",
-    "check_clock",
-    "check_graph",
-    "check_hnsw",
-    "check_index",
-    "check_key_prefix",
-    "check_redactor",
-    "check_ttl_config",
-]
-
 DEFAULT_CHROMA_PATH = os.path.join(".tiered-memory", "chroma")
 """Where the embedded Chroma database lives when neither `chroma_client` nor
 `chroma_path` is given (relative to the working directory); the environment variable

@@ -36,8 +36,6 @@ from langgraph_tiered_memory.store.consolidation import group_near_duplicates, m
 from langgraph_tiered_memory.store.promotion import _content_id, _digest
 from langgraph_tiered_memory.store.tiers.base import MemoryTier
 
-__all__ = ["consolidate"]
-
 
 def _merged_key(keys: list[str], values: list[dict[str, Any]]) -> str:
     """A key of the sources' keys and contents: reused keys with new content never collide."""

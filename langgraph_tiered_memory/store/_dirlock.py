@@ -23,8 +23,6 @@ from dataclasses import dataclass
 
 from langgraph_tiered_memory.errors import ChromaDirectoryInUseError, ConfigurationError
 
-__all__ = ["LOCK_FILE", "DirectoryLock", "lock_directory"]
-
 LOCK_FILE = "tiered-memory.lock"
 """Name of the lock file, inside the Chroma directory."""
 

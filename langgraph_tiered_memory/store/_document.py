@@ -25,16 +25,6 @@ from typing import Any, NamedTuple
 
 from langgraph_tiered_memory.store._items import Namespace, StoredItem, loads
 
-__all__ = [
-    "VERSION_PATTERN",
-    "Document",
-    "decode_document",
-    "document_version",
-    "encode_document",
-    "item_version",
-    "same_version",
-]
-
 
 class Document(NamedTuple):
     """A decoded item document."""

@@ -50,25 +50,6 @@ from langgraph_tiered_memory.privacy.provenance import names_user
 from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 
-__all__ = [
-    "STORE_USER_TEMPLATES",
-    "ErasePlan",
-    "ErasureMethods",
-    "SharedLinks",
-    "asession_ids",
-    "check_names",
-    "compact_sqlite_files",
-    "erasable_tier",
-    "erase_store",
-    "find",
-    "remove",
-    "session_ids",
-    "tier_names",
-    "user_graph_part",
-    "user_graphs",
-    "user_rule",
-]
-
 _log = logging.getLogger("langgraph_tiered_memory.store.erase")
 
 _ALL = 2**31 - 1

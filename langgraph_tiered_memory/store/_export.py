@@ -41,8 +41,6 @@ from langgraph_tiered_memory.store._erase import (
 from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 
-__all__ = ["EXPORT_FORMAT", "ExportMethods", "export_sessions", "export_store", "user_triples"]
-
 EXPORT_FORMAT = "tiered-memory-user-export/2"
 """The `format` field of an export: bumped when its shape changes."""
 

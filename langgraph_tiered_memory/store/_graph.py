@@ -42,8 +42,6 @@ from langgraph_tiered_memory.store._namespaces import has_prefix
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_labels
 
-__all__ = ["GraphMethods", "MemoryText", "repair_due"]
-
 _log = logging.getLogger("langgraph_tiered_memory.store.graph")
 
 _EXTRACT_BATCH = 64

@@ -35,23 +35,6 @@ from langgraph_tiered_memory.ranking.scoring import user_scope
 from langgraph_tiered_memory.store._items import ItemWrite, Namespace, StoredItem
 from langgraph_tiered_memory.store._namespaces import namespace_id
 
-__all__ = [
-    "GraphDue",
-    "GraphJobs",
-    "GraphSyncError",
-    "GraphSyncedTier",
-    "apply_extracted",
-    "check_triples",
-    "extract",
-    "aextract",
-    "arun_extractor",
-    "memory_speaker",
-    "memory_text",
-    "plan_graph",
-    "detach_triples",
-    "sync_error",
-]
-
 _log = logging.getLogger("langgraph_tiered_memory.store.graph")
 
 Support = Mapping[tuple[Namespace, str], Iterable[Triple]]

@@ -57,20 +57,6 @@ from langgraph_tiered_memory.store.tiers.sqlite_history import (
     StoredEvent,
 )
 
-__all__ = [
-    "HISTORY_PLACE",
-    "RECOVERED",
-    "HistoryMethods",
-    "NamespaceSelector",
-    "as_event",
-    "check_history",
-    "history_content",
-    "plan_events",
-    "reasons_for",
-    "recovered_events",
-]
-
-
 HISTORY_PLACE = "history.events"
 """The erasure receipt's place for history events made tombstones."""
 

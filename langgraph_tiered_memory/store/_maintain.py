@@ -21,8 +21,6 @@ from langgraph_tiered_memory.privacy.history import Actor, acting
 from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._protocols import StoreCore
 
-__all__ = ["AsyncMaintenanceMethods", "MaintenanceMethods"]
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 

@@ -25,9 +25,6 @@ from langgraph_tiered_memory.agent.profile import (
     get_user_profile,
 )
 
-__all__ = ["ProfileMethods", "ProfileOptions"]
-
-
 _UNCOUNTED = {"$count_access": False}
 
 

@@ -21,8 +21,6 @@ from langgraph_tiered_memory.store.planning import Plan
 from langgraph_tiered_memory.store.routing import TierRouter
 from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
 
-__all__ = ["StoreCore"]
-
 
 class StoreCore(Protocol):
     """A store core: its configuration, its tiers and its batch path."""

@@ -8,14 +8,6 @@ from __future__ import annotations
 
 from typing_extensions import TypedDict
 
-__all__ = [
-    "ConsolidationRecord",
-    "ForgettingReport",
-    "ForgottenRow",
-    "GCReport",
-    "PromotionSkip",
-]
-
 
 class ForgottenRow(TypedDict):
     """One memory forgotten (or, in a dry run, that would be forgotten)."""

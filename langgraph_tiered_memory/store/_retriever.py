@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from langgraph_tiered_memory.retriever import MemoryRetriever
     from langgraph_tiered_memory.store.search import MemoryHit
 
-__all__ = ["RetrieverMethods"]
-
 
 class RetrieverMethods:
     """`as_retriever` (both stores)."""
