@@ -89,7 +89,7 @@ def trim_working_memory(
     Example:
         ```python
         from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-        from langgraph_tiered_memory import trim_working_memory
+        from langgraph_tiered_memory.agent.summarizer import trim_working_memory
 
         chat = [SystemMessage("Be brief."), HumanMessage("hi"), AIMessage("hello!")]
         chat.append(HumanMessage("What is 2 + 2?"))

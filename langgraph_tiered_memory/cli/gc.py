@@ -104,11 +104,10 @@ def gc(
     """Run the forgetting graph: forget the memories the policy flags, optionally merging."""
     from rich.progress import Progress
 
-    from langgraph_tiered_memory import (
+    from langgraph_tiered_memory import TieredMemoryStore, create_forgetting_graph
+    from langgraph_tiered_memory.ranking.forgetting import (
         DEFAULT_FORGETTING_POLICY,
         GARBAGE_COLLECT_POLICY,
-        TieredMemoryStore,
-        create_forgetting_graph,
     )
 
     presets = {"default": DEFAULT_FORGETTING_POLICY, "gc": GARBAGE_COLLECT_POLICY}

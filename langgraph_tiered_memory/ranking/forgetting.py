@@ -233,7 +233,8 @@ def calculate_decay(
     Example:
         ```python
         from datetime import datetime, timezone
-        from langgraph_tiered_memory import MemoryEntry, calculate_decay
+        from langgraph_tiered_memory import MemoryEntry
+        from langgraph_tiered_memory.ranking.forgetting import calculate_decay
 
         t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
         entry = MemoryEntry("m", "likes tea", "preference", 0.0, t0, None, 0)
@@ -263,7 +264,8 @@ def should_forget(
     Example:
         ```python
         from datetime import datetime, timezone
-        from langgraph_tiered_memory import MemoryEntry, should_forget
+        from langgraph_tiered_memory import MemoryEntry
+        from langgraph_tiered_memory.ranking.forgetting import should_forget
 
         t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
         parking = MemoryEntry("parking", "parked on level 3", "experience", 0.1, t0, None, 0)

@@ -17,7 +17,8 @@ from typing import Any, get_type_hints
 import chromadb
 import pytest
 
-from langgraph_tiered_memory import DEFAULT_CHROMA_HNSW, ChromaHnswConfig, TieredMemoryStore
+from langgraph_tiered_memory import ChromaHnswConfig, TieredMemoryStore
+from langgraph_tiered_memory.config import DEFAULT_CHROMA_HNSW
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 

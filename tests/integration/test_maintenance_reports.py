@@ -10,12 +10,14 @@ from typing import Any, get_type_hints
 
 from langgraph_tiered_memory import (
     AsyncTieredMemoryStore,
+    TieredMemoryStore,
+    create_forgetting_graph,
+)
+from langgraph_tiered_memory.store import (
     ConsolidationRecord,
     ForgettingReport,
     ForgottenRow,
     GCReport,
-    TieredMemoryStore,
-    create_forgetting_graph,
 )
 from tests.fakes import Clock, HashingEmbeddings
 

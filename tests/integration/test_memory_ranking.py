@@ -284,7 +284,7 @@ def test_reinforcement_clamps_importance_and_keeps_the_stats(mstore: TieredMemor
 
 
 def test_garbage_collection_dry_run_then_real_run(mstore: TieredMemoryStore, clock: Clock) -> None:
-    from langgraph_tiered_memory import GARBAGE_COLLECT_POLICY
+    from langgraph_tiered_memory.ranking.forgetting import GARBAGE_COLLECT_POLICY
 
     mstore.put(("g", "a"), "trivial", {"content": "invoice XK-1 is trivial", "importance": 0.1})
     mstore.put(("g", "a"), "old", {"content": "invoice XK-2 from long ago"})

@@ -10,8 +10,7 @@ from datetime import datetime, timezone
 import pytest
 import redis
 
-from langgraph_tiered_memory import SessionMeta
-from langgraph_tiered_memory.checkpoint.registry import SessionRegistry
+from langgraph_tiered_memory.checkpoint.registry import SessionMeta, SessionRegistry
 from tests.fakes import Clock
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from langgraph_tiered_memory import MemoryEntry, should_forget
+from langgraph_tiered_memory import MemoryEntry
 from langgraph_tiered_memory.cli.app import app
+from langgraph_tiered_memory.ranking.forgetting import should_forget
 from tiered_memory_benchmarks.forgetting import (
     DAY,
     T_END,

@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langgraph_tiered_memory import (
+from langgraph_tiered_memory import ConfigurationError, MemoryEntry
+from langgraph_tiered_memory.ranking.forgetting import (
     GARBAGE_COLLECT_POLICY,
-    ConfigurationError,
-    MemoryEntry,
     calculate_decay,
     should_forget,
 )

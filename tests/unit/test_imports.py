@@ -1,66 +1,36 @@
+import importlib
+
+import pytest
+
 import langgraph_tiered_memory
 
 
 def test_public_names_are_pinned() -> None:
+    """The root holds the names users start from, at most 40 of them."""
     assert sorted(langgraph_tiered_memory.__all__) == sorted(
         [
-            "ErasureReceipt",
-            "UserNamespaces",
-            "MemoryEvent",
-            "acting",
-            "GraphStore",
-            "ModelExtractor",
-            "NamespaceLockedError",
-            "Neighbor",
-            "RuleExtractor",
-            "Triple",
-            "TripleExtractionError",
-            "TripleExtractor",
-            "TripleRecord",
-            "GraphConfig",
-            "GraphSyncError",
-            "ImportCounts",
-            "import_langchain_chroma",
-            "MemoryRetriever",
             "AsyncRedisSessionSaver",
             "AsyncTieredMemoryStore",
             "BackendUnavailableError",
             "ChromaHnswConfig",
             "ConfigurationError",
-            "ConsolidationRecord",
-            "DEFAULT_CHROMA_HNSW",
-            "DEFAULT_FORGETTING_POLICY",
-            "DEFAULT_MEMORY_PROMPT",
-            "DEFAULT_TIER_POLICY",
-            "ExtractedMemories",
-            "ExtractedMemory",
-            "ExtractionResult",
-            "Finding",
+            "ErasureReceipt",
             "ForgettingPolicy",
-            "ForgettingReport",
-            "ForgottenRow",
-            "GARBAGE_COLLECT_POLICY",
-            "GCReport",
-            "ImportanceRules",
+            "GraphConfig",
+            "GraphStore",
             "InvalidFilterError",
             "InvalidItemError",
             "MemoryAgentState",
-            "MemoryDecision",
             "MemoryEntry",
+            "MemoryEvent",
             "MemoryHit",
-            "MemoryToolError",
             "MemoryWriteError",
             "MemoryWriter",
+            "NamespaceLockedError",
             "PatternRedactor",
-            "PresidioRedactor",
-            "PromotionSkip",
-            "RedactionResult",
-            "Redactor",
-            "RedactorSpec",
             "RedisSessionSaver",
             "ScoreBreakdown",
             "ScoringConfig",
-            "SessionMeta",
             "SummarizationNode",
             "TierPolicy",
             "TieredMemoryError",
@@ -69,7 +39,6 @@ def test_public_names_are_pinned() -> None:
             "aextract_memories",
             "aget_user_profile",
             "asummarize_messages",
-            "calculate_decay",
             "create_forgetting_graph",
             "create_manage_memory_tool",
             "create_memory_agent",
@@ -78,15 +47,75 @@ def test_public_names_are_pinned() -> None:
             "extract_memories",
             "flush_memory_writes",
             "get_user_profile",
-            "redact_value",
-            "resolve_redactor",
-            "should_forget",
+            "import_langchain_chroma",
             "summarize_messages",
-            "trim_working_memory",
         ]
     )
+    assert len(langgraph_tiered_memory.__all__) <= 40
     for name in langgraph_tiered_memory.__all__:
         assert getattr(langgraph_tiered_memory, name) is not None
+
+
+# The other public names, each exported by the public module of its capability.
+HOMES = {
+    "langgraph_tiered_memory.agent.builder": ["DEFAULT_MEMORY_PROMPT", "ImportanceRules"],
+    "langgraph_tiered_memory.agent.extraction": [
+        "ExtractedMemories",
+        "ExtractedMemory",
+        "ExtractionResult",
+        "MemoryDecision",
+    ],
+    "langgraph_tiered_memory.agent.summarizer": ["trim_working_memory"],
+    "langgraph_tiered_memory.agent.tools": ["MemoryToolError"],
+    "langgraph_tiered_memory.checkpoint.registry": ["SessionMeta"],
+    "langgraph_tiered_memory.config": ["DEFAULT_CHROMA_HNSW", "DEFAULT_TIER_POLICY"],
+    "langgraph_tiered_memory.graph": [
+        "ModelExtractor",
+        "Neighbor",
+        "RuleExtractor",
+        "Triple",
+        "TripleExtractionError",
+        "TripleExtractor",
+        "TripleRecord",
+    ],
+    "langgraph_tiered_memory.interop": ["ImportCounts"],
+    "langgraph_tiered_memory.privacy.erasure": ["UserNamespaces"],
+    "langgraph_tiered_memory.privacy.history": ["acting"],
+    "langgraph_tiered_memory.privacy.redaction": [
+        "Finding",
+        "PresidioRedactor",
+        "RedactionResult",
+        "Redactor",
+        "RedactorSpec",
+        "redact_value",
+        "resolve_redactor",
+    ],
+    "langgraph_tiered_memory.ranking.forgetting": [
+        "DEFAULT_FORGETTING_POLICY",
+        "GARBAGE_COLLECT_POLICY",
+        "calculate_decay",
+        "should_forget",
+    ],
+    "langgraph_tiered_memory.retriever": ["MemoryRetriever"],
+    "langgraph_tiered_memory.store": [
+        "ConsolidationRecord",
+        "ForgettingReport",
+        "ForgottenRow",
+        "GCReport",
+        "GraphSyncError",
+        "PromotionSkip",
+    ],
+}
+
+
+@pytest.mark.parametrize("module", sorted(HOMES))
+def test_other_public_names_live_in_public_modules(module: str) -> None:
+    mod = importlib.import_module(module)
+    assert not any(part.startswith("_") for part in module.split("."))
+    for name in HOMES[module]:
+        assert name in mod.__all__, (module, name)
+        assert getattr(mod, name) is not None
+        assert name not in langgraph_tiered_memory.__all__
 
 
 def test_stores_are_langgraph_base_stores() -> None:

@@ -11,14 +11,13 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from langgraph_tiered_memory import (
-    AsyncTieredMemoryStore,
+from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.store import (
     ConsolidationRecord,
     ForgettingReport,
     ForgottenRow,
     GCReport,
     PromotionSkip,
-    TieredMemoryStore,
 )
 from langgraph_tiered_memory.store.promotion import Promoted
 from tests.unit.test_import_graph import import_graph

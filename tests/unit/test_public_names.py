@@ -16,7 +16,6 @@ from typing_extensions import TypedDict
 
 import langgraph_tiered_memory as tm
 from langgraph_tiered_memory import (
-    DEFAULT_FORGETTING_POLICY,
     BackendUnavailableError,
     ConfigurationError,
     ForgettingPolicy,
@@ -27,10 +26,13 @@ from langgraph_tiered_memory import (
     SummarizationNode,
     TieredMemoryError,
     TieredMemoryStore,
+)
+from langgraph_tiered_memory import errors as errors_module
+from langgraph_tiered_memory.ranking.forgetting import (
+    DEFAULT_FORGETTING_POLICY,
     calculate_decay,
     should_forget,
 )
-from langgraph_tiered_memory import errors as errors_module
 from tests.fakes import HashingEmbeddings
 
 DIMS = 16

@@ -18,16 +18,13 @@ from langchain_core.messages import (
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from langgraph_tiered_memory import (
-    create_summarizer_graph,
-    summarize_messages,
-    trim_working_memory,
-)
+from langgraph_tiered_memory import create_summarizer_graph, summarize_messages
 from langgraph_tiered_memory.agent.summarizer import (
     SummaryState,
     extractive_summary,
     fold_boundary,
     messages_with_summary,
+    trim_working_memory,
 )
 
 
