@@ -22,6 +22,9 @@ from langgraph_tiered_memory.embedded.redis import redis_url_or_embedded
 from tests.fakes import Clock, HashingEmbeddings
 
 DIMS = 64
+# Rich renders the CLI's tables at the terminal's width, which differs between a console,
+# CI and pytest-xdist workers (80 columns): tests that read table text see one width.
+os.environ["COLUMNS"] = "160"
 
 INTEGRATION = Path(__file__).parent / "integration"
 UNIT = Path(__file__).parent / "unit"
