@@ -160,7 +160,7 @@ class ScoringConfig(TypedDict, total=False):
     time_weight: float
     """Bonus of a memory that answers the query's time question: a query that asks when
     ("When did ...", "How long ...") favours memories that state a time, a query that
-    names a month or year favours memories of that period (`ranking_time`). 0
+    names a month or year favours memories of that period (`ranking.dates`). 0
     switches it off. Defaults to 0.1."""
     min_score: float | None
     """Drop results scoring below this. Defaults to None (keep all)."""
@@ -173,7 +173,7 @@ class ScoringConfig(TypedDict, total=False):
     graph_weight: float
     """Weight of the knowledge-graph list in the fusion (hybrid and contextual, on a
     store with `graph=`): memories supporting triples about the query's entities,
-    ranked by `ranking_select.graph_scores`, add `graph_weight / (rrf_k + rank)`.
+    ranked by `ranking.select.graph_scores`, add `graph_weight / (rrf_k + rank)`.
     0 switches the channel off. Defaults to 0 (off: with the rule extractor it did not
     reach its target on the LoCoMo dev split, see docs/graph.md); 0.5 is
     the value `bench retrieval --graph on` measures."""

@@ -1,7 +1,7 @@
 """Run a planning generator: the one loop behind the sync and async twins.
 
-Extraction (`_extract_plan.plan_extraction`) and user profiles
-(`_profile_plan.build_profile`) make every decision in a generator that does no I/O: it
+Extraction (`agent._extract_plan.plan_extraction`) and user profiles
+(`agent._profile_plan.build_profile`) make every decision in a generator that does no I/O: it
 yields requests and receives their answers. `drive` serves the requests with a sync
 function, `adrive` with an async one; that function is the only part the twins differ in.
 """

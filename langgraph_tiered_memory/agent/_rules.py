@@ -1,6 +1,6 @@
 """Pure rules of the memory agent: importance, "used" memories, the memory prompt.
 
-No I/O here (`agent_nodes` runs the nodes). The rules:
+No I/O here (`agent.nodes` runs the nodes). The rules:
 
 **Importance of a stored interaction** (`ImportanceRules`): 0.5; +0.2 when the user's
 message has at least 200 characters; +0.3 when it asks to remember something or calls

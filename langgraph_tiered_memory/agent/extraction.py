@@ -62,8 +62,8 @@ Searching a tiered store in `"memory"` scoring mode counts an access on the memo
 returns, so the memories a run compares with gain an access each. On a tiered store
 whose retrieval is `"contextual"`, a run's searches use `"hybrid"` (they read one
 namespace, so they need no `$user`). The planning is shared by both entry points
-(`_extract_plan.plan_extraction`); they only serve its model, store and embedding calls
-(`_plan_drive.drive` / `adrive`).
+(`agent._extract_plan.plan_extraction`); they only serve its model, store and embedding calls
+(`agent._plan_drive.drive` / `adrive`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ knowledge graph, summary rendered into the memory context), the storage job of a
 finished turn (extraction, reinforcement of the memories the reply used, the
 interaction memory, profile refresh) and the `memory_storage` node that waits for
 the jobs of the thread's unstored turns. The pure rules (importance, "used" memories,
-prompt rendering) live in `_agent_rules` and are re-exported here.
+prompt rendering) live in `agent._rules` and are re-exported here.
 """
 
 from __future__ import annotations

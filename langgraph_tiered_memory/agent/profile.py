@@ -34,7 +34,7 @@ of the cache fingerprint, so a cached profile is rebuilt when they change. Witho
 graph, `known_facts` is empty and nothing else differs.
 
 The planning (ids, namespaces, grouping, fingerprint, prompt, cache records, and the
-order of the reads) is `_profile_plan.build_profile`, a generator of I/O requests; the
+order of the reads) is `agent._profile_plan.build_profile`, a generator of I/O requests; the
 sync and async entry points only serve them with the store and model calls.
 """
 

@@ -20,9 +20,9 @@ tuples and strings, alone or in a list.
 Every layer takes `redactor=` (see `redaction`): a new summary is redacted before it
 is returned, put in the state or written to a session.
 
-The extractive summary (no model) lives in `_extractive`; the choice of what stays in
+The extractive summary (no model) lives in `agent._extractive`; the choice of what stays in
 working memory (`fold_boundary`, `messages_with_summary`, `trim_working_memory`) in
-`_message_window`. This module re-exports them.
+`agent._message_window`. This module re-exports them.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ herself and a second one (a new thread) in which she asks for advice, and shows:
 Offline by default (EmbeddedRedis unless REDIS_URL is set, a temporary Chroma
 directory, the local embedder and a scripted chat model); with a real model when
 `--model provider:model` is given or OPENAI_API_KEY is set. The rendering is in
-`_demo_views`, the runs in `_demo_run`, the models in `_demo_model`. The command is
+`demo.views`, the runs in `demo.run`, the models in `demo.model`. The command is
 registered on the app in `langgraph_tiered_memory.cli.app`.
 """
 

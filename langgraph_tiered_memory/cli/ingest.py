@@ -260,7 +260,7 @@ def write_records(
 
     Args:
         records: The memories, each already checked (`check_record`).
-        store: The store to write to, opened by `cli_common.open_store`; closed here.
+        store: The store to write to, opened by `cli.common.open_store`; closed here.
         file: The file the memories were read from (for the summary).
         label: The file's format (for the summary).
         embedded: Whether the store embeds what it is given (`--embed`).

@@ -1,4 +1,4 @@
-"""What `tiered-memory demo` runs and measures; `_demo_views` renders it.
+"""What `tiered-memory demo` runs and measures; `demo.views` renders it.
 
 The demo drives the memory agent (`create_memory_agent`, compiled with a
 `TieredMemoryStore` and a `RedisSessionSaver`) over two sessions (threads) of one

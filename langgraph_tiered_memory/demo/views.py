@@ -1,4 +1,4 @@
-"""Rich tables and panels of `tiered-memory demo` (the data comes from `_demo_run`)."""
+"""Rich tables and panels of `tiered-memory demo` (the data comes from `demo.run`)."""
 
 from __future__ import annotations
 

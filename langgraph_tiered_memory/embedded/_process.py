@@ -1,8 +1,8 @@
 """One embedded server process: its files, command line, spawning, readiness, stopping.
 
-`EmbeddedServer` (in `_embedded_server`) owns the lifecycle around a process: choosing
+`EmbeddedServer` (in `embedded._server`) owns the lifecycle around a process: choosing
 and retrying ports, the working directory, `atexit` and the lock; `EmbeddedRedis` (in
-`embedded`) and `EmbeddedFalkorDB` (in `embedded_falkordb`) find their binaries. A
+`embedded`) and `EmbeddedFalkorDB` (in `embedded.falkordb`) find their binaries. A
 `ServerFlavor` carries what their error messages say (the server's name, the extra to
 install, the way around it). Nothing here keeps state between calls.
 """

@@ -1,11 +1,11 @@
 """The lifecycle both embedded servers share: directory, ports, ``atexit``, lock, stop.
 
 `EmbeddedServer` runs one server process (spawned, awaited and stopped by
-`_embedded_process`) in a temporary working directory of its own or in a given one,
+`embedded._process`) in a temporary working directory of its own or in a given one,
 picks a free loopback port (trying another if it is taken before the server binds
 it), stops the server at interpreter exit, and serialises start, restart and stop
 with a lock. `EmbeddedRedis` (in `embedded`) and `EmbeddedFalkorDB` (in
-`embedded_falkordb`) subclass it and supply only what differs: the files the server
+`embedded.falkordb`) subclass it and supply only what differs: the files the server
 is started from and the modules it must report (`_spec`), the wording of its errors
 (`_flavor`), its log file and directory names, its URL, port and repr.
 """

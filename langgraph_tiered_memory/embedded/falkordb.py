@@ -24,7 +24,7 @@ unless it is given a ``data_dir`` (then its append-only file there lets a restar
 later server on the same directory find the graphs again). It is stopped when the
 ``with`` block ends, at interpreter exit and, on Linux, when the parent process dies.
 The lifecycle (directory, ports, ``atexit``, readiness, shutdown) is the one
-`EmbeddedRedis` uses (`_embedded_server`).
+`EmbeddedRedis` uses (`embedded._server`).
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ itself: every search refreshes what it returns, and on LoCoMo that cost 2-3 poin
 of recall@5. Relevance stays dominant: with the default weights (importance 0.1,
 recency 0.02, access 0.005) the other factors move a memory by a few ranks at most.
 A query that asks when, or names a month or year, adds `time_weight` (0.1) to the
-memories that state a time or happened in that period (`ranking_time`).
+memories that state a time or happened in that period (`ranking.dates`).
 
-Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
+Relevance depends on the retrieval mode (its `fusion` in `ranking.modes.MODES`):
 
 - `"semantic"`: cosine similarity of the query and the memory, clipped to 0..1.
 - `"keyword"`: BM25 score divided by the best BM25 score of the query.
@@ -40,7 +40,7 @@ Relevance depends on the retrieval mode (its `fusion` in `ranking_modes.MODES`):
 
   With a knowledge graph (`graph=`) and `graph_weight` > 0, a fourth list joins the
   fusion: memories supporting triples about the query's entities (and, with
-  `graph_hops` 1, one hop further), ranked by `ranking_select.graph_scores`; it adds
+  `graph_hops` 1, one hop further), ranked by `ranking.select.graph_scores`; it adds
   `graph_weight / (rrf_k + graph_rank)`, where memories tied in the graph list share
   the mean of the positions they fill (the graph ties in large groups). The largest
   possible value counts the graph list only when it holds a memory, so without graph
@@ -310,7 +310,7 @@ class ScoreBreakdown:
     graph_rank: int | None = None
     """Rank in the graph list, when the knowledge-graph channel returned the memory."""
     time: float = 0.0
-    """1 when the memory answers the query's time question (`ranking_time`), else 0."""
+    """1 when the memory answers the query's time question (`ranking.dates`), else 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,12 +333,12 @@ class MemoryCandidate:
     seq: int | None = None
     """Write position in its namespace; memories at seq +- 1 are its neighbours."""
     graph: float | None = None
-    """Graph-channel score (`ranking_select.graph_scores`), when the graph reached it."""
+    """Graph-channel score (`ranking.select.graph_scores`), when the graph reached it."""
     event_at: float | None = None
     """When the memory happened (`occurred_at`, else its creation), epoch seconds; the
     neighbour smoothing joins only neighbours within `neighbor_gap_minutes` of it."""
     time_match: bool = False
-    """It answers the query's time question (`ranking_time.time_match`)."""
+    """It answers the query's time question (`ranking.dates.time_match`)."""
 
 
 def recency(last_touched: float, now: float, half_life_days: float) -> float:
@@ -412,7 +412,7 @@ def fuse(
 ) -> list[tuple[float, int | None, int | None]]:
     """Relevance in 0..1 of each candidate, with its rank in each list.
 
-    `retrieval` names a mode; its `fusion` (`ranking_modes.MODES`) decides how.
+    `retrieval` names a mode; its `fusion` (`ranking.modes.MODES`) decides how.
 
     Returns:
         (relevance, semantic rank, keyword rank) per candidate, in input order.

@@ -370,7 +370,7 @@ def memory_candidates(
         kept: The visible candidates.
         recency_from: `ScoringConfig.recency_from`.
         owns: Marks the caller's own namespaces (contextual retrieval).
-        question: What the query asks about time (`ranking_time.time_question`).
+        question: What the query asks about time (`ranking.dates.time_question`).
         text_of: A stored value's indexed text; with `question`, marks the memories
             that answer the query's time question.
     """

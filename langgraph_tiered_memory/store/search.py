@@ -2,7 +2,7 @@
 
 `search_tiers` answers one planned `SearchOp`; `search_memories` and `get_memory`
 are the memory API. The decisions (mode, scope, candidates, the top-N cut) are pure
-functions of `ranking_select` and `ranking`; this module fetches what they need
+functions of `ranking.select` and `ranking`; this module fetches what they need
 from the tiers.
 
 With a knowledge graph (`core.graph`) and `graph_weight` > 0, hybrid and contextual

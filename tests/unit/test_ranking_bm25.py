@@ -1,4 +1,4 @@
-"""`ranking_bm25` scores and orders rows exactly as SQLite FTS5's `bm25()` and today's search."""
+"""`ranking.bm25` scores and orders rows exactly as SQLite FTS5's `bm25()` and today's search."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ class MemoryTier(Tier, Protocol):
         """Raw live candidates of each channel (dense, keyword) under `prefix`, uncut.
 
         Each namespace contributes about `limit` hits per channel; the caller cuts
-        the pooled lists (`ranking_select.cut_channels`) and reads `memory_stats`.
+        the pooled lists (`ranking.select.cut_channels`) and reads `memory_stats`.
         """
 
     def memory_stats(

@@ -325,7 +325,7 @@ class ChromaReads(ChromaBase):
         Returns:
             Live dense hits (best, own-vector and key-vector similarity) and keyword
             hits (BM25) of every namespace searched; the caller cuts them to `limit`
-            per channel (`ranking_select.cut_channels`) and reads `memory_stats`.
+            per channel (`ranking.select.cut_channels`) and reads `memory_stats`.
         """
         if self._describe is None:
             raise ConfigurationError("Memory retrieval needs scoring={'mode': 'memory'}.")

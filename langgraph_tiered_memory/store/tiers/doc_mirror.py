@@ -31,7 +31,7 @@ namespace is one rowid range, in write order. When a memory is deleted, its succ
 context column is rewritten from its new predecessor, so the deleted text leaves the
 index. BM25 must use the statistics of the namespace alone while FTS5's `bm25()` uses
 those of the whole table, so FTS5 only finds the matches within the namespace's range
-and counts its rows holding each term; `ranking_bm25.rank` scores them from their stored
+and counts its rows holding each term; `ranking.bm25.rank` scores them from their stored
 terms, exactly as FTS5 ranks a table holding the namespace alone. Files written before
 kept small namespaces' entries in `kw_docs` and an FTS5 table per large namespace
 (`kw_own`, `kw_retired`; older ones a table per namespace): opening such a file copies

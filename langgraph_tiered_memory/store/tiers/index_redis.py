@@ -34,7 +34,7 @@ Keyword search is one script (`_KEYWORDS`): it counts the namespace's document
 frequencies of the query's words with RediSearch, then fetches the matches phrase by
 phrase, rarest first, and counts each phrase in each column of every memory fetched. It
 stops once the phrases left cannot lift a memory holding only them into the top `limit`
-(each adds less than (k1 + 1) * idf: MaxScore). `ranking_bm25` then ranks the memories
+(each adds less than (k1 + 1) * idf: MaxScore). `ranking.bm25` then ranks the memories
 fetched: FTS5's `bm25()` with the namespace's own row count, token count and document
 frequencies, so results and scores equal the SQLite index's. A RediSearch query that hits
 its time limit (FT.CONFIG TIMEOUT) fails the search (BackendUnavailableError) rather than
