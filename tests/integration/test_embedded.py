@@ -19,7 +19,8 @@ import pytest
 import redis
 from redis.commands.search.query import Query
 
-from langgraph_tiered_memory import _embedded_server, embedded
+from langgraph_tiered_memory.embedded import _server as _embedded_server
+from langgraph_tiered_memory.embedded import redis as embedded
 from langgraph_tiered_memory.embedded.redis import (
     EmbeddedRedis,
     EmbeddedRedisError,
