@@ -1,4 +1,6 @@
 import importlib
+import re
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +127,23 @@ def test_stores_are_langgraph_base_stores() -> None:
     assert issubclass(langgraph_tiered_memory.TieredMemoryStore, BaseStore)
     assert issubclass(langgraph_tiered_memory.AsyncTieredMemoryStore, AsyncBatchedBaseStore)
     assert langgraph_tiered_memory.TieredMemoryStore.supports_ttl is True
+
+
+def _api_sections() -> dict[str, str]:
+    """docs/api.md split by heading: the root section, then one per capability module."""
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    root, _, rest = text.partition("## By capability")
+    sections = {"langgraph_tiered_memory": root}
+    for part in rest.split("\n### `")[1:]:
+        module, _, body = part.partition("`")
+        sections[module] = body
+    return sections
+
+
+def test_every_public_name_is_in_the_api_reference_under_its_module() -> None:
+    sections = _api_sections()
+    expected = {"langgraph_tiered_memory": list(langgraph_tiered_memory.__all__), **HOMES}
+    assert sorted(sections) == sorted(expected)
+    for module, names in expected.items():
+        listed = re.findall(r"^\| `([A-Za-z_]+)` \|", sections[module], flags=re.M)
+        assert sorted(listed) == sorted(names), module
