@@ -29,8 +29,6 @@ os.environ["COLUMNS"] = "160"
 INTEGRATION = Path(__file__).parent / "integration"
 UNIT = Path(__file__).parent / "unit"
 SERVERS = {"redis_url", "falkordb_server"}
-# It runs the docs' examples on the session's Redis; it imports the bench, which is moving.
-UNIT_WITH_SERVERS = {UNIT / "test_docs.py"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -42,7 +40,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION in item.path.parents:
             item.add_marker(pytest.mark.integration)
-        elif UNIT in item.path.parents and item.path not in UNIT_WITH_SERVERS:
+        elif UNIT in item.path.parents:
             used = SERVERS.intersection(getattr(item, "fixturenames", ()))
             if used:
                 misplaced.append(f"{item.nodeid} ({', '.join(sorted(used))})")
