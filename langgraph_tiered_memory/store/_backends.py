@@ -24,8 +24,8 @@ from langgraph_tiered_memory.store._config import (
     GraphSpec,
     check_hnsw,
 )
-from langgraph_tiered_memory.store._dirlock import lock_directory
 from langgraph_tiered_memory.store.routing import TierRouter
+from langgraph_tiered_memory.store.tiers._dirlock import lock_directory
 from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
 from langgraph_tiered_memory.store.tiers.chroma_base import is_chroma_server
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier

@@ -27,13 +27,13 @@ from langgraph_tiered_memory.privacy.provenance import (
     provenance_of,
 )
 from langgraph_tiered_memory.ranking.forgetting import PINNED_FIELD
-from langgraph_tiered_memory.store._history import reasons_for
-from langgraph_tiered_memory.store._items import StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ConsolidationRecord
 from langgraph_tiered_memory.store._validate import check_search_text
 from langgraph_tiered_memory.store.consolidation import group_near_duplicates, merger, theme_group
 from langgraph_tiered_memory.store.promotion import _content_id, _digest
+from langgraph_tiered_memory.store.tiers._history_events import reasons_for
+from langgraph_tiered_memory.store.tiers._items import StoredItem
 from langgraph_tiered_memory.store.tiers.base import MemoryTier
 
 

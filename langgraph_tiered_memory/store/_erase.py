@@ -47,8 +47,8 @@ from langgraph_tiered_memory.privacy.erasure import (
 )
 from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.provenance import names_user
-from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
 
 _log = logging.getLogger("langgraph_tiered_memory.store.erase")
 

@@ -38,8 +38,8 @@ from langgraph_tiered_memory.store._erase import (
     user_graph_part,
     user_graphs,
 )
-from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
 
 EXPORT_FORMAT = "tiered-memory-user-export/2"
 """The `format` field of an export: bumped when its shape changes."""

@@ -38,9 +38,9 @@ from langgraph_tiered_memory.store._graph_write import (
     memory_text,
     sync_error,
 )
-from langgraph_tiered_memory.store._namespaces import has_prefix
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_labels
+from langgraph_tiered_memory.store.tiers._namespaces import has_prefix
 
 _log = logging.getLogger("langgraph_tiered_memory.store.graph")
 

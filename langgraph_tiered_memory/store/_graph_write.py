@@ -32,8 +32,8 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.privacy._redact import mask_urls_in
 from langgraph_tiered_memory.ranking.scoring import user_scope
-from langgraph_tiered_memory.store._items import ItemWrite, Namespace, StoredItem
-from langgraph_tiered_memory.store._namespaces import namespace_id
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 _log = logging.getLogger("langgraph_tiered_memory.store.graph")
 

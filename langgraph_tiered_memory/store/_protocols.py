@@ -16,9 +16,9 @@ from langgraph_tiered_memory.config import TierName
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.ranking.scoring import Scoring
-from langgraph_tiered_memory.store._items import Namespace
 from langgraph_tiered_memory.store.planning import Plan
 from langgraph_tiered_memory.store.routing import TierRouter
+from langgraph_tiered_memory.store.tiers._items import Namespace
 from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from langgraph.store.base import InvalidNamespaceError
 
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError, InvalidItemError
-from langgraph_tiered_memory.store._items import Namespace
+from langgraph_tiered_memory.store.tiers._items import Namespace
 
 MAX_KEY_BYTES = 1024
 """Longest item key accepted, in UTF-8 bytes."""

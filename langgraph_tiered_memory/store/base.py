@@ -54,8 +54,6 @@ from langgraph_tiered_memory.store._graph_write import (
     extract,
     plan_graph,
 )
-from langgraph_tiered_memory.store._items import ItemWrite, StoredItem, to_datetime
-from langgraph_tiered_memory.store._namespaces import literal_prefix, select_namespaces
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_vectors
 from langgraph_tiered_memory.store.planning import (
@@ -75,6 +73,8 @@ from langgraph_tiered_memory.store.search import (
     search_memories,
     search_tiers,
 )
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, StoredItem, to_datetime
+from langgraph_tiered_memory.store.tiers._namespaces import literal_prefix, select_namespaces
 from langgraph_tiered_memory.store.tiers.base import ContextInputs, MemoryTier, Tier
 
 __all__ = ["TieredStoreCore", "DEFAULT_CHROMA_PATH", "DEFAULT_KEY_PREFIX", "MemoryHit"]

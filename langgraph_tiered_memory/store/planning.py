@@ -32,8 +32,6 @@ from langgraph_tiered_memory.errors import InvalidFilterError, InvalidItemError
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD, Redactor, redact_value
 from langgraph_tiered_memory.ranking.scoring import split_search_options
-from langgraph_tiered_memory.store._filters import validate_filter
-from langgraph_tiered_memory.store._items import ItemWrite, Namespace
 from langgraph_tiered_memory.store._validate import (
     SURROGATE_FIX,
     check_labels,
@@ -45,6 +43,8 @@ from langgraph_tiered_memory.store._validate import (
     validate_namespace,
     validate_ttl,
 )
+from langgraph_tiered_memory.store.tiers._filters import validate_filter
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, Namespace
 
 __all__ = [
     "Plan",

@@ -25,9 +25,9 @@ from langgraph.store.base import (
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.ranking.scoring import user_scope
-from langgraph_tiered_memory.store._items import StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import PromotionSkip
+from langgraph_tiered_memory.store.tiers._items import StoredItem
 from langgraph_tiered_memory.store.tiers.base import ConditionalDeletes
 
 __all__ = ["Promoted", "long_term_namespace", "promote", "worth_keeping"]

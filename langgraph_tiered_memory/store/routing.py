@@ -7,8 +7,8 @@ from typing import Any
 
 from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY, TierName, TierPolicy
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.store._items import Namespace
-from langgraph_tiered_memory.store._namespaces import has_prefix
+from langgraph_tiered_memory.store.tiers._items import Namespace
+from langgraph_tiered_memory.store.tiers._namespaces import has_prefix
 
 __all__ = ["TierRouter"]
 

@@ -43,10 +43,10 @@ from langgraph_tiered_memory.ranking.select import (
     user_scope_for,
     visible,
 )
-from langgraph_tiered_memory.store._filters import matches_filter, validate_filter
-from langgraph_tiered_memory.store._items import Namespace, StoredItem
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_labels, validate_key
+from langgraph_tiered_memory.store.tiers._filters import matches_filter, validate_filter
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
 from langgraph_tiered_memory.store.tiers.base import Candidate, MemoryTier
 
 _log = logging.getLogger("langgraph_tiered_memory.store.search")

@@ -181,7 +181,7 @@ def test_erasing_a_users_namespaces_leaves_no_trace_in_any_file(
 
 
 def _nsid(ns: tuple[str, ...]) -> str:
-    from langgraph_tiered_memory.store._namespaces import namespace_id
+    from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
     return namespace_id(ns)
 

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from langgraph_tiered_memory.store._document import Document, decode_document, encode_document
-from langgraph_tiered_memory.store._items import StoredItem
+from langgraph_tiered_memory.store.tiers._document import Document, decode_document, encode_document
+from langgraph_tiered_memory.store.tiers._items import StoredItem
 
 _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=20)
 _JSON: st.SearchStrategy[Any] = st.recursive(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import (
@@ -25,7 +26,6 @@ from langgraph_tiered_memory.graph.types import (
     TripleRecord,
     graph_scope,
 )
-from langgraph_tiered_memory.store._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers import sqlite_graph
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile
 from langgraph_tiered_memory.store.tiers.sqlite_graph import GraphTables, ns_key

@@ -10,10 +10,10 @@ import pytest
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.erasure import id_hash, subject_hash
 from langgraph_tiered_memory.privacy.history import acting, content_hash
-from langgraph_tiered_memory.store._history import (
+from langgraph_tiered_memory.store._history import check_history
+from langgraph_tiered_memory.store.tiers._history_events import (
     RECOVERED,
     as_event,
-    check_history,
     history_content,
     plan_events,
     reasons_for,

@@ -141,3 +141,17 @@ def test_the_package_holds_and_imports_no_benchmark_or_test_code() -> None:
         if (found := _outside_imports(path))
     }
     assert not leaks, f"the package imports the benchmarks or the tests: {leaks}"
+
+
+def test_the_tiers_never_import_the_store_above_them() -> None:
+    graph = import_graph()
+    tiers = f"{PACKAGE}.store.tiers"
+    upward = {
+        (module, target)
+        for module, targets in graph.items()
+        if module.startswith(tiers)
+        for target in targets
+        if target.startswith(f"{PACKAGE}.store") and not target.startswith(tiers)
+    }
+    assert any(m.startswith(tiers) for m in graph)
+    assert not upward, "store.tiers imports the store core: " + ", ".join(sorted(map(str, upward)))

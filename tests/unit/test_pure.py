@@ -7,17 +7,17 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 from langgraph.store.memory import _compare_values
-
-from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY
-from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
-from langgraph_tiered_memory.store._filters import matches_filter, validate_filter
-from langgraph_tiered_memory.store._namespaces import (
+from langgraph_tiered_memory.store.tiers._filters import matches_filter, validate_filter
+from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
     encode_namespace,
     has_prefix,
     namespace_id,
     select_namespaces,
 )
+
+from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
 from langgraph_tiered_memory.store._validate import validate_namespace
 from langgraph_tiered_memory.store.routing import TierRouter
 
@@ -225,7 +225,7 @@ def test_router_default_policy_and_overrides() -> None:
 
 
 def test_stored_json_parsing_keeps_huge_integers() -> None:
-    from langgraph_tiered_memory.store._items import loads
+    from langgraph_tiered_memory.store.tiers._items import loads
 
     assert loads('{"n": 123456789012345678901234567890}') == {"n": 123456789012345678901234567890}
     assert loads('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}

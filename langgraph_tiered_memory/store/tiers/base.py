@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from langgraph_tiered_memory.ranking.select import ChannelHits, MemoryStatsView
-from langgraph_tiered_memory.store._items import ItemWrite, Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, Namespace, StoredItem
 from langgraph_tiered_memory.store.tiers.sqlite_stats import ContextInputs
 
 __all__ = [

@@ -28,10 +28,10 @@ import numpy as np
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
-from langgraph_tiered_memory.store._document import decode_document
-from langgraph_tiered_memory.store._history import recovered_events
-from langgraph_tiered_memory.store._items import Namespace, StoredItem
-from langgraph_tiered_memory.store._namespaces import namespace_id
+from langgraph_tiered_memory.store.tiers._document import decode_document
+from langgraph_tiered_memory.store.tiers._history_events import recovered_events
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_docs import DocSource, MirrorDocs, ServerDocs
 from langgraph_tiered_memory.store.tiers.chroma_layout import (
     DEFAULT_GRADUATE_AT,

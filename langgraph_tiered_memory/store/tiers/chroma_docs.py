@@ -20,8 +20,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from langgraph_tiered_memory.store._items import Namespace
-from langgraph_tiered_memory.store._namespaces import (
+from langgraph_tiered_memory.store.tiers._items import Namespace
+from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
     encode_namespace,
     namespace_id,

@@ -40,8 +40,8 @@ from tenacity import (
 )
 
 from langgraph_tiered_memory.errors import ConfigurationError
-from langgraph_tiered_memory.store._items import Namespace
-from langgraph_tiered_memory.store._namespaces import (
+from langgraph_tiered_memory.store.tiers._items import Namespace
+from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
     encode_namespace,
     namespace_id,

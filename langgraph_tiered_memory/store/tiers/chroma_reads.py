@@ -18,10 +18,10 @@ import numpy as np
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.ranking.select import ChannelHits, DenseHit, KeywordHit
-from langgraph_tiered_memory.store._filters import matches_filter
-from langgraph_tiered_memory.store._items import Namespace, StoredItem
-from langgraph_tiered_memory.store._namespaces import namespace_id
-from langgraph_tiered_memory.store._vectors import rank_key
+from langgraph_tiered_memory.store.tiers._filters import matches_filter
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
+from langgraph_tiered_memory.store.tiers._vectors import rank_key
 from langgraph_tiered_memory.store.tiers.base import Candidate, RetrievalHits, ScoredItem
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase, LongIndex
 from langgraph_tiered_memory.store.tiers.chroma_layout import PAGE, NamespaceView, read

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from langgraph_tiered_memory.errors import ChromaDirectoryInUseError, ConfigurationError
-from langgraph_tiered_memory.store._dirlock import LOCK_FILE, lock_directory
+from langgraph_tiered_memory.store.tiers._dirlock import LOCK_FILE, lock_directory
 from langgraph_tiered_memory.store.tiers.chroma_layout import MIN_BUCKET_NEIGHBORS
 
 __all__ = [

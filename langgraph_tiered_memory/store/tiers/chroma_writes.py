@@ -34,15 +34,15 @@ from redis.exceptions import LockNotOwnedError
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import MemoryTriples
 from langgraph_tiered_memory.privacy.history import content_hash
-from langgraph_tiered_memory.store._document import (
+from langgraph_tiered_memory.store.tiers._document import (
     Document,
     decode_document,
     encode_document,
     same_version,
 )
-from langgraph_tiered_memory.store._history import history_content, plan_events
-from langgraph_tiered_memory.store._items import ItemWrite, Namespace, StoredItem
-from langgraph_tiered_memory.store._namespaces import encode_namespace, namespace_id
+from langgraph_tiered_memory.store.tiers._history_events import history_content, plan_events
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_base import ChromaBase
 from langgraph_tiered_memory.store.tiers.chroma_docs import MirrorDocs
 from langgraph_tiered_memory.store.tiers.chroma_layout import (

@@ -59,8 +59,8 @@ from langgraph_tiered_memory.graph.types import (
 )
 from langgraph_tiered_memory.ranking.bm25 import ceiling, kept_terms, query_stems, rank
 from langgraph_tiered_memory.ranking.terms import FTS_TOKENIZE, fts_terms_many
-from langgraph_tiered_memory.store._items import loads
-from langgraph_tiered_memory.store._namespaces import namespace_id
+from langgraph_tiered_memory.store.tiers._items import loads
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.sqlite_db import (
     MIRROR_FILE,
     SqliteFile,

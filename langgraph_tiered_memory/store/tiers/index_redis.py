@@ -69,7 +69,7 @@ from langgraph_tiered_memory.ranking.bm25 import (
     rank,
 )
 from langgraph_tiered_memory.ranking.terms import fts_terms_many
-from langgraph_tiered_memory.store._namespaces import decode_namespace, namespace_id
+from langgraph_tiered_memory.store.tiers._namespaces import decode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from langgraph_tiered_memory.store.tiers.sqlite_graph import PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_history import (

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from langgraph_tiered_memory.store._items import ItemWrite, Namespace
-from langgraph_tiered_memory.store._namespaces import (
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, Namespace
+from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
     encode_namespace,
     namespace_id,

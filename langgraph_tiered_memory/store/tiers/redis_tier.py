@@ -35,20 +35,20 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from langgraph_tiered_memory._redis_client import client_budget, describe_client, redis_call
 from langgraph_tiered_memory.errors import BackendUnavailableError
 from langgraph_tiered_memory.privacy._redact import mask_url
-from langgraph_tiered_memory.store._document import (
+from langgraph_tiered_memory.store.tiers._document import (
     VERSION_PATTERN,
     decode_document,
     encode_document,
     item_version,
 )
-from langgraph_tiered_memory.store._filters import matches_filter
-from langgraph_tiered_memory.store._items import ItemWrite, Namespace, StoredItem
-from langgraph_tiered_memory.store._namespaces import (
+from langgraph_tiered_memory.store.tiers._filters import matches_filter
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
     encode_namespace,
     namespace_id,
 )
-from langgraph_tiered_memory.store._vectors import cosine_similarities
+from langgraph_tiered_memory.store.tiers._vectors import cosine_similarities
 from langgraph_tiered_memory.store.tiers.base import ScoredItem
 from langgraph_tiered_memory.store.tiers.redis_erase import RedisErase
 from langgraph_tiered_memory.store.tiers.redis_liveness import Liveness

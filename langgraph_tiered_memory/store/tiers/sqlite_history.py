@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from langgraph_tiered_memory.store._items import Namespace
+from langgraph_tiered_memory.store.tiers._items import Namespace
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile, marks
 
 __all__ = [

@@ -68,7 +68,7 @@ def main(out: Path) -> None:
             except RuntimeError:
                 break
         tier._layout.__dict__.pop("clear_bucket", None)
-    from langgraph_tiered_memory.store._namespaces import namespace_id
+    from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
     reg = tier._layout.registry()
     got = reg.get(ids=[namespace_id(ns) for ns in FACTS], include=["metadatas"])

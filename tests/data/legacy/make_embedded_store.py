@@ -64,7 +64,7 @@ def main(out: Path) -> None:
                 NS, query_vector=emb.embed_query(q), match=None, filter=None, limit=5, now=clock()
             ).dense
             dense[q] = sorted([h.item.key, h.best, h.own, h.context] for h in hits)
-        from langgraph_tiered_memory.store._namespaces import namespace_id
+        from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
         keys = [f"m{i}" for i in range(len(FACTS))]
         held = sorted(tier._vcopy.key_rids(prefix, namespace_id(NS), keys))

@@ -109,7 +109,7 @@ def main(out: Path) -> None:
         expected["hits"] = hits
         tier = store.tiers["long"]
         idx = tier.memindex  # type: ignore[attr-defined]
-        from langgraph_tiered_memory.store._namespaces import namespace_id
+        from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
         counts = {}
         for ns, items in TEXTS.items():

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from langgraph_tiered_memory.store._items import Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
 
 
 def cosine_similarities(query: Sequence[float], matrix: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from langgraph.store.base import MatchCondition
 
-from langgraph_tiered_memory.store._items import Namespace
+from langgraph_tiered_memory.store.tiers._items import Namespace
 
 
 def namespace_id(namespace: Namespace) -> str:

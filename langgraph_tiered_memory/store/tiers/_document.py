@@ -23,7 +23,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from langgraph_tiered_memory.store._items import Namespace, StoredItem, loads
+from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem, loads
 
 
 class Document(NamedTuple):
