@@ -63,7 +63,7 @@ returns, so the memories a run compares with gain an access each. On a tiered st
 whose retrieval is `"contextual"`, a run's searches use `"hybrid"` (they read one
 namespace, so they need no `$user`). The planning is shared by both entry points
 (`agent._extract_plan.plan_extraction`); they only serve its model, store and embedding calls
-(`agent._plan_drive.drive` / `adrive`).
+(`_drive.drive` / `adrive`).
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
+from langgraph_tiered_memory._drive import adrive, drive
 from langgraph_tiered_memory._models import (
     MODEL_OUTPUT_ERRORS,
     describe_model_error,
@@ -105,7 +106,6 @@ from langgraph_tiered_memory.agent._extract_types import (
     ExtractionResult,
     MemoryDecision,
 )
-from langgraph_tiered_memory.agent._plan_drive import adrive, drive
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.redaction import RedactorSpec, redact_text, resolve_redactor

@@ -35,7 +35,7 @@ write new checkpoints; erase once the user's runs have stopped.
 
 The plan is a generator (as in `checkpoint._base`): it yields `Scan`, `Query`,
 `Batch` and `Collect` requests and is sent their replies; `run_erase` and `arun_erase` serve them
-blocking or awaited, so the algorithm exists once for the sync and async savers.
+blocking or awaited (`_drive`), so the algorithm exists once for the sync and async savers.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from redis.exceptions import ResponseError
 from redisvl.query import FilterQuery
 from redisvl.query.filter import Tag
 
+from langgraph_tiered_memory._drive import adrive, drive
 from langgraph_tiered_memory.checkpoint._base import (
     _FIELDS,
     PAGE_SIZE,
@@ -426,14 +427,6 @@ def owned_sessions_plan(layout: Layout, user_id: str) -> Plan[list[str]]:
 # ---------------------------------------------------------------------------
 
 
-def step(plan: Plan[Any], reply: Any = None) -> tuple[Query | Batch | Scan | Collect | None, Any]:
-    """Send `reply` to `plan`: (its next request, None), or (None, its result)."""
-    try:
-        return plan.send(reply), None
-    except StopIteration as stop:
-        return None, stop.value
-
-
 def _index(saver: Any, name: str) -> Any:
     return saver.checkpoints_index if name == "checkpoints" else saver.checkpoint_writes_index
 
@@ -498,40 +491,36 @@ async def _acollect(client: Any, indexes: Sequence[str]) -> bool:
     return True
 
 
-def run_erase(saver: Any, plan: Plan[Any]) -> Any:
+def run_erase(saver: Any, plan: Plan[T]) -> T:
     """Serve `plan`'s requests with a sync saver's client and indexes; its result."""
     client = saver._tm_client
-    request, result = step(plan)
-    while request is not None:
-        reply: Any
+
+    def serve(request: Query | Batch | Scan | Collect) -> Any:
         if isinstance(request, Scan):
-            reply = list(client.scan_iter(match=request.match, count=_SCAN_COUNT))
-        elif isinstance(request, Query):
-            reply = _index(saver, request.index).search(request.query)
-        elif isinstance(request, Collect):
-            reply = collect_search_garbage(client, request.indexes)
-        else:
-            reply = request.queue(client.pipeline(transaction=False)).execute()
-        request, result = step(plan, reply)
-    return result
+            return list(client.scan_iter(match=request.match, count=_SCAN_COUNT))
+        if isinstance(request, Query):
+            return _index(saver, request.index).search(request.query)
+        if isinstance(request, Collect):
+            return collect_search_garbage(client, request.indexes)
+        return request.queue(client.pipeline(transaction=False)).execute()
+
+    return drive(plan, serve)
 
 
-async def arun_erase(saver: Any, plan: Plan[Any]) -> Any:
+async def arun_erase(saver: Any, plan: Plan[T]) -> T:
     """`run_erase` for an async saver."""
     client = saver._tm_client
-    request, result = step(plan)
-    while request is not None:
-        reply: Any
+
+    async def serve(request: Query | Batch | Scan | Collect) -> Any:
         if isinstance(request, Scan):
-            reply = [k async for k in client.scan_iter(match=request.match, count=_SCAN_COUNT)]
-        elif isinstance(request, Query):
-            reply = await _index(saver, request.index).search(request.query)
-        elif isinstance(request, Collect):
-            reply = await _acollect(client, request.indexes)
-        else:
-            reply = await request.queue(client.pipeline(transaction=False)).execute()
-        request, result = step(plan, reply)
-    return result
+            return [k async for k in client.scan_iter(match=request.match, count=_SCAN_COUNT)]
+        if isinstance(request, Query):
+            return await _index(saver, request.index).search(request.query)
+        if isinstance(request, Collect):
+            return await _acollect(client, request.indexes)
+        return await request.queue(client.pipeline(transaction=False)).execute()
+
+    return await adrive(plan, serve)
 
 
 class SessionErase:
@@ -571,8 +560,7 @@ class AsyncSessionErase:
         saver: Any = self
         await saver._recorder.flush()
         plan = erase_plan(Layout.of(saver), user_id, dry_run=dry_run)
-        receipt: ErasureReceipt = await arun_erase(saver, plan)
-        return receipt.finish()
+        return (await arun_erase(saver, plan)).finish()
 
     async def auser_sessions(self, user_id: str) -> list[str]:
         """Ids of the sessions `user_id` owns (as `RedisSessionSaver.user_sessions`)."""
