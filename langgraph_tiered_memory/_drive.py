@@ -1,13 +1,13 @@
 """The one way sync and async code is shared: a plan generator, driven twice.
 
 A plan makes every decision and does no I/O: it yields requests and is sent their
-replies; an exception raised serving a request is raised in the plan at its `yield`, so
-a plan catches what it can handle as if it had made the call. `drive` serves each
-request with a blocking call, `adrive` awaits it. By default a request is a `Call`:
-`drive` runs `target.method(...)` and `adrive` awaits `target.a<method>(...)` (the
-naming of LangGraph stores, LangChain runnables and embeddings); a plan whose requests
-need other serving (Redis clients, whose sync and async methods share names) is driven
-with its own `serve`.
+replies; an exception raised serving a request (cancellation included) is raised in the
+plan at its `yield`, so a plan catches what it can handle and runs its `finally` blocks
+as if it had made the call. `drive` serves each request with a blocking call, `adrive`
+awaits it. By default a request is a `Call`: `drive` runs `target.method(...)` and
+`adrive` awaits `target.a<method>(...)` (the naming of LangGraph stores, LangChain
+runnables and embeddings); a plan whose requests need other serving (Redis clients,
+whose sync and async methods share names) is driven with its own `serve`.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _acall(call: Call) -> Awaitable[Any]:
 def drive(plan: Generator[Any, Any, T], serve: Callable[[Any], Any] = _call) -> T:
     """Answer each request of `plan` with `serve(request)`; return what `plan` returns."""
     reply: Any = None
-    error: Exception | None = None
+    error: BaseException | None = None
     while True:
         try:
             request = plan.send(reply) if error is None else plan.throw(error)
@@ -49,7 +49,7 @@ def drive(plan: Generator[Any, Any, T], serve: Callable[[Any], Any] = _call) -> 
             return done.value
         try:
             reply, error = serve(request), None
-        except Exception as e:  # raised in the plan at its yield
+        except BaseException as e:  # raised in the plan at its yield
             reply, error = None, e
 
 
@@ -58,7 +58,7 @@ async def adrive(
 ) -> T:
     """`drive` with an async `serve`."""
     reply: Any = None
-    error: Exception | None = None
+    error: BaseException | None = None
     while True:
         try:
             request = plan.send(reply) if error is None else plan.throw(error)
@@ -66,5 +66,5 @@ async def adrive(
             return done.value
         try:
             reply, error = await serve(request), None
-        except Exception as e:
+        except BaseException as e:
             reply, error = None, e

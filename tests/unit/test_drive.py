@@ -70,3 +70,30 @@ def test_a_call_without_a_method_calls_its_target() -> None:
 
     assert drive(plan(lambda n: 2 * n)) == 42
     assert asyncio.run(adrive(plan(atwice))) == 42
+
+
+def test_a_cancelled_call_still_runs_the_plans_cleanup_call() -> None:
+    done: list[str] = []
+
+    class Slow:
+        async def ahang(self) -> None:
+            await asyncio.Event().wait()
+
+        async def aclean(self) -> None:
+            done.append("cleaned")
+
+    def plan() -> Generator[Call, Any, None]:
+        try:
+            yield Call(Slow(), "hang")
+        finally:
+            yield Call(Slow(), "clean")
+
+    async def main() -> None:
+        task = asyncio.create_task(adrive(plan()))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert done == ["cleaned"]
