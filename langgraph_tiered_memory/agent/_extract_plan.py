@@ -1,11 +1,10 @@
 """The planning layer of extraction, shared by the sync and async entry points.
 
-`plan_extraction` is a generator that does no I/O: it yields requests (`AskModel`,
-`Read`, `Embed`, `Write`) and receives their answers, so `extract_memories` and
-`aextract_memories` are thin loops that serve the requests with `invoke`/`batch` or
-`ainvoke`/`abatch`. Every decision (which candidates, which stored memories they are
-compared with, what is added, updated, deleted or left alone, how provenance is kept)
-is made here, once.
+`plan_extraction` is a generator that does no I/O: it yields its model, store and
+embedding calls (`_drive.Call`) and receives their answers, so `extract_memories` and
+`aextract_memories` only make them blocking or awaited (`_drive.drive`, `adrive`).
+Every decision (which candidates, which stored memories they are compared with, what
+is added, updated, deleted or left alone, how provenance is kept) is made here, once.
 """
 
 from __future__ import annotations
@@ -16,12 +15,17 @@ import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.store.base import PutOp, SearchItem, SearchOp
+from langchain_core.runnables import Runnable
+from langgraph.store.base import BaseStore, PutOp, SearchItem, SearchOp
 from pydantic import BaseModel
 
+from langgraph_tiered_memory._drive import Call
+from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error
 from langgraph_tiered_memory.agent._extract_heuristic import (
     Slot,
     cosine,
@@ -38,6 +42,7 @@ from langgraph_tiered_memory.agent._extract_types import (
     ExtractionResult,
     MemoryDecision,
 )
+from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD
 from langgraph_tiered_memory.ranking.forgetting import PINNED_FIELD
@@ -48,13 +53,8 @@ MAX_REPLACED = 20
 """Most provenance entries a memory's `replaced` list keeps (the newest)."""
 
 Redact = Callable[[str], tuple[str, dict[str, int]]]
-
-
-class AskModel(NamedTuple):
-    """Ask the model for `schema` (structured output); answered with it or `Malformed`."""
-
-    schema: type[BaseModel]
-    messages: list[BaseMessage]
+T = TypeVar("T")
+Plan = Generator[Call, Any, T]
 
 
 class Malformed(NamedTuple):
@@ -63,35 +63,14 @@ class Malformed(NamedTuple):
     error: str
 
 
-class Read(NamedTuple):
-    """Run these searches in one store batch; answered with their results."""
-
-    ops: list[SearchOp]
-
-
-class Embed(NamedTuple):
-    """Embed these texts with the store's embeddings; answered with the vectors."""
-
-    texts: list[str]
-
-
-class Write(NamedTuple):
-    """Write these puts and deletes in one store batch."""
-
-    ops: list[PutOp]
-
-
-Request = AskModel | Read | Embed | Write
-
-
 @dataclass(frozen=True)
 class Settings:
     """What a run was asked to do (validated by the caller)."""
 
     namespace: tuple[str, ...]
-    use_model: bool
-    embeds: bool
-    """Whether the store has embeddings (cosine similarity) or not (text similarity)."""
+    model: BaseChatModel | None
+    embeddings: Embeddings | None
+    """The store's embeddings (cosine similarity), or None (text similarity)."""
     threshold: float
     limit: int
     """Most stored memories a candidate is compared with."""
@@ -156,6 +135,28 @@ class _State:
         self.repeated: list[str] = []
         self.vectors: dict[str, list[float]] = {}
         self.redactions: dict[str, int] = {}
+        self.bound: dict[type[BaseModel], Runnable[Any, Any]] = {}
+
+    def ask(self, schema: type[BaseModel], messages: list[BaseMessage]) -> Plan[Any]:
+        """The model's `schema` answer (structured output), or `Malformed`."""
+        if schema not in self.bound:
+            try:
+                self.bound[schema] = cast(BaseChatModel, self.s.model).with_structured_output(
+                    schema
+                )
+            except NotImplementedError as e:
+                raise ConfigurationError(
+                    f"{type(self.s.model).__name__} does not support structured output"
+                    " (with_structured_output), which extraction needs. Pass a model with"
+                    " tool calling or JSON mode, or model=None for the heuristic path."
+                ) from e
+        try:
+            reply = yield Call(self.bound[schema], "invoke", (messages,))
+        except MODEL_OUTPUT_ERRORS as e:
+            return Malformed(describe_model_error(e))
+        if isinstance(reply, schema):
+            return reply
+        return Malformed(f"expected {schema.__name__}, got {type(reply).__name__}")
 
     # ------------------------------------------------------------------ input
     def redact(self, text: str) -> tuple[str, dict[str, int]]:
@@ -237,12 +238,12 @@ class _State:
         return [self.known[k] for k in keys if not self.known[k].deleted and self.known[k].content]
 
     def missing_vectors(self, texts: Sequence[str]) -> list[str]:
-        if not self.s.embeds:
+        if self.s.embeddings is None:
             return []
         return [t for t in dict.fromkeys(texts) if t not in self.vectors]
 
     def similarity(self, a: str, b: str) -> float:
-        if self.s.embeds:
+        if self.s.embeddings is not None:
             return cosine(self.vectors[a], self.vectors[b])
         return text_similarity(a, b)
 
@@ -439,11 +440,12 @@ def _decision_messages(c: _Candidate, offered: Sequence[tuple[_Known, float]]) -
 
 
 def plan_extraction(
-    messages: Sequence[BaseMessage], settings: Settings
-) -> Generator[Request, Any, ExtractionResult]:
-    """Plan one extraction run; yields its I/O requests and returns what it did.
+    store: BaseStore, messages: Sequence[BaseMessage], settings: Settings
+) -> Plan[ExtractionResult]:
+    """Plan one extraction run; yields its store, model and embedding calls, returns what it did.
 
     Args:
+        store: The store the memories are read from and written to.
         messages: The conversation (converted `BaseMessage`s).
         settings: The run's options.
 
@@ -453,10 +455,10 @@ def plan_extraction(
     state = _State(settings)
     result = ExtractionResult()
     candidates: list[_Candidate] | None = None
-    if settings.use_model:
+    if settings.model is not None:
         transcript = state.transcript(messages)
         if transcript:
-            reply = yield AskModel(
+            reply = yield from state.ask(
                 ExtractedMemories,
                 [SystemMessage(content=EXTRACTION_PROMPT), HumanMessage(content=transcript)],
             )
@@ -476,13 +478,13 @@ def plan_extraction(
     result.candidates = [c.memory for c in candidates]
     if not candidates:
         return state.result(result)
-    hits = yield Read(state.read_ops(candidates))
+    hits = yield Call(store, "batch", (state.read_ops(candidates),))
     state.load(candidates, hits)
     for i, c in enumerate(candidates):
         pool = state.pool(i)
         missing = state.missing_vectors([c.memory.content, *(k.content for k in pool)])
         if missing:
-            vectors = yield Embed(missing)
+            vectors = yield Call(settings.embeddings, "embed_documents", (missing,))
             state.vectors.update(zip(missing, vectors, strict=True))
         offered = state.offer(c, pool)
         decision: MemoryDecision | None = None
@@ -493,7 +495,7 @@ def plan_extraction(
         elif result.method == "model" and not offered:
             decision = MemoryDecision(action="ADD")
         elif result.method == "model":
-            reply = yield AskModel(MemoryDecision, _decision_messages(c, offered))
+            reply = yield from state.ask(MemoryDecision, _decision_messages(c, offered))
             decision, refused = state.check(reply, offered)
             if refused is not None:
                 result.rejected.append(refused)
@@ -502,5 +504,5 @@ def plan_extraction(
         result.decisions.append(state.apply(c, decision))
     ops = state.write_ops()
     if ops:
-        yield Write(ops)
+        yield Call(store, "batch", (ops,))
     return state.result(result)

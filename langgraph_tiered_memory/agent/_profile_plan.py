@@ -1,9 +1,9 @@
 """The pure layer of user profiles: checks, grouping, fingerprint, prompt, cache records.
 
 Nothing here does I/O. `build_profile` is a generator that makes every decision of one
-profile read and yields its I/O as requests (`ListPage`, `ReadTriples`, `GetCached`,
-`AskProfile`, `PutCached`); `langgraph_tiered_memory.agent.profile` serves them with the
-sync or the async store and model calls, so both share every decision.
+profile read and yields its store and model calls (`_drive.Call`);
+`langgraph_tiered_memory.agent.profile` makes them blocking or awaited (`_drive.drive`,
+`adrive`), so both share every decision.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import InvalidNamespaceError, Item, SearchItem
 from pydantic import BaseModel, Field, ValidationError
 
-from langgraph_tiered_memory._models import describe_model_error
+from langgraph_tiered_memory._drive import Call
+from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error, resolve_model
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
 from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
@@ -57,6 +58,7 @@ _USER_ID_MAX_BYTES = 256  # the store's longest namespace label
 _BAD_USER_ID_CHARS = re.compile("[.*{}\ud800-\udfff]")
 _CACHE_KIND = "user_profile"
 _CACHE_VERSION = 1
+_UNCOUNTED = {"$count_access": False}  # memory ranking's search option
 
 ProfileSource = Literal["model", "memories"]
 
@@ -488,82 +490,77 @@ def cached_profile(
 # -------------------------------------------------------------------------- one read
 
 
-class ListPage(NamedTuple):
-    """List one page of `namespace`; answered with its items."""
-
-    namespace: tuple[str, ...]
-    limit: int
-    offset: int
-
-
-class ReadTriples(NamedTuple):
-    """Read the knowledge graph's triples of `subject` under `namespace`."""
-
-    namespace: tuple[str, ...]
-    subject: str
-    limit: int
-
-
-class GetCached(NamedTuple):
-    """Get the cache item at `namespace`/`key`; answered with it or None."""
-
-    namespace: tuple[str, ...]
-    key: str
-
-
-class AskProfile(NamedTuple):
-    """Ask the model for `ProfileFields`; answered with its output or `MalformedOutput`."""
-
-    messages: list[BaseMessage]
-
-
-class PutCached(NamedTuple):
-    """Store `value` at `namespace`/`key`, unindexed."""
-
-    namespace: tuple[str, ...]
-    key: str
-    value: dict[str, Any]
-
-
-ProfileRequest = ListPage | ReadTriples | GetCached | AskProfile | PutCached
-
-
 def build_profile(
-    plan: ProfilePlan, *, use_model: bool, refresh: bool, graph: bool
-) -> Generator[ProfileRequest, Any, UserProfile]:
-    """One profile read: yields its I/O requests and returns the profile.
+    store: Any,
+    user_id: Any,
+    *,
+    model: str | BaseChatModel | None = None,
+    namespace: Sequence[str] = DEFAULT_PROFILE_NAMESPACE,
+    refresh: bool = False,
+    max_per_type: int = DEFAULT_MAX_PER_TYPE,
+    lister: ItemLister | AsyncItemLister | None = None,
+) -> Generator[Call, Any, UserProfile]:
+    """One profile read: yields its store and model calls (`_drive`), returns the profile.
 
-    Lists the user's memories, reads the user's triples when the store has a knowledge
-    graph (`graph`), returns the cached profile when its fingerprint (memories, and
-    triples with a graph) is current (unless `refresh`), else builds the profile, asks
-    the model (`use_model`) and caches the result.
+    Checks the request (before any call), lists the user's memories (with `lister`,
+    else a listing search that counts no access on a tiered store), reads the user's
+    triples when the store has a knowledge graph, returns the cached profile when its
+    fingerprint (memories, and triples with a graph) is current (unless `refresh`), else
+    builds the profile, asks the model and caches the result.
     """
+    model = resolve_model(model)
+    plan = plan_profile(user_id, namespace, model, max_per_type)
+    # Reading a profile is no use of the memories: no access counted, no TTL refreshed.
+    uncounted = _UNCOUNTED if getattr(store, "memory_mode", False) else None
     items: list[SearchItem] = []
     while True:
-        page = yield ListPage(plan.namespace, LIST_PAGE_SIZE, len(items))
+        page = yield (
+            Call(lister, None, (plan.namespace, LIST_PAGE_SIZE, len(items)))
+            if lister is not None
+            else Call(
+                store,
+                "search",
+                (plan.namespace,),
+                {
+                    "filter": uncounted,
+                    "limit": LIST_PAGE_SIZE,
+                    "offset": len(items),
+                    "refresh_ttl": False,
+                },
+            )
+        )
         items.extend(page)
         if len(page) < LIST_PAGE_SIZE:
             break
     items = own_items(plan, items)
     fp = fingerprint(items)
     records: list[TripleRecord] = []
-    if graph:
+    if getattr(store, "graph", None) is not None:
         scope = UserScope(plan.user_id)  # another user's namespace below the plan's: left out
         for subject in fact_subjects(plan.user_id):
-            found = yield ReadTriples(plan.namespace, subject, MAX_KNOWN_FACTS)
+            found = yield Call(
+                store,
+                "graph_triples",
+                (plan.namespace,),
+                {"subject": subject, "limit": MAX_KNOWN_FACTS},
+            )
             records.extend(r for r in found if scope.may_hold(r.namespace))
         fp = f"{fp}+{graph_fingerprint(records)}"
-    source: ProfileSource = "model" if use_model else "memories"
+    source: ProfileSource = "model" if model is not None else "memories"
     if not refresh:
-        cached = yield GetCached(plan.cache_namespace, plan.cache_key(source))
+        cached = yield Call(store, "get", (plan.cache_namespace, plan.cache_key(source)))
         hit = cached_profile(plan, cached, fp, source)
         if hit is not None:
             logger.debug("Profile of user %r: cache hit (%s).", plan.user_id, source)
             return hit
     profile = memories_profile(plan, items, facts=known_facts(records))
-    if use_model:
-        output = yield AskProfile(profile_prompt(profile))
+    if model is not None:
+        structured = model.with_structured_output(ProfileFields)
+        try:
+            output = yield Call(structured, "invoke", (profile_prompt(profile),))
+        except MODEL_OUTPUT_ERRORS as e:
+            output = MalformedOutput(describe_model_error(e))
         profile = model_profile(profile, output) or profile
-    key = plan.cache_key(profile.source)
-    yield PutCached(plan.cache_namespace, key, cache_value(plan, profile, fp))
+    key, value = plan.cache_key(profile.source), cache_value(plan, profile, fp)
+    yield Call(store, "put", (plan.cache_namespace, key, value), {"index": False})
     return profile

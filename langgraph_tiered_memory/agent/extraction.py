@@ -62,8 +62,8 @@ Searching a tiered store in `"memory"` scoring mode counts an access on the memo
 returns, so the memories a run compares with gain an access each. On a tiered store
 whose retrieval is `"contextual"`, a run's searches use `"hybrid"` (they read one
 namespace, so they need no `$user`). The planning is shared by both entry points
-(`agent._extract_plan.plan_extraction`); they only serve its model, store and embedding calls
-(`agent._plan_drive.drive` / `adrive`).
+(`agent._extract_plan.plan_extraction`); they only make its model, store and embedding
+calls, blocking or awaited (`_drive.drive` / `adrive`).
 """
 
 from __future__ import annotations
@@ -72,31 +72,20 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_messages
-from langchain_core.runnables import Runnable
 from langgraph.store.base import BaseStore
-from pydantic import BaseModel
 
+from langgraph_tiered_memory._drive import adrive, drive
 from langgraph_tiered_memory._models import (
-    MODEL_OUTPUT_ERRORS,
-    describe_model_error,
     resolve_model,
 )
-from langgraph_tiered_memory.agent._extract_plan import (
-    AskModel,
-    Embed,
-    Malformed,
-    Redact,
-    Request,
-    Settings,
-    plan_extraction,
-)
+from langgraph_tiered_memory.agent._extract_plan import Plan, Redact, Settings, plan_extraction
 from langgraph_tiered_memory.agent._extract_types import (
     DECISION_PROMPT,
     EXTRACTION_PROMPT,
@@ -105,8 +94,6 @@ from langgraph_tiered_memory.agent._extract_types import (
     ExtractionResult,
     MemoryDecision,
 )
-from langgraph_tiered_memory.agent._plan_drive import adrive, drive
-from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.redaction import RedactorSpec, redact_text, resolve_redactor
 from langgraph_tiered_memory.ranking.modes import mode_spec
@@ -133,8 +120,6 @@ DEFAULT_SIMILARITY_THRESHOLD = 0.9
 """Similarity from which the heuristic path updates a stored memory instead of adding."""
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-_Run = Generator[Request, Any, ExtractionResult]
 
 
 def _namespace(namespace: Sequence[str], user_id: str | None) -> tuple[str, ...]:
@@ -212,7 +197,7 @@ def _start(
     limit: int,
     clock: Callable[[], float] | None,
     session_id: str | None = None,
-) -> tuple[_Run, BaseChatModel | None, Embeddings | None]:
+) -> Plan[ExtractionResult]:
     """Validate the arguments and build the run's plan (shared by both entry points)."""
     if not isinstance(store, BaseStore):
         raise TypeError(f"store must be a langgraph BaseStore, got {type(store).__name__}.")
@@ -232,8 +217,8 @@ def _start(
         embeddings = None
     settings = Settings(
         namespace=_namespace(namespace, user_id),
-        use_model=chat is not None,
-        embeds=embeddings is not None,
+        model=chat,
+        embeddings=embeddings,
         threshold=float(similarity_threshold),
         limit=limit,
         now=datetime.fromtimestamp(_clock(store, clock)(), tz=timezone.utc),
@@ -245,79 +230,7 @@ def _start(
     )
     if isinstance(messages, (str, BaseMessage, dict, tuple)):
         messages = [messages]
-    return plan_extraction(convert_to_messages(messages), settings), chat, embeddings
-
-
-class _Asker:
-    """Structured-output runnables of one model, one per schema."""
-
-    def __init__(self, chat: BaseChatModel | None) -> None:
-        self.chat = chat
-        self._bound: dict[type[BaseModel], Runnable[Any, Any]] = {}
-
-    def runnable(self, schema: type[BaseModel]) -> Runnable[Any, Any]:
-        if self.chat is None:  # the plan asks only when a model was given
-            raise RuntimeError("extraction asked a model, but none was given")
-        if schema not in self._bound:
-            try:
-                self._bound[schema] = self.chat.with_structured_output(schema)
-            except NotImplementedError as e:
-                raise ConfigurationError(
-                    f"{type(self.chat).__name__} does not support structured output"
-                    " (with_structured_output), which extraction needs. Pass a model with"
-                    " tool calling or JSON mode, or model=None for the heuristic path."
-                ) from e
-        return self._bound[schema]
-
-
-def _checked(schema: type[BaseModel], reply: Any) -> Any:
-    if isinstance(reply, schema):
-        return reply
-    return Malformed(f"expected {schema.__name__}, got {type(reply).__name__}")
-
-
-def _server(
-    store: BaseStore, chat: BaseChatModel | None, embeddings: Embeddings | None
-) -> Callable[[Request], Any]:
-    """Serves a run's requests with `invoke`, `embed_documents` and `store.batch`."""
-    asker = _Asker(chat)
-
-    def serve(request: Request) -> Any:
-        if isinstance(request, AskModel):
-            runnable = asker.runnable(request.schema)
-            try:
-                return _checked(request.schema, runnable.invoke(request.messages))
-            except MODEL_OUTPUT_ERRORS as e:
-                return Malformed(describe_model_error(e))
-        if isinstance(request, Embed):
-            assert embeddings is not None  # the plan embeds only with embeddings
-            return embeddings.embed_documents(request.texts)
-        with acting("extraction", EXTRACTION_REASON):  # the memory history's actor
-            return store.batch(request.ops)
-
-    return serve
-
-
-def _aserver(
-    store: BaseStore, chat: BaseChatModel | None, embeddings: Embeddings | None
-) -> Callable[[Request], Awaitable[Any]]:
-    """Serves a run's requests with `ainvoke`, `aembed_documents` and `store.abatch`."""
-    asker = _Asker(chat)
-
-    async def serve(request: Request) -> Any:
-        if isinstance(request, AskModel):
-            runnable = asker.runnable(request.schema)
-            try:
-                return _checked(request.schema, await runnable.ainvoke(request.messages))
-            except MODEL_OUTPUT_ERRORS as e:
-                return Malformed(describe_model_error(e))
-        if isinstance(request, Embed):
-            assert embeddings is not None  # the plan embeds only with embeddings
-            return await embeddings.aembed_documents(request.texts)
-        with acting("extraction", EXTRACTION_REASON):
-            return await store.abatch(request.ops)
-
-    return serve
+    return plan_extraction(store, convert_to_messages(messages), settings)
 
 
 def extract_memories(
@@ -381,7 +294,7 @@ def extract_memories(
         assert [i.value["content"] for i in store.search(ns)] == ["I moved to Lisbon"]
         ```
     """
-    run, chat, embeddings = _start(
+    run = _start(
         store,
         namespace,
         messages,
@@ -393,7 +306,8 @@ def extract_memories(
         clock,
         session_id=session_id,
     )
-    return drive(run, _server(store, chat, embeddings))
+    with acting("extraction", EXTRACTION_REASON):  # the memory history's actor of its writes
+        return drive(run)
 
 
 async def aextract_memories(
@@ -429,7 +343,7 @@ async def aextract_memories(
         )
         ```
     """
-    run, chat, embeddings = _start(
+    run = _start(
         store,
         namespace,
         messages,
@@ -441,4 +355,5 @@ async def aextract_memories(
         clock,
         session_id=session_id,
     )
-    return await adrive(run, _aserver(store, chat, embeddings))
+    with acting("extraction", EXTRACTION_REASON):
+        return await adrive(run)

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 
+from langgraph_tiered_memory._drive import Call, adrive, drive
+from langgraph_tiered_memory.agent._profile_plan import build_profile
 from langgraph_tiered_memory.agent._rules import (
     DEFAULT_IMPORTANCE_RULES,
     DEFAULT_MEMORY_PROMPT,
@@ -260,32 +262,21 @@ class MemoryNodes:
             limit=self.facts_limit,
         )
 
-    def known_facts_for(
-        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None = None
-    ) -> list[str] | None:
+    def _facts_plan(
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None, a: str
+    ) -> Generator[Call, Any, list[str] | None]:
         """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
 
         With `user`, triples from another user's namespace below `namespace` are left out.
+        `a` is `"a"` when the plan is driven async (the method the store must have).
         """
-        entities = self._fact_entities(store, namespace, query, "graph_neighbors")
+        entities = self._fact_entities(store, namespace, query, a + "graph_neighbors")
         if entities is None:
             return None
-        found = [
-            store.graph_neighbors(namespace, e, hops=1, limit=self.facts_limit) for e in entities
-        ]
-        return self._facts(found, store, user)
-
-    async def aknown_facts_for(
-        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None = None
-    ) -> list[str] | None:
-        """Async `known_facts_for`."""
-        entities = self._fact_entities(store, namespace, query, "agraph_neighbors")
-        if entities is None:
-            return None
-        found = [
-            await store.agraph_neighbors(namespace, e, hops=1, limit=self.facts_limit)
-            for e in entities
-        ]
+        found = []
+        for e in entities:
+            kwargs = {"hops": 1, "limit": self.facts_limit}
+            found.append((yield Call(store, "graph_neighbors", (namespace, e), kwargs)))
         return self._facts(found, store, user)
 
     def _query(self, state: Mapping[str, Any]) -> str:
@@ -299,9 +290,9 @@ class MemoryNodes:
         template = fill_namespace(self.namespace, config, keep=("user_id",))
         return {"model": self.profile_model, "namespace": template}
 
-    def load_profile(
-        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
-    ) -> Any:
+    def _profile_plan(
+        self, store: Any, config: Mapping[str, Any], read_only: bool, a: str
+    ) -> Generator[Call, Any, Any]:
         """The user's profile (cached by the profile module), or None when off.
 
         The stores' own `get_user_profile` lists memories without counting accesses;
@@ -312,63 +303,56 @@ class MemoryNodes:
         user = self._user(config)
         if options is None or user is None:
             return None
-        if hasattr(store, "get_user_profile"):
-            return store.get_user_profile(user, **options)
-        from langgraph_tiered_memory.agent.profile import get_user_profile
+        if hasattr(store, a + "get_user_profile"):
+            return (yield Call(store, "get_user_profile", (user,), options))
+        view = ReadOnlyView(store) if read_only else store
+        return (yield from build_profile(view, user, **options))
 
-        return get_user_profile(ReadOnlyView(store) if read_only else store, user, **options)
+    def load_profile(
+        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
+    ) -> Any:
+        """The user's profile, or None when off (`_profile_plan`)."""
+        return drive(self._profile_plan(store, config, read_only, ""))
 
     async def aload_profile(
         self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
     ) -> Any:
         """Async `load_profile`."""
-        options = self._profile_options(config)
-        user = self._user(config)
-        if options is None or user is None:
-            return None
-        if hasattr(store, "aget_user_profile"):
-            return await store.aget_user_profile(user, **options)
-        from langgraph_tiered_memory.agent.profile import aget_user_profile
-
-        view = ReadOnlyView(store) if read_only else store
-        return await aget_user_profile(view, user, **options)
+        return await adrive(self._profile_plan(store, config, read_only, "a"))
 
     # ---------------------------------------------------------------- retrieval
-    def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-        """The `memory_retrieval` node (sync): profile, memories, summary rendered."""
+    def _retrieve_plan(
+        self, state: Mapping[str, Any], config: Mapping[str, Any], a: str
+    ) -> Generator[Call, Any, dict[str, Any]]:
+        """The `memory_retrieval` node: profile, memories, summary rendered."""
         namespace = fill_namespace(self.namespace, config)
         store = self.resolve_store()
         query = self._query(state)
         found: list[Any] = []
         if query and self.memory_limit > 0:
-            if self._memory_method(store, namespace, "search_memories"):
-                hits = store.search_memories(namespace, query, limit=self.memory_limit)
+            if self._memory_method(store, namespace, a + "search_memories"):
+                hits = yield Call(
+                    store, "search_memories", (namespace, query), {"limit": self.memory_limit}
+                )
                 found = [self._from_hit(h) for h in hits]
             else:
-                items = store.search(namespace, query=query, limit=self.memory_limit)
+                items = yield Call(
+                    store, "search", (namespace,), {"query": query, "limit": self.memory_limit}
+                )
                 found = [self._from_item(i) for i in items]
-        facts = self.known_facts_for(store, namespace, query, self._user(config))
-        profile = self.load_profile(store, config, read_only=True)
+        facts = yield from self._facts_plan(store, namespace, query, self._user(config), a)
+        profile = yield from self._profile_plan(store, config, True, a)
         return self._result(state, self._visible(found, store, config), profile, facts)
+
+    def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The `memory_retrieval` node (sync)."""
+        return drive(self._retrieve_plan(state, config, ""))
 
     async def aretrieve(
         self, state: Mapping[str, Any], config: Mapping[str, Any]
     ) -> dict[str, Any]:
         """The `memory_retrieval` node (async twin of `retrieve`)."""
-        namespace = fill_namespace(self.namespace, config)
-        store = self.resolve_store()
-        query = self._query(state)
-        found: list[Any] = []
-        if query and self.memory_limit > 0:
-            if self._memory_method(store, namespace, "asearch_memories"):
-                hits = await store.asearch_memories(namespace, query, limit=self.memory_limit)
-                found = [self._from_hit(h) for h in hits]
-            else:
-                items = await store.asearch(namespace, query=query, limit=self.memory_limit)
-                found = [self._from_item(i) for i in items]
-        facts = await self.aknown_facts_for(store, namespace, query, self._user(config))
-        profile = await self.aload_profile(store, config, read_only=True)
-        return self._result(state, self._visible(found, store, config), profile, facts)
+        return await adrive(self._retrieve_plan(state, config, "a"))
 
     # ---------------------------------------------------------------- storage
     def unstored_turn(

@@ -34,40 +34,29 @@ of the cache fingerprint, so a cached profile is rebuilt when they change. Witho
 graph, `known_facts` is empty and nothing else differs.
 
 The planning (ids, namespaces, grouping, fingerprint, prompt, cache records, and the
-order of the reads) is `agent._profile_plan.build_profile`, a generator of I/O requests; the
-sync and async entry points only serve them with the store and model calls.
+order of the reads) is `agent._profile_plan.build_profile`, a generator of store and model
+calls; the sync and async entry points make them blocking or awaited (`_drive`).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.base import BaseStore
 
-from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error, resolve_model
-from langgraph_tiered_memory.agent._plan_drive import adrive, drive
+from langgraph_tiered_memory._drive import adrive, drive
 from langgraph_tiered_memory.agent._profile_plan import (
     DEFAULT_MAX_PER_TYPE,
     DEFAULT_PROFILE_NAMESPACE,
     PROFILE_CACHE_LABEL,
-    AskProfile,
     AsyncItemLister,
-    GetCached,
     ItemLister,
-    ListPage,
-    MalformedOutput,
     ProfileFields,
-    ProfileRequest,
-    ReadTriples,
     UserProfile,
     build_profile,
     check_user_id,
-    plan_profile,
 )
-from langgraph_tiered_memory.graph.types import TripleRecord
 
 __all__ = [
     "DEFAULT_MAX_PER_TYPE",
@@ -81,87 +70,6 @@ __all__ = [
     "check_user_id",
     "get_user_profile",
 ]
-
-logger = logging.getLogger("langgraph_tiered_memory.agent.profile")
-
-# ------------------------------------------------------------------------------- I/O
-
-
-class _GraphReader(Protocol):
-    """The graph queries of a tiered store opened with `graph=`."""
-
-    def graph_triples(
-        self, namespace: tuple[str, ...], *, subject: str | None = None, limit: int = 100
-    ) -> list[TripleRecord]: ...
-
-    async def agraph_triples(
-        self, namespace: tuple[str, ...], *, subject: str | None = None, limit: int = 100
-    ) -> list[TripleRecord]: ...
-
-
-def _has_graph(store: BaseStore) -> bool:
-    """Whether `store` has a knowledge graph (a tiered store opened with `graph=`)."""
-    return getattr(store, "graph", None) is not None
-
-
-def _server(
-    store: BaseStore, chat: BaseChatModel | None, lister: ItemLister | None
-) -> Callable[[ProfileRequest], Any]:
-    """Serves a profile read's requests with the sync store and model calls."""
-
-    def list_page(ns: tuple[str, ...], limit: int, offset: int) -> Sequence[SearchItem]:
-        return store.search(ns, limit=limit, offset=offset, refresh_ttl=False)
-
-    page = lister or list_page
-
-    def serve(request: ProfileRequest) -> Any:
-        if isinstance(request, ListPage):
-            return page(*request)
-        if isinstance(request, ReadTriples):
-            ns, subject, limit = request
-            return cast(_GraphReader, store).graph_triples(ns, subject=subject, limit=limit)
-        if isinstance(request, GetCached):
-            return store.get(*request)
-        if isinstance(request, AskProfile):
-            assert chat is not None  # the plan asks only with a model
-            structured = chat.with_structured_output(ProfileFields)
-            try:
-                return structured.invoke(request.messages)
-            except MODEL_OUTPUT_ERRORS as e:
-                return MalformedOutput(describe_model_error(e))
-        return store.put(*request, index=False)
-
-    return serve
-
-
-def _aserver(
-    store: BaseStore, chat: BaseChatModel | None, lister: AsyncItemLister | None
-) -> Callable[[ProfileRequest], Awaitable[Any]]:
-    """Serves a profile read's requests with the async store and model calls."""
-
-    async def list_page(ns: tuple[str, ...], limit: int, offset: int) -> Sequence[SearchItem]:
-        return await store.asearch(ns, limit=limit, offset=offset, refresh_ttl=False)
-
-    page = lister or list_page
-
-    async def serve(request: ProfileRequest) -> Any:
-        if isinstance(request, ListPage):
-            return await page(*request)
-        if isinstance(request, ReadTriples):
-            ns, subject, limit = request
-            return await cast(_GraphReader, store).agraph_triples(ns, subject=subject, limit=limit)
-        if isinstance(request, GetCached):
-            return await store.aget(*request)
-        if isinstance(request, AskProfile):
-            assert chat is not None  # the plan asks only with a model
-            structured = chat.with_structured_output(ProfileFields)
-            try:
-                return await structured.ainvoke(request.messages)
-            except MODEL_OUTPUT_ERRORS as e:
-                return MalformedOutput(describe_model_error(e))
-        return await store.aput(*request, index=False)
-
-    return serve
 
 
 def get_user_profile(
@@ -218,10 +126,17 @@ def get_user_profile(
             user_id, model=model, namespace=namespace, refresh=refresh, max_per_type=max_per_type
         )
         return result
-    chat = resolve_model(model)
-    plan = plan_profile(user_id, namespace, chat, max_per_type)
-    run = build_profile(plan, use_model=chat is not None, refresh=refresh, graph=_has_graph(store))
-    return drive(run, _server(store, chat, lister))
+    return drive(
+        build_profile(
+            store,
+            user_id,
+            model=model,
+            namespace=namespace,
+            refresh=refresh,
+            max_per_type=max_per_type,
+            lister=lister,
+        )
+    )
 
 
 async def aget_user_profile(
@@ -253,7 +168,14 @@ async def aget_user_profile(
             user_id, model=model, namespace=namespace, refresh=refresh, max_per_type=max_per_type
         )
         return result
-    chat = resolve_model(model)
-    plan = plan_profile(user_id, namespace, chat, max_per_type)
-    run = build_profile(plan, use_model=chat is not None, refresh=refresh, graph=_has_graph(store))
-    return await adrive(run, _aserver(store, chat, lister))
+    return await adrive(
+        build_profile(
+            store,
+            user_id,
+            model=model,
+            namespace=namespace,
+            refresh=refresh,
+            max_per_type=max_per_type,
+            lister=lister,
+        )
+    )

@@ -26,6 +26,7 @@ from langgraph.config import get_store
 from langgraph.store.base import BaseStore, SearchItem
 from pydantic import BaseModel, ConfigDict, Field
 
+from langgraph_tiered_memory._drive import Call, adrive, drive
 from langgraph_tiered_memory.agent._tool_namespaces import NamespaceTemplate
 from langgraph_tiered_memory.errors import ConfigurationError, TieredMemoryError
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE, MemoryType
@@ -87,15 +88,7 @@ class MemoryToolError(ToolException, TieredMemoryError, ValueError):
 # ------------------------------------------------------------------ store access
 
 
-class _Call(NamedTuple):
-    """One store call a tool's steps ask for; the drivers run it sync or async."""
-
-    method: Literal["get", "put", "delete", "search"]
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-
-_Steps = Generator[_Call, Any, Any]
+_Steps = Generator[Call, Any, Any]
 
 
 def _pick_store(store: BaseStore | None, tool: str) -> BaseStore:
@@ -114,26 +107,6 @@ def _pick_store(store: BaseStore | None, tool: str) -> BaseStore:
             " graph.compile(store=...) or pass store=... to the tool's factory."
         )
     return found
-
-
-def _drive(store: BaseStore, steps: _Steps) -> Any:
-    sent: Any = None
-    while True:
-        try:
-            call = steps.send(sent)
-        except StopIteration as stop:
-            return stop.value
-        sent = getattr(store, call.method)(*call.args, **call.kwargs)
-
-
-async def _adrive(store: BaseStore, steps: _Steps) -> Any:
-    sent: Any = None
-    while True:
-        try:
-            call = steps.send(sent)
-        except StopIteration as stop:
-            return stop.value
-        sent = await getattr(store, "a" + call.method)(*call.args, **call.kwargs)
 
 
 # ------------------------------------------------------------------ manage
@@ -252,6 +225,7 @@ def _unknown_id(key: str) -> MemoryToolError:
 
 
 def _manage_steps(
+    store: BaseStore,
     namespace: tuple[str, ...],
     request: _Request,
     redactor: Redactor | None,
@@ -262,17 +236,17 @@ def _manage_steps(
         old = None
     else:
         key = str(request.key)
-        item = yield _Call("get", (namespace, key), {})
+        item = yield Call(store, "get", (namespace, key))
         if item is None:
             raise _unknown_id(key)
         if request.action == "delete":
-            yield _Call("delete", (namespace, key), {})
+            yield Call(store, "delete", (namespace, key))
             _log.debug("deleted memory %s in %s", key, namespace)
             return f"Deleted memory {key}."
         old = item.value
     value, counts = _new_value(request, old, redactor)
     value = stamp(value, namespace, *source)  # (user, session) outside the user's namespaces
-    yield _Call("put", (namespace, key, value), {})
+    yield Call(store, "put", (namespace, key, value))
     _log.debug("%sd memory %s in %s", request.action, key, namespace)
     done = f"{request.action.capitalize()}d memory {key}."
     if counts:
@@ -336,18 +310,18 @@ def create_manage_memory_tool(
     if max_content_chars < 1:
         raise ConfigurationError(f"max_content_chars must be at least 1, got {max_content_chars}.")
 
-    def prepare(config: RunnableConfig, args: Mapping[str, Any]) -> tuple[BaseStore, _Steps]:
+    def prepare(config: RunnableConfig, args: Mapping[str, Any]) -> _Steps:
         request = _request(args, max_content_chars)
         target = template.fill(config)
-        return _pick_store(store, name), _manage_steps(target, request, redact, from_config(config))
+        return _manage_steps(_pick_store(store, name), target, request, redact, from_config(config))
 
     def manage(*, config: RunnableConfig, **args: Any) -> str:
         with acting("tool", f"{name} tool"):  # the memory history's actor of its writes
-            return str(_drive(*prepare(config, args)))
+            return str(drive(prepare(config, args)))
 
     async def amanage(*, config: RunnableConfig, **args: Any) -> str:
         with acting("tool", f"{name} tool"):
-            return str(await _adrive(*prepare(config, args)))
+            return str(await adrive(prepare(config, args)))
 
     return StructuredTool(
         name=name,
@@ -386,12 +360,15 @@ def _hit(item: SearchItem) -> dict[str, Any]:
     }
 
 
-def _search_steps(namespace: tuple[str, ...], query: str | None, limit: int) -> _Steps:
+def _search_steps(
+    store: BaseStore, namespace: tuple[str, ...], query: str | None, limit: int
+) -> _Steps:
     # A search covers the namespace and every namespace under it: keep only the
     # namespace itself (what the manage tool can address), paging on when filtered.
     found: list[SearchItem] = []
     for page_number in range(_MAX_PAGES):
-        page = yield _Call(
+        page = yield Call(
+            store,
             "search",
             (namespace,),
             {"query": query, "limit": limit, "offset": page_number * limit},
@@ -476,7 +453,7 @@ def create_search_memory_tool(
             f"Need 1 <= limit <= max_limit, got limit={limit}, max_limit={max_limit}."
         )
 
-    def prepare(config: RunnableConfig, args: Mapping[str, Any]) -> tuple[BaseStore, _Steps]:
+    def prepare(config: RunnableConfig, args: Mapping[str, Any]) -> _Steps:
         query = args["query"].strip()
         if len(query) > MAX_QUERY_CHARS:
             raise MemoryToolError(
@@ -486,13 +463,13 @@ def create_search_memory_tool(
             raise MemoryToolError("The query holds unpaired surrogate characters: remove them.")
         count = min(args.get("limit") or limit, cap)
         target = template.fill(config)
-        return _pick_store(store, name), _search_steps(target, query or None, count)
+        return _search_steps(_pick_store(store, name), target, query or None, count)
 
     def search(*, config: RunnableConfig, **args: Any) -> list[dict[str, Any]]:
-        return list(_drive(*prepare(config, args)))
+        return list(drive(prepare(config, args)))
 
     async def asearch(*, config: RunnableConfig, **args: Any) -> list[dict[str, Any]]:
-        return list(await _adrive(*prepare(config, args)))
+        return list(await adrive(prepare(config, args)))
 
     return _SearchTool(
         name=name,

@@ -4,9 +4,8 @@ Listing scope, key arithmetic and the plans behind ``prune``, ``delete_for_runs`
 ``copy_thread``. A plan is a generator: it yields the Redis work it needs next (a `Query`
 for one page of a search, or a `Batch` of commands for one pipeline), is sent the reply,
 and returns its result. Plans never touch a client: `SaverPlans._call` is the one place
-a request becomes a client call, and the savers' drivers (`RedisSessionSaver._run`,
-`AsyncRedisSessionSaver._arun`, stepping with `step`) make it, blocking or awaited. Each
-algorithm therefore exists once for both savers.
+a request becomes a client call, which the savers make blocking (`_drive.drive`) or
+awaited (`_drive.adrive`). Each algorithm therefore exists once for both savers.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ T = TypeVar("T")
 
 
 # ---------------------------------------------------------------------------
-# The work a plan asks for, and how a driver steps through a plan.
+# The work a plan asks for.
 # ---------------------------------------------------------------------------
 
 
@@ -74,14 +73,6 @@ def _cmd(name: str, *args: Any, **kwargs: Any) -> tuple[str, tuple[Any, ...], di
 
 Request = Query | Batch
 Plan = Generator[Request, Any, T]
-
-
-def step(plan: Plan[Any], reply: Any = None) -> tuple[Request | None, Any]:
-    """Send ``reply`` to ``plan``: (its next request, None), or (None, its result)."""
-    try:
-        return plan.send(reply), None
-    except StopIteration as stop:
-        return None, stop.value
 
 
 # ---------------------------------------------------------------------------
@@ -420,7 +411,7 @@ class SaverPlans(_Base):
     def _call(self, request: Request) -> Any:
         """The client call that serves ``request`` (for the async saver, an awaitable).
 
-        The plans never call it; the savers' drivers do, and send its reply to the plan.
+        The plans never call it; the savers drive their plans with it.
         """
         if isinstance(request, Query) and request.index == "checkpoints":
             return self.checkpoints_index.search(request.query)

@@ -10,7 +10,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.redis.aio import AsyncRedisSaver
 
-from langgraph_tiered_memory.checkpoint._base import PAGE_SIZE, ListScope, Plan, SaverPlans, step
+from langgraph_tiered_memory._drive import adrive
+from langgraph_tiered_memory.checkpoint._base import PAGE_SIZE, ListScope, SaverPlans
 from langgraph_tiered_memory.checkpoint._outage import translate_outages
 from langgraph_tiered_memory.checkpoint._session import _AsyncSessionLayer
 from langgraph_tiered_memory.checkpoint.erase import AsyncSessionErase
@@ -82,20 +83,14 @@ class AsyncRedisSessionSaver(AsyncSessionErase, _AsyncSessionLayer, SaverPlans, 
         max_results: int = PAGE_SIZE,
     ) -> None:
         """Delete old checkpoints of the given threads (as `RedisSessionSaver.prune`)."""
-        await self._arun(self._prune_plan(thread_ids, strategy, keep_last, max_results))
+        await adrive(self._prune_plan(thread_ids, strategy, keep_last, max_results), self._call)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints of the given runs (as `RedisSessionSaver.delete_for_runs`)."""
-        await self._arun(self._delete_for_runs_plan(run_ids))
+        await adrive(self._delete_for_runs_plan(run_ids), self._call)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy a thread to another thread (as `RedisSessionSaver.copy_thread`)."""
         await self._recorder.flush()
-        await self._arun(self._copy_thread_plan(source_thread_id, target_thread_id))
+        await adrive(self._copy_thread_plan(source_thread_id, target_thread_id), self._call)
         await self.sessions.copy_session(str(source_thread_id), str(target_thread_id))
-
-    async def _arun(self, plan: Plan[Any]) -> Any:
-        request, result = step(plan)
-        while request is not None:
-            request, result = step(plan, await self._call(request))
-        return result

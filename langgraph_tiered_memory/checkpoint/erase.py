@@ -22,7 +22,7 @@ its `thread_id` field says so (thread ids may contain ``:``).
 
 Order: everything is found first; then the checkpoint data goes (writes, registries and
 pointers, then checkpoints), RediSearch's garbage collector runs on the checkpoint
-indexes (see `Collect`: a deleted document's thread id otherwise stays among the
+indexes (see `_collect`: a deleted document's thread id otherwise stays among the
 index's tag values), then summaries, participant fields, other indexes, the session
 hashes, and the user's index last. A run that stops midway therefore leaves the
 registry entries through which a second run finds the rest; a second run after a
@@ -33,9 +33,9 @@ which the user took part (they are the other user's sessions; only the user's
 participant field goes). Not covered: a graph run for the user while the erase runs can
 write new checkpoints; erase once the user's runs have stopped.
 
-The plan is a generator (as in `checkpoint._base`): it yields `Scan`, `Query`,
-`Batch` and `Collect` requests and is sent their replies; `run_erase` and `arun_erase` serve them
-blocking or awaited, so the algorithm exists once for the sync and async savers.
+The plan is a generator (as in `checkpoint._base`): it yields `Scan`, `Query` and
+`Batch` requests and is sent their replies; `run_erase` and `arun_erase` serve them
+blocking or awaited (`_drive`), so the algorithm exists once for the sync and async savers.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from redis.exceptions import ResponseError
 from redisvl.query import FilterQuery
 from redisvl.query.filter import Tag
 
+from langgraph_tiered_memory._drive import adrive, drive
 from langgraph_tiered_memory.checkpoint._base import (
     _FIELDS,
     PAGE_SIZE,
@@ -72,7 +73,6 @@ __all__ = [
     "USER_INDEX",
     "WRITES",
     "AsyncSessionErase",
-    "Collect",
     "collect_search_garbage",
     "Layout",
     "Scan",
@@ -127,22 +127,8 @@ class Scan:
 
 
 T = TypeVar("T")
-Plan = Generator["Query | Batch | Scan | Collect", Any, T]
+Plan = Generator["Query | Batch | Scan", Any, T]
 """An erase plan: yields requests, is sent their replies, returns its result."""
-
-
-@dataclass(frozen=True)
-class Collect:
-    """Run RediSearch's garbage collector on these indexes now (reply: whether it ran).
-
-    A deleted document leaves its id, and a tag value (the thread id) that only it
-    had, in the index's tag index until the collector runs, which it does only once
-    `FORK_GC_CLEAN_THRESHOLD` (default 100) deleted documents have piled up. The
-    drivers lower that server setting to 0 for the run (`FT.CONFIG SET`), force the
-    collection (`FT.DEBUG GC_FORCEINVOKE`) and restore the setting.
-    """
-
-    indexes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -396,7 +382,7 @@ def erase_plan(layout: Layout, user_id: str, *, dry_run: bool) -> Plan[ErasureRe
     for group in (sorted(found.writes | found.keys), sorted(found.checkpoints)):
         yield from _batched([_cmd("delete", k) for k in group])
     # Before the registries go, so a run stopped before this step does it next time.
-    if found.owned and layout.indexes and not (yield Collect(layout.indexes)):
+    if found.owned and layout.indexes and not (yield from _collect(layout.indexes)):
         receipt.keep(KEPT_INDEX_TAGS)
     yield from _batched([_cmd("delete", k) for k in found.summaries])
     yield from _batched(
@@ -424,14 +410,6 @@ def owned_sessions_plan(layout: Layout, user_id: str) -> Plan[list[str]]:
 # ---------------------------------------------------------------------------
 # Drivers and the saver methods.
 # ---------------------------------------------------------------------------
-
-
-def step(plan: Plan[Any], reply: Any = None) -> tuple[Query | Batch | Scan | Collect | None, Any]:
-    """Send `reply` to `plan`: (its next request, None), or (None, its result)."""
-    try:
-        return plan.send(reply), None
-    except StopIteration as stop:
-        return None, stop.value
 
 
 def _index(saver: Any, name: str) -> Any:
@@ -462,76 +440,62 @@ def _refused(error: Exception) -> bool:
     return False
 
 
-def collect_search_garbage(client: Any, indexes: Sequence[str]) -> bool:
-    """Run RediSearch's garbage collector on `indexes` now, with a sync client.
+def _collect(indexes: Sequence[str]) -> Plan[bool]:
+    """Run RediSearch's garbage collector on `indexes` now: False (logged) if refused.
 
-    Serves a `Collect` request of the checkpoint erase, and the long tier's index
-    after a namespace is erased. False (logged) when the server refuses it.
+    A deleted document leaves its id, and a tag value (the thread id) that only it
+    had, in the index's tag index until the collector runs, which it does only once
+    `FORK_GC_CLEAN_THRESHOLD` (default 100) deleted documents have piled up. This
+    lowers that server setting to 0 (`FT.CONFIG SET`), forces the collection
+    (`FT.DEBUG GC_FORCEINVOKE`) and restores the setting.
     """
     try:
-        old = _threshold(client.execute_command("FT.CONFIG", "GET", _THRESHOLD))
-        client.execute_command("FT.CONFIG", "SET", _THRESHOLD, "0")
+        (reply,) = yield Batch((_cmd("execute_command", "FT.CONFIG", "GET", _THRESHOLD),))
+        old = _threshold(reply)
+        yield Batch((_cmd("execute_command", "FT.CONFIG", "SET", _THRESHOLD, "0"),))
         try:
-            for name in indexes:
-                client.execute_command("FT.DEBUG", "GC_FORCEINVOKE", name)
+            yield Batch(
+                tuple(_cmd("execute_command", "FT.DEBUG", "GC_FORCEINVOKE", n) for n in indexes)
+            )
         finally:
             if old is not None:
-                client.execute_command("FT.CONFIG", "SET", _THRESHOLD, old)
+                yield Batch((_cmd("execute_command", "FT.CONFIG", "SET", _THRESHOLD, old),))
     except ResponseError as e:
         return _refused(e)
     return True
 
 
-async def _acollect(client: Any, indexes: Sequence[str]) -> bool:
-    """Serve a `Collect` request with an async client."""
-    try:
-        old = _threshold(await client.execute_command("FT.CONFIG", "GET", _THRESHOLD))
-        await client.execute_command("FT.CONFIG", "SET", _THRESHOLD, "0")
-        try:
-            for name in indexes:
-                await client.execute_command("FT.DEBUG", "GC_FORCEINVOKE", name)
-        finally:
-            if old is not None:
-                await client.execute_command("FT.CONFIG", "SET", _THRESHOLD, old)
-    except ResponseError as e:
-        return _refused(e)
-    return True
+def collect_search_garbage(client: Any, indexes: Sequence[str]) -> bool:
+    """`_collect` with a sync client (the long tier's index after a namespace is erased)."""
+    return drive(_collect(indexes), lambda b: b.queue(client.pipeline(transaction=False)).execute())
 
 
-def run_erase(saver: Any, plan: Plan[Any]) -> Any:
+def run_erase(saver: Any, plan: Plan[T]) -> T:
     """Serve `plan`'s requests with a sync saver's client and indexes; its result."""
     client = saver._tm_client
-    request, result = step(plan)
-    while request is not None:
-        reply: Any
+
+    def serve(request: Query | Batch | Scan) -> Any:
         if isinstance(request, Scan):
-            reply = list(client.scan_iter(match=request.match, count=_SCAN_COUNT))
-        elif isinstance(request, Query):
-            reply = _index(saver, request.index).search(request.query)
-        elif isinstance(request, Collect):
-            reply = collect_search_garbage(client, request.indexes)
-        else:
-            reply = request.queue(client.pipeline(transaction=False)).execute()
-        request, result = step(plan, reply)
-    return result
+            return list(client.scan_iter(match=request.match, count=_SCAN_COUNT))
+        if isinstance(request, Query):
+            return _index(saver, request.index).search(request.query)
+        return request.queue(client.pipeline(transaction=False)).execute()
+
+    return drive(plan, serve)
 
 
-async def arun_erase(saver: Any, plan: Plan[Any]) -> Any:
+async def arun_erase(saver: Any, plan: Plan[T]) -> T:
     """`run_erase` for an async saver."""
     client = saver._tm_client
-    request, result = step(plan)
-    while request is not None:
-        reply: Any
+
+    async def serve(request: Query | Batch | Scan) -> Any:
         if isinstance(request, Scan):
-            reply = [k async for k in client.scan_iter(match=request.match, count=_SCAN_COUNT)]
-        elif isinstance(request, Query):
-            reply = await _index(saver, request.index).search(request.query)
-        elif isinstance(request, Collect):
-            reply = await _acollect(client, request.indexes)
-        else:
-            reply = await request.queue(client.pipeline(transaction=False)).execute()
-        request, result = step(plan, reply)
-    return result
+            return [k async for k in client.scan_iter(match=request.match, count=_SCAN_COUNT)]
+        if isinstance(request, Query):
+            return await _index(saver, request.index).search(request.query)
+        return await request.queue(client.pipeline(transaction=False)).execute()
+
+    return await adrive(plan, serve)
 
 
 class SessionErase:
@@ -571,8 +535,7 @@ class AsyncSessionErase:
         saver: Any = self
         await saver._recorder.flush()
         plan = erase_plan(Layout.of(saver), user_id, dry_run=dry_run)
-        receipt: ErasureReceipt = await arun_erase(saver, plan)
-        return receipt.finish()
+        return (await arun_erase(saver, plan)).finish()
 
     async def auser_sessions(self, user_id: str) -> list[str]:
         """Ids of the sessions `user_id` owns (as `RedisSessionSaver.user_sessions`)."""

@@ -10,7 +10,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.redis import RedisSaver
 
-from langgraph_tiered_memory.checkpoint._base import PAGE_SIZE, ListScope, Plan, SaverPlans, step
+from langgraph_tiered_memory._drive import drive
+from langgraph_tiered_memory.checkpoint._base import PAGE_SIZE, ListScope, SaverPlans
 from langgraph_tiered_memory.checkpoint._outage import translate_outages
 from langgraph_tiered_memory.checkpoint._session import _SyncSessionLayer
 from langgraph_tiered_memory.checkpoint.erase import SessionErase
@@ -105,7 +106,7 @@ class RedisSessionSaver(SessionErase, _SyncSessionLayer, SaverPlans, RedisSaver)
             ValueError: On an unknown strategy, a negative ``keep_last`` or a
                 ``max_results`` below 1.
         """
-        self._run(self._prune_plan(thread_ids, strategy, keep_last, max_results))
+        drive(self._prune_plan(thread_ids, strategy, keep_last, max_results), self._call)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint created by the given runs, with its pending writes.
@@ -117,7 +118,7 @@ class RedisSessionSaver(SessionErase, _SyncSessionLayer, SaverPlans, RedisSaver)
         Args:
             run_ids: The runs to delete; unknown ids and an empty sequence do nothing.
         """
-        self._run(self._delete_for_runs_plan(run_ids))
+        drive(self._delete_for_runs_plan(run_ids), self._call)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, namespace and pending write of a thread to another thread.
@@ -135,11 +136,5 @@ class RedisSessionSaver(SessionErase, _SyncSessionLayer, SaverPlans, RedisSaver)
         of the same owner, created now.
         """
         self._recorder.flush()
-        self._run(self._copy_thread_plan(source_thread_id, target_thread_id))
+        drive(self._copy_thread_plan(source_thread_id, target_thread_id), self._call)
         self.sessions.copy_session(str(source_thread_id), str(target_thread_id))
-
-    def _run(self, plan: Plan[Any]) -> Any:
-        request, result = step(plan)
-        while request is not None:
-            request, result = step(plan, self._call(request))
-        return result

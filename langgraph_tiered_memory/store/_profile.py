@@ -1,31 +1,22 @@
-"""The stores' user-profile methods: thin wrappers over `langgraph_tiered_memory.agent.profile`.
+"""The stores' user-profile methods: the plan of `langgraph_tiered_memory.agent.profile`.
 
 A profile reads every memory of a user. Through `search`, each read would count as an
 access of every one of them (refreshing their `last_accessed` and `access_count`), so
 an agent reading the profile every turn would keep all its user's memories from ever
-decaying. The store's methods therefore list the memories with the search option
-`"$count_access": False` (and without refreshing TTLs); the cache itself is
-read and written with `get`/`put`. `get_user_profile(store, ...)` on any other store
-lists with `store.search`.
+decaying. A profile read therefore lists the memories of a store in memory ranking with
+the search option `"$count_access": False` (and, on every store, without refreshing
+TTLs); the cache itself is read and written with `get`/`put`.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from typing import cast
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import BaseStore, SearchItem
 from typing_extensions import TypedDict, Unpack
 
-from langgraph_tiered_memory.agent.profile import (
-    UserProfile,
-    aget_user_profile,
-    get_user_profile,
-)
-
-_UNCOUNTED = {"$count_access": False}
+from langgraph_tiered_memory._drive import adrive, drive
+from langgraph_tiered_memory.agent._profile_plan import UserProfile, build_profile
 
 
 class ProfileOptions(TypedDict, total=False):
@@ -46,28 +37,6 @@ class ProfileOptions(TypedDict, total=False):
     max_per_type: int
 
 
-def _filter(store: BaseStore) -> dict[str, bool] | None:
-    """Only memory ranking counts accesses (and takes `$` options)."""
-    return _UNCOUNTED if getattr(store, "memory_mode", False) else None
-
-
-def _uncounted_page(
-    store: BaseStore, namespace: tuple[str, ...], limit: int, offset: int
-) -> list[SearchItem]:
-    """One page of a listing search of `namespace`: no access counted, no TTL refreshed."""
-    return store.search(
-        namespace, filter=_filter(store), limit=limit, offset=offset, refresh_ttl=False
-    )
-
-
-async def _auncounted_page(
-    store: BaseStore, namespace: tuple[str, ...], limit: int, offset: int
-) -> list[SearchItem]:
-    return await store.asearch(
-        namespace, filter=_filter(store), limit=limit, offset=offset, refresh_ttl=False
-    )
-
-
 class ProfileMethods:
     """`get_user_profile` and `aget_user_profile` (both stores)."""
 
@@ -82,14 +51,10 @@ class ProfileMethods:
             **options: `model`, `namespace`, `refresh`, `max_per_type` (see
                 `ProfileOptions`).
         """
-        store = cast(BaseStore, self)
-        lister = functools.partial(_uncounted_page, store)
-        return get_user_profile(store, user_id, lister=lister, **options)
+        return drive(build_profile(self, user_id, **options))
 
     async def aget_user_profile(
         self, user_id: str, **options: Unpack[ProfileOptions]
     ) -> UserProfile:
         """Async `get_user_profile`: the store's I/O runs in worker threads."""
-        store = cast(BaseStore, self)
-        lister = functools.partial(_auncounted_page, store)
-        return await aget_user_profile(store, user_id, lister=lister, **options)
+        return await adrive(build_profile(self, user_id, **options))
