@@ -16,8 +16,9 @@ final reply exists; the deferred graph node waits for the job before the run end
   state and nothing the writer accepted is lost.
 - **Erasure.** `erasing_writes(user)` drops the user's jobs in every writer, waits for a
   running one to end its current step, and drops the user's jobs submitted meanwhile.
-- **Exit.** Worker threads finish their lanes at interpreter exit; an `atexit` hook
-  then flushes every writer and logs failures and async jobs left on a stopped loop.
+- **Exit.** A lane whose event loop shuts down (`asyncio.run` ends) moves to the
+  worker threads. Worker threads finish their lanes at interpreter exit; an `atexit`
+  hook then flushes every writer and logs failures and jobs left on a stopped loop.
 """
 
 from __future__ import annotations
@@ -383,12 +384,8 @@ class MemoryWriter:
                     " the writer with a larger max_jobs."
                 )
             lane = self._lanes.get(name)
-            kept = (
-                []
-                if lane is not None
-                else [f.job for f in self._failed.values() if f.job.lane == name]
-            )
-            jobs = [*kept, *([job] if job is not None else [])]
+            jobs = [f.job for f in self._failed.values() if f.job.lane == name and lane is None]
+            jobs += [job] if job is not None else []
             for queued in jobs:
                 self._failed.pop(queued.id, None)
                 self._pending[queued.id] = (queued, _future())
@@ -473,9 +470,15 @@ class MemoryWriter:
                 continue
 
     async def _adrain(self, name: str) -> None:
-        while (job := self._head(name)) is not None:
-            if not self._settle(job, await self._arun_steps(job)):
-                return
+        try:
+            while (job := self._head(name)) is not None:
+                if not self._settle(job, await self._arun_steps(job)):
+                    return
+        except asyncio.CancelledError:  # the loop shuts down: worker threads finish the lane
+            with self._lock:
+                self._lanes[name].loop = None
+            self._pool().submit(self._drain, name)
+            raise
 
     def _retrying(self, job: WriteJob, step: str, kind: type[Retrying | AsyncRetrying]) -> Any:
         def log(state: RetryCallState) -> None:
