@@ -363,14 +363,8 @@ class MemoryWriter:
         self._queue(job.lane, asyncio.get_running_loop(), job)
         return job.id
 
-    def _queue(
-        self, name: str, loop: asyncio.AbstractEventLoop | None, job: WriteJob | None
-    ) -> list[str]:
-        """Queue `job` in lane `name`, behind its kept jobs when the lane is idle.
-
-        Starts a drainer (on `loop`, or the worker threads) for an idle lane; returns
-        the ids queued.
-        """
+    def _queue(self, name: str, loop: Any, job: WriteJob | None) -> list[str]:
+        """Queue `job` in lane `name` (an idle lane: behind its kept jobs, with a drainer)."""
         with self._lock:
             if job is not None and _erased(job):
                 self._finish(job.id)
@@ -403,7 +397,7 @@ class MemoryWriter:
         return [queued.id for queued in jobs]
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._lock:
+        with self._lock:  # made at first use: `close` ends it, a later submit makes a new one
             if self._executor is None:
                 self._executor = concurrent.futures.ThreadPoolExecutor(
                     max_workers=self.max_workers, thread_name_prefix="memory-writer"
@@ -427,11 +421,7 @@ class MemoryWriter:
             self._finished.popitem(last=False)
 
     def _settle(self, job: WriteJob, failure: FailedWrite | None) -> bool:
-        """End the lane's head job: written, dropped, or kept with the jobs behind it.
-
-        Returns:
-            Whether the lane goes on (False: it closed with the failure).
-        """
+        """End the lane's head job (a failure keeps it, and closes the lane); False: closed."""
         with self._lock:
             lane = self._lanes[job.lane]
             lane.jobs.popleft()
@@ -454,12 +444,7 @@ class MemoryWriter:
         return failure is None
 
     def _drain(self, name: str) -> None:
-        """Run the lane's next job, then queue the lane again behind the other lanes.
-
-        A lane that keeps receiving jobs would otherwise keep its worker thread while
-        other lanes wait. Once the interpreter shuts down the pool takes no new work,
-        so the thread finishes the lane.
-        """
+        """Run the lane's next job, then queue the lane behind the other lanes (fairness)."""
         while (job := self._head(name)) is not None:
             if not self._settle(job, self._run_steps(job)):
                 return
@@ -574,12 +559,11 @@ class MemoryWriter:
             return _future(job_id in self._finished), None
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
-        """Wait for one job (from a thread; on an event loop use `await_job`).
+        """Wait for one job (on an event loop: `await_job`).
 
         Returns:
             True when the job was settled (written, or dropped by an erasure); False
-            when this writer does not know it (e.g. the run resumed in another
-            process): the caller writes it itself.
+            when this writer does not know it (e.g. it was submitted in another process).
 
         Raises:
             MemoryWriteError: The job failed or is held (it is kept in `failed`).
@@ -629,11 +613,7 @@ class MemoryWriter:
         self._raise_failed()
 
     async def aflush(self) -> None:
-        """Await every pending job (of async and sync runs); report failures.
-
-        Raises:
-            MemoryWriteError: Jobs failed (kept in `failed`).
-        """
+        """`flush` on an event loop, for the jobs of async and sync runs (no timeout)."""
         while True:
             with self._lock:
                 futures = [asyncio.wrap_future(f) for _, f in self._pending.values()]
@@ -643,11 +623,7 @@ class MemoryWriter:
         self._raise_failed()
 
     def retry_failed(self) -> list[str]:
-        """Queue the kept jobs again (on worker threads), in order, at their failed step.
-
-        Returns:
-            The ids of the requeued jobs.
-        """
+        """Queue the kept jobs again (on worker threads), in order; returns their ids."""
         return self._requeue(None)
 
     async def aretry_failed(self) -> list[str]:
@@ -679,11 +655,7 @@ class MemoryWriter:
         return dropped
 
     def close(self) -> None:
-        """Flush, then stop the worker threads.
-
-        Raises:
-            MemoryWriteError: Jobs failed (kept in `failed`).
-        """
+        """`flush`, then stop the worker threads."""
         try:
             self.flush()
         finally:
