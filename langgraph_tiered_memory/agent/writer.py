@@ -585,10 +585,11 @@ class MemoryWriter:
             raise MemoryWriteError(failures)
 
     def flush(self, timeout: float | None = None, *, at_exit: bool = False) -> None:
-        """Wait for every pending job of the worker threads; report failures.
+        """Wait for every pending job; report failures.
 
-        Jobs on an event loop can only be awaited (`aflush`); at exit
-        (`at_exit=True`) they are logged as unwritten instead.
+        Jobs on an event loop that is stopped or runs in this thread cannot advance
+        while this waits: they are not waited for (`await aflush()` on that loop); at
+        exit (`at_exit=True`) they are logged as unwritten.
 
         Args:
             timeout: Seconds to wait in all (None: until done).
@@ -598,29 +599,24 @@ class MemoryWriter:
             MemoryWriteError: Jobs failed (kept in `failed`).
             TimeoutError: Jobs were still pending after `timeout`.
         """
+        here = _running_loop()
         with self._lock:
-            pending = [(f, self._lanes[j.lane].loop) for j, f in self._pending.values()]
-        _, not_done = concurrent.futures.wait([f for f, loop in pending if loop is None], timeout)
+            jobs = [(f, self._lanes[j.lane].loop) for j, f in self._pending.values()]
+        waited = [f for f, loop in jobs if loop is None or (loop.is_running() and loop is not here)]
+        _, not_done = concurrent.futures.wait(waited, timeout)
         if not_done:
             raise TimeoutError(f"{len(not_done)} memory write(s) still pending after {timeout}s.")
-        on_loops = sum(loop is not None for _, loop in pending)
-        if on_loops and at_exit:
+        if at_exit and len(waited) < len(jobs):
             logger.error(
                 "At exit: %d memory write(s) of async runs were never written (their event"
                 " loop stopped first); await MemoryWriter.aflush() before closing the loop.",
-                on_loops,
+                len(jobs) - len(waited),
             )
         self._raise_failed()
 
     async def aflush(self) -> None:
-        """`flush` on an event loop, for the jobs of async and sync runs (no timeout)."""
-        while True:
-            with self._lock:
-                futures = [asyncio.wrap_future(f) for _, f in self._pending.values()]
-            if not futures:
-                break
-            await asyncio.gather(*futures, return_exceptions=True)
-        self._raise_failed()
+        """`flush` without blocking the running event loop (no timeout)."""
+        await asyncio.to_thread(self.flush)
 
     def retry_failed(self) -> list[str]:
         """Queue the kept jobs again (on worker threads), in order; returns their ids."""

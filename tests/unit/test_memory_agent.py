@@ -516,6 +516,19 @@ def test_a_full_writer_refuses_new_jobs_and_loses_none_it_accepted() -> None:
     assert order[-1] == "c1"
 
 
+async def test_a_flush_from_another_thread_waits_for_the_jobs_of_async_runs() -> None:
+    writer = MemoryWriter(retry_wait=0.0)
+    written: list[str] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(0.2)
+        written.append("async")
+
+    writer.asubmit(WriteJob("u1", [WriteStep("put", lambda: None, slow)]))
+    await asyncio.to_thread(writer.flush, 10)  # as flush_memory_writes() in a worker
+    assert written == ["async"] and writer.pending == 0
+
+
 def test_a_job_left_on_a_finished_event_loop_is_written_by_the_worker_threads() -> None:
     writer = MemoryWriter(retry_wait=0.0)
     written: list[str] = []
