@@ -1,40 +1,24 @@
 """The memory agent's background writer: storage off the reply path, in order, nothing lost.
 
-The agent hands each turn's storage (the interaction memory, reinforcement of the
-memories the reply used, extraction) to a `MemoryWriter` as a `WriteJob` the moment the
-final reply exists, and carries on: the reply is returned and streamed while the job
-runs. A deferred graph node waits for the job before the run ends.
+The agent hands each turn's storage to a `MemoryWriter` as a `WriteJob` the moment the
+final reply exists; the deferred graph node waits for the job before the run ends.
 
-How a job runs:
-
-- **Lanes.** Jobs carry a lane (the user's memory namespace). Jobs of one lane run one
-  at a time in submission order, so a user's turns are stored in the order they were
-  said and never extract against the same memories at once; different lanes run in
-  parallel (sync runs: a thread pool of `max_workers` threads; async runs: one task per
-  busy lane on the run's event loop, so an async run never blocks its loop).
-- **Steps and retries.** A job is a list of steps. Each step is retried with `tenacity`
-  (exponential backoff, `attempts` in all) while it raises a transient error
-  (`is_transient`: connection errors, timeouts, `BackendUnavailableError`); a step that
-  succeeded is never run again, so a retry resumes where the job failed.
-- **A failed job holds its lane.** A job that fails (a non-transient error, or a
-  transient one that outlasts its attempts) is logged and kept in `MemoryWriter.failed`
-  together with the jobs of its lane queued behind it (kept as *held*), so a newer turn
-  of the user is never written before an older one. The next job submitted to the lane
-  first runs the kept jobs again, in order (a passing outage heals by itself);
-  `retry_failed()` (threads) or `aretry_failed()` (the running event loop) does so at
-  once, and `discard_failed()` is the only way to drop one. The graph's deferred node
-  raises `MemoryWriteError` for its own job when it failed or is held; `flush()` raises
-  it for all of them.
-- **Erasure.** `store.erase_user(user_id)` drops the user's kept and queued jobs in
-  every writer of the process, waits for a running job of the user to end its current
-  step (it runs no further step), and drops jobs of the user submitted until the
-  erasure ends; the receipt counts them (`"writer.jobs"`).
-- **Flush.** `flush()` / `aflush()` wait for every pending job. At interpreter exit the
-  thread pool finishes its queued jobs (Python joins executor threads first) and an
-  `atexit` hook flushes every writer and logs what failed; `flush_memory_writes()` does
-  the same on demand (call it before a worker process exits). An async job lives on its
-  run's event loop: the deferred node awaits it, so a run that completes has written
-  it; a job still pending when its loop stops is reported by the exit hook.
+- **Lanes.** Jobs of one lane (the user's memory namespace) run one at a time in
+  submission order; lanes run in parallel: on `max_workers` threads (`submit`), or as a
+  task on the run's event loop (`asubmit`: an async run never blocks its loop).
+- **Steps.** Each step is retried with `tenacity` while it raises a transient error
+  (`is_transient`); a step that succeeded never runs again.
+- **A failed job holds its lane.** It is kept in `failed`, with the lane's later jobs
+  (held), until the lane's next job or `retry_failed()` runs them again in order, or
+  `discard_failed()` drops them. Waiting for a kept job raises `MemoryWriteError`.
+- **Bounded.** A writer holds at most `max_jobs` unwritten jobs (pending or kept);
+  `submit` raises `MemoryWriterFullError` past that, so the turn stays in the graph
+  state and nothing the writer accepted is lost.
+- **Erasure.** `erasing_writes(user)` drops the user's jobs in every writer, waits for a
+  running one to end its current step, and drops the user's jobs submitted meanwhile.
+- **Exit.** A lane whose event loop shuts down (`asyncio.run` ends) moves to the
+  worker threads. Worker threads finish their lanes at interpreter exit; an `atexit`
+  hook then flushes every writer and logs failures and jobs left on a stopped loop.
 """
 
 from __future__ import annotations
@@ -68,6 +52,7 @@ __all__ = [
     "FailedWrite",
     "MemoryWriteError",
     "MemoryWriter",
+    "MemoryWriterFullError",
     "WriteJob",
     "WriteStep",
     "erasing_writes",
@@ -76,9 +61,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("langgraph_tiered_memory.agent.builder")
-
-_FINISHED_KEPT = 100_000
-"""Settled job ids remembered for `status` and the deferred node (oldest forgotten first)."""
 
 HELD_STEP = "(held)"
 """The `FailedWrite.step` of a job kept behind a failed job of its lane."""
@@ -91,13 +73,15 @@ def is_transient(error: BaseException) -> bool:
     and redis-py's connection and timeout errors. Anything else (a bad value, a
     configuration error, a bug) fails the job at once.
     """
-    if isinstance(error, (ConnectionError, TimeoutError)):
-        return True
-    try:
-        import redis.exceptions as redis_errors
-    except ImportError:  # pragma: no cover - redis is a dependency
-        return False
-    return isinstance(error, (redis_errors.ConnectionError, redis_errors.TimeoutError))
+    import redis.exceptions as redis_errors
+
+    transient = (
+        ConnectionError,
+        TimeoutError,
+        redis_errors.ConnectionError,
+        redis_errors.TimeoutError,
+    )
+    return isinstance(error, transient)
 
 
 class WriteStep(NamedTuple):
@@ -158,27 +142,25 @@ class MemoryWriteError(TieredMemoryError, RuntimeError):
         )
 
 
-class _Failed(NamedTuple):
-    failure: FailedWrite
+class MemoryWriterFullError(TieredMemoryError, RuntimeError):
+    """The writer already holds `max_jobs` unwritten jobs; the new one was not accepted."""
 
 
-_Outcome = FailedWrite | Literal["dropped"] | None
-"""How a run of a job ended: None (written), kept as failed, or dropped by an erasure."""
+@dataclass
+class _Lane:
+    loop: asyncio.AbstractEventLoop | None
+    """The event loop whose task drains the lane (None: worker threads)."""
+    jobs: collections.deque[WriteJob]
+
+    def alive(self) -> bool:
+        """Whether its drainer can still run (an event loop's: the loop is open)."""
+        return self.loop is None or not self.loop.is_closed()
+
 
 _WRITERS: weakref.WeakSet[MemoryWriter] = weakref.WeakSet()
 _REGISTRY = threading.Lock()
-_atexit_registered = False
 _ERASING: dict[str, list[int]] = {}
 """User ids being erased -> [erasures in progress, jobs dropped meanwhile]."""
-
-
-def _register(writer: MemoryWriter) -> None:
-    global _atexit_registered
-    with _REGISTRY:
-        _WRITERS.add(writer)
-        if not _atexit_registered:
-            atexit.register(_flush_at_exit)
-            _atexit_registered = True
 
 
 def _erased(job: WriteJob) -> bool:
@@ -193,12 +175,21 @@ def _count_dropped(user: str | None, n: int = 1) -> None:
             entry[1] += n
 
 
-def _resolve(future: Any, outcome: Any) -> None:
-    """Settle a job's future from any thread (an event loop's future through its loop)."""
-    if isinstance(future, concurrent.futures.Future):
-        future.set_result(outcome)
-    elif not future.get_loop().is_closed():
-        future.get_loop().call_soon_threadsafe(lambda: future.done() or future.set_result(outcome))
+def _future(result: bool | None = None, error: BaseException | None = None) -> Any:
+    """A job's future; running, so that no waiter's cancellation can cancel it."""
+    future: concurrent.futures.Future[bool] = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()
+    if error is not None:
+        future.set_exception(error)
+    elif result is not None:
+        future.set_result(result)
+    return future
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    with contextlib.suppress(RuntimeError):
+        return asyncio.get_running_loop()
+    return None
 
 
 @contextlib.contextmanager
@@ -252,6 +243,7 @@ def flush_memory_writes(timeout: float | None = None) -> None:
         raise MemoryWriteError(failures)
 
 
+@atexit.register
 def _flush_at_exit() -> None:
     for writer in list(_WRITERS):
         try:
@@ -265,6 +257,9 @@ class MemoryWriter:
 
     Args:
         max_workers: Threads for sync runs (lanes run in parallel up to this).
+        max_jobs: Unwritten jobs (pending or kept) the writer holds at most; `submit`
+            raises `MemoryWriterFullError` past it. Also how many settled job ids
+            `status` remembers.
         attempts: Tries per step while it fails with a transient error.
         retry_wait: First backoff in seconds (doubling, at most `max_retry_wait`).
         max_retry_wait: Longest backoff in seconds.
@@ -293,38 +288,42 @@ class MemoryWriter:
         self,
         *,
         max_workers: int = 4,
+        max_jobs: int = 10_000,
         attempts: int = 5,
         retry_wait: float = 0.1,
         max_retry_wait: float = 5.0,
         is_transient: Callable[[BaseException], bool] = is_transient,
     ) -> None:
-        if max_workers < 1 or attempts < 1:
+        if min(max_workers, max_jobs, attempts) < 1:
             raise ValueError(
-                f"max_workers and attempts must be >= 1, got {max_workers} and {attempts}."
+                "max_workers, max_jobs and attempts must be >= 1, got"
+                f" {max_workers}, {max_jobs} and {attempts}."
             )
         if retry_wait < 0 or max_retry_wait < 0:
             raise ValueError("retry_wait and max_retry_wait must be >= 0 seconds.")
         self.max_workers = max_workers
+        self.max_jobs = max_jobs
         self.attempts = attempts
         self.retry_wait = retry_wait
         self.max_retry_wait = max_retry_wait
         self.is_transient = is_transient
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
-        self._lanes: dict[str, collections.deque[WriteJob]] = {}
-        self._futures: dict[str, concurrent.futures.Future[Any] | asyncio.Future[Any]] = {}
-        self._finished: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._lanes: dict[str, _Lane] = {}
+        self._pending: dict[str, tuple[WriteJob, concurrent.futures.Future[bool]]] = {}
         self._failed: dict[str, FailedWrite] = {}
+        self._finished: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        _register(self)
+        with _REGISTRY:
+            _WRITERS.add(self)
 
     # ------------------------------------------------------------------ state
     @property
     def pending(self) -> int:
         """Jobs submitted and not yet written (running or queued)."""
         with self._lock:
-            return sum(len(q) for q in self._lanes.values())
+            return len(self._pending)
 
     @property
     def failed(self) -> list[FailedWrite]:
@@ -335,136 +334,138 @@ class MemoryWriter:
     def status(self, job_id: str) -> Literal["pending", "failed", "done", "unknown"]:
         """Where a job is: queued or running, kept (failed or held), settled, or unknown.
 
-        "done" is a job written, discarded or dropped by an erasure; "unknown" a job
-        this writer never had (e.g. it was submitted in another process).
+        "done" is a job written, discarded or dropped by an erasure (among the last
+        `max_jobs` settled); "unknown" a job this writer never had (e.g. it was
+        submitted in another process).
         """
-        return self._lookup(job_id)[0]
+        with self._lock:
+            if job_id in self._pending:
+                return "pending"
+            if job_id in self._failed:
+                return "failed"
+            return "done" if job_id in self._finished else "unknown"
 
     # ------------------------------------------------------------------ submit
     def submit(self, job: WriteJob) -> str:
-        """Queue a job for a worker thread (sync runs).
-
-        The lane's kept jobs (failed or held) are queued again first, in order.
+        """Queue a job for a worker thread (sync runs); the lane's kept jobs go first.
 
         Returns:
             The job id.
+
+        Raises:
+            MemoryWriterFullError: The writer holds `max_jobs` unwritten jobs.
         """
-        if self._enqueue(job, concurrent.futures.Future):
-            self._pool().submit(self._drain, job.lane)
+        self._queue(job.lane, None, job)
         return job.id
 
     def asubmit(self, job: WriteJob) -> str:
-        """Queue a job on the running event loop (async runs; call from a coroutine).
-
-        Returns:
-            The job id.
-        """
-        loop = asyncio.get_running_loop()
-        if self._enqueue(job, loop.create_future):
-            task = loop.create_task(self._adrain(job.lane), name=f"memory-writer:{job.lane}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        """`submit` for async runs: the job runs on the running event loop (call it there)."""
+        self._queue(job.lane, asyncio.get_running_loop(), job)
         return job.id
 
-    def _enqueue(self, job: WriteJob, new_future: Callable[[], Any]) -> bool:
-        """Add the job (after its lane's kept jobs) to its lane; True when it needs a drainer."""
+    def _queue(self, name: str, loop: Any, job: WriteJob | None) -> list[str]:
+        """Queue `job` in lane `name` (an idle lane: behind its kept jobs, with a drainer)."""
         with self._lock:
-            if _erased(job):
+            if job is not None and _erased(job):
                 self._finish(job.id)
                 _count_dropped(job.user)
-                return False
-            queue = self._lanes.get(job.lane)
-            if queue is not None:
-                queue.append(job)
-                self._futures[job.id] = new_future()
-                return False
-            kept = [f.job for f in self._failed.values() if f.job.lane == job.lane]
-            for earlier in [*kept, job]:
-                self._failed.pop(earlier.id, None)
-                self._futures[earlier.id] = new_future()
-            self._lanes[job.lane] = collections.deque([*kept, job])
-            return True
+                return []
+            if job is not None and len(self._pending) + len(self._failed) >= self.max_jobs:
+                raise MemoryWriterFullError(
+                    f"The memory writer holds {self.max_jobs} unwritten jobs (max_jobs): the"
+                    " store is not keeping up or keeps failing (see MemoryWriter.failed)."
+                    " Fix the store and call retry_failed() or discard_failed(), or create"
+                    " the writer with a larger max_jobs."
+                )
+            lane = self._lanes.get(name)
+            jobs = [f.job for f in self._failed.values() if f.job.lane == name and lane is None]
+            jobs += [job] if job is not None else []
+            for queued in jobs:
+                self._failed.pop(queued.id, None)
+                self._pending[queued.id] = (queued, _future())
+            if lane is not None:
+                lane.jobs.extend(jobs)
+            elif jobs:
+                self._lanes[name] = _Lane(loop, collections.deque(jobs))
+        if lane is None and jobs:
+            if loop is None:
+                self._pool().submit(self._drain, name)
+            else:
+                task = loop.create_task(self._adrain(name), name=f"memory-writer:{name}")
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        return [queued.id for queued in jobs]
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._lock:
+        with self._lock:  # made at first use: `close` ends it, a later submit makes a new one
             if self._executor is None:
                 self._executor = concurrent.futures.ThreadPoolExecutor(
                     max_workers=self.max_workers, thread_name_prefix="memory-writer"
                 )
             return self._executor
 
-    def _head(self, lane: str) -> WriteJob | None:
+    # ------------------------------------------------------------------ running
+    def _head(self, name: str) -> WriteJob | None:
         """The lane's next job, or None (the lane is closed)."""
         with self._lock:
-            queue = self._lanes.get(lane)
-            if queue:
-                return queue[0]
-            self._lanes.pop(lane, None)
+            lane = self._lanes.get(name)
+            if lane is not None and lane.jobs:
+                return lane.jobs[0]
+            self._lanes.pop(name, None)
             return None
 
     def _finish(self, job_id: str) -> None:
         """Remember a settled job (lock held)."""
         self._finished[job_id] = None
-        while len(self._finished) > _FINISHED_KEPT:
+        while len(self._finished) > self.max_jobs:
             self._finished.popitem(last=False)
 
-    def _settle(self, job: WriteJob, outcome: _Outcome) -> None:
-        """End the lane's head job: written or dropped, or kept with the jobs behind it."""
+    def _settle(self, job: WriteJob, failure: FailedWrite | None) -> bool:
+        """End the lane's head job (a failure keeps it, and closes the lane); False: closed."""
         with self._lock:
-            queue = self._lanes[job.lane]
-            queue.popleft()
-            settled: list[tuple[str, Any]] = []
-            if isinstance(outcome, FailedWrite):
-                self._failed[job.id] = outcome
-                settled.append((job.id, _Failed(outcome)))
+            lane = self._lanes[job.lane]
+            lane.jobs.popleft()
+            if failure is not None:
                 held = RuntimeError(f"held behind the failed {job.description}")
-                for later in queue:
-                    failure = FailedWrite(later, HELD_STEP, held)
-                    self._failed[later.id] = failure
-                    settled.append((later.id, _Failed(failure)))
+                kept = [failure, *(FailedWrite(later, HELD_STEP, held) for later in lane.jobs)]
+                self._failed.update((f.job.id, f) for f in kept)
                 del self._lanes[job.lane]  # a later submit opens it again, kept jobs first
+                ends: list[tuple[Any, MemoryWriteError | None]] = [
+                    (self._pending.pop(f.job.id)[1], MemoryWriteError([f])) for f in kept
+                ]
             else:
                 self._finish(job.id)
-                settled.append((job.id, None))
-            futures = [(self._futures.pop(i, None), result) for i, result in settled]
-            if outcome == "dropped":
-                _count_dropped(job.user)
+                if job.done < len(job.steps):  # stopped by an erasure
+                    _count_dropped(job.user)
+                ends = [(self._pending.pop(job.id)[1], None)]
             self._settled.notify_all()
-        for future, result in futures:
-            if future is not None:
-                _resolve(future, result)
+        for future, error in ends:
+            future.set_exception(error) if error else future.set_result(True)
+        return failure is None
 
-    def _drain(self, lane: str) -> None:
-        """Run the lane's next job, then queue the lane again behind the other lanes.
-
-        A lane that keeps receiving jobs (one user, many sessions) would otherwise keep
-        its worker thread while other users' lanes wait. Once the interpreter is
-        shutting down the pool takes no new work, so the thread finishes the lane.
-        """
-        job = self._head(lane)
-        while job is not None:
-            outcome = self._run_steps(job)
-            self._settle(job, outcome)
-            if isinstance(outcome, FailedWrite):
-                return  # the lane closed with it
-            job = self._head(lane)
-            if job is None:
+    def _drain(self, name: str) -> None:
+        """Run the lane's next job, then queue the lane behind the other lanes (fairness)."""
+        while (job := self._head(name)) is not None:
+            if not self._settle(job, self._run_steps(job)):
                 return
             try:
-                self._pool().submit(self._drain, lane)
+                self._pool().submit(self._drain, name)
                 return
             except RuntimeError:  # the pool is shutting down: finish the lane here
                 continue
 
-    async def _adrain(self, lane: str) -> None:
-        job = self._head(lane)
-        while job is not None:
-            outcome = await self._arun_steps(job)
-            self._settle(job, outcome)
-            job = None if isinstance(outcome, FailedWrite) else self._head(lane)
+    async def _adrain(self, name: str) -> None:
+        try:
+            while (job := self._head(name)) is not None:
+                if not self._settle(job, await self._arun_steps(job)):
+                    return
+        except asyncio.CancelledError:  # the loop shuts down: worker threads finish the lane
+            with self._lock:
+                self._lanes[name].loop = None
+            self._pool().submit(self._drain, name)
+            raise
 
-    # ------------------------------------------------------------------ running
-    def _log_retry(self, job: WriteJob, step: str) -> Callable[[RetryCallState], None]:
+    def _retrying(self, job: WriteJob, step: str, kind: type[Retrying | AsyncRetrying]) -> Any:
         def log(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome is not None else None
             logger.warning(
@@ -472,156 +473,111 @@ class MemoryWriter:
                 job.description, step, state.attempt_number, self.attempts, error,
             )  # fmt: skip
 
-        return log
+        return kind(
+            stop=stop_after_attempt(self.attempts),
+            wait=wait_exponential(multiplier=self.retry_wait, max=self.max_retry_wait),
+            retry=retry_if_exception(self.is_transient),
+            reraise=True,
+            before_sleep=log,
+        )
 
-    def _retry_options(self, job: WriteJob, step: str) -> dict[str, Any]:
-        return {
-            "stop": stop_after_attempt(self.attempts),
-            "wait": wait_exponential(multiplier=self.retry_wait, max=self.max_retry_wait),
-            "retry": retry_if_exception(self.is_transient),
-            "reraise": True,
-            "before_sleep": self._log_retry(job, step),
-        }
+    def _next_step(self, job: WriteJob) -> WriteStep | None:
+        """The job's next step; None when it is written or its user is being erased."""
+        return None if job.done == len(job.steps) or _erased(job) else job.steps[job.done]
 
-    def _failure(self, job: WriteJob, step: str, error: BaseException) -> _Outcome:
+    def _failure(self, job: WriteJob, step: str, error: Exception) -> FailedWrite | None:
         if _erased(job):
-            return "dropped"
+            return None  # dropped: `_settle` counts it
         logger.error(
             "%s: step %r failed, the job is kept for retry: %r", job.description, step, error,
             exc_info=error,
         )  # fmt: skip
         return FailedWrite(job, step, error)
 
-    def _run_steps(self, job: WriteJob) -> _Outcome:
-        while job.done < len(job.steps):
-            if _erased(job):
-                return "dropped"
-            step = job.steps[job.done]
+    def _run_steps(self, job: WriteJob) -> FailedWrite | None:
+        while (step := self._next_step(job)) is not None:
             try:
-                for attempt in Retrying(**self._retry_options(job, step.name)):
-                    with attempt:
-                        step.run()
+                self._retrying(job, step.name, Retrying)(step.run)
             except Exception as e:  # kept and raised by flush / the deferred node
                 return self._failure(job, step.name, e)
             job.done += 1
         return None
 
-    async def _arun_steps(self, job: WriteJob) -> _Outcome:
-        while job.done < len(job.steps):
-            if _erased(job):
-                return "dropped"
-            step = job.steps[job.done]
+    async def _arun_steps(self, job: WriteJob) -> FailedWrite | None:
+        while (step := self._next_step(job)) is not None:
             try:
-                async for attempt in AsyncRetrying(**self._retry_options(job, step.name)):
-                    with attempt:
-                        await step.arun()
+                await self._retrying(job, step.name, AsyncRetrying)(step.arun)
             except Exception as e:  # kept and raised by flush / the deferred node
                 return self._failure(job, step.name, e)
             job.done += 1
         return None
-
-    def run(self, job: WriteJob) -> None:
-        """Submit a job and wait for it (behind the jobs of its lane).
-
-        Raises:
-            MemoryWriteError: The job failed or is held (it is kept in `failed`).
-        """
-        self.wait(self.submit(job))
-
-    async def arun(self, job: WriteJob) -> None:
-        """Async `run`: submit a job on this event loop and await it.
-
-        Raises:
-            MemoryWriteError: The job failed or is held (it is kept in `failed`).
-        """
-        await self.await_job(self.asubmit(job))
 
     # ------------------------------------------------------------------ erasure
     def _user_jobs(self, user: str) -> int:
         """The user's jobs, pending or kept."""
         with self._lock:
-            queued = [j for q in self._lanes.values() for j in q]
-            kept = [f.job for f in self._failed.values()]
-        return sum(j.user == user for j in [*queued, *kept])
+            jobs = [j for j, _ in self._pending.values()] + [f.job for f in self._failed.values()]
+        return sum(j.user == user for j in jobs)
 
     def _drop_user(self, user: str) -> None:
         """Drop the user's kept and queued jobs; wait for its running ones to stop."""
         with self._lock:
-            heads = [q[0] for q in self._lanes.values() if q[0].user == user]
-            running = [j.id for j in heads if _in_flight(self._futures[j.id])]
-            _check_loop([self._futures[i] for i in running])
+            lanes = [lane for lane in self._lanes.values() if lane.jobs]
+            running = [lane.jobs[0] for lane in lanes if lane.jobs[0].user == user and lane.alive()]
+            if any(self._lanes[j.lane].loop is _running_loop() is not None for j in running):
+                raise RuntimeError(
+                    "erase_user would wait for a memory write of this user that runs on this"
+                    " event loop: call `await store.aerase_user(...)` instead."
+                )
             dropped = [i for i, f in self._failed.items() if f.job.user == user]
             for i in dropped:
                 del self._failed[i]
-            futures = []
-            for lane, queue in list(self._lanes.items()):
-                for job in [j for j in queue if j.user == user and j.id not in running]:
-                    queue.remove(job)
+            for name, lane in list(self._lanes.items()):
+                for job in [j for j in lane.jobs if j.user == user and j not in running]:
+                    lane.jobs.remove(job)
                     dropped.append(job.id)
-                    futures.append(self._futures.pop(job.id))
-                if not queue:
-                    del self._lanes[lane]  # its drainer's event loop is closed
+                if not lane.jobs and not lane.alive():
+                    del self._lanes[name]
+            futures = [self._pending.pop(i)[1] for i in dropped if i in self._pending]
             for i in dropped:
                 self._finish(i)
             _count_dropped(user, len(dropped))
         for future in futures:
-            _resolve(future, None)
-        with self._lock:  # a running job stops at its next step (see `_run_steps`)
-            self._settled.wait_for(lambda: not any(i in self._futures for i in running))
+            future.set_result(True)
+        with self._lock:  # a running job stops at its next step (see `_next_step`)
+            self._settled.wait_for(lambda: not any(j.id in self._pending for j in running))
 
     # ------------------------------------------------------------------ waiting
-    def _lookup(self, job_id: str) -> tuple[Literal["pending", "failed", "done", "unknown"], Any]:
+    def _lookup(self, job_id: str) -> tuple[Any, asyncio.AbstractEventLoop | None]:
+        """The job's future (settled ones: done at once) and the loop that runs it."""
         with self._lock:
-            if job_id in self._futures:
-                return "pending", self._futures[job_id]
+            if job_id in self._pending:
+                job, future = self._pending[job_id]
+                return future, self._lanes[job.lane].loop
             if job_id in self._failed:
-                return "failed", self._failed[job_id]
-            return ("done" if job_id in self._finished else "unknown"), None
+                return _future(error=MemoryWriteError([self._failed[job_id]])), None
+            return _future(job_id in self._finished), None
 
     def wait(self, job_id: str, timeout: float | None = None) -> bool:
-        """Wait for one job of a sync run.
+        """Wait for one job (on an event loop: `await_job`).
 
         Returns:
             True when the job was settled (written, or dropped by an erasure); False
-            when this writer does not know it (e.g. the run resumed in another
-            process): the caller writes it itself.
+            when this writer does not know it (e.g. it was submitted in another process).
 
         Raises:
             MemoryWriteError: The job failed or is held (it is kept in `failed`).
-            RuntimeError: The job belongs to an async run.
+            RuntimeError: The job runs on the event loop of this thread.
             TimeoutError: Not finished within `timeout` seconds.
         """
-        state, found = self._lookup(job_id)
-        if state == "pending":
-            if isinstance(found, asyncio.Future):
-                raise RuntimeError("This job runs on an event loop: wait for it with await_job.")
-            outcome = found.result(timeout)
-            if isinstance(outcome, _Failed):
-                raise MemoryWriteError([outcome.failure])
-            return True
-        if state == "failed":
-            raise MemoryWriteError([found])
-        return state == "done"
+        future, loop = self._lookup(job_id)
+        if loop is not None and loop is _running_loop():
+            raise RuntimeError("This job runs on this event loop: wait for it with await_job.")
+        return bool(future.result(timeout))
 
     async def await_job(self, job_id: str) -> bool:
-        """Async `wait` (for jobs of async runs and of sync runs alike).
-
-        Returns:
-            True when the job was settled; False when this writer does not know it.
-
-        Raises:
-            MemoryWriteError: The job failed or is held (it is kept in `failed`).
-        """
-        state, found = self._lookup(job_id)
-        if state == "pending":
-            waiter = found if isinstance(found, asyncio.Future) else asyncio.wrap_future(found)
-            outcome = await asyncio.shield(waiter)
-            if isinstance(outcome, _Failed):
-                raise MemoryWriteError([outcome.failure])
-            return True
-        if state == "failed":
-            raise MemoryWriteError([found])
-        return state == "done"
+        """`wait` without blocking the running event loop (for jobs of any run)."""
+        return bool(await asyncio.wrap_future(self._lookup(job_id)[0]))
 
     def _raise_failed(self) -> None:
         failures = self.failed
@@ -629,10 +585,11 @@ class MemoryWriter:
             raise MemoryWriteError(failures)
 
     def flush(self, timeout: float | None = None, *, at_exit: bool = False) -> None:
-        """Wait for every pending job of sync runs; report failures.
+        """Wait for every pending job; report failures.
 
-        Jobs of async runs cannot be waited for from a thread: use `aflush`. At exit
-        (`at_exit=True`) they are logged as unwritten instead.
+        Jobs on an event loop that is stopped or runs in this thread cannot advance
+        while this waits: they are not waited for (`await aflush()` on that loop); at
+        exit (`at_exit=True`) they are logged as unwritten.
 
         Args:
             timeout: Seconds to wait in all (None: until done).
@@ -642,61 +599,37 @@ class MemoryWriter:
             MemoryWriteError: Jobs failed (kept in `failed`).
             TimeoutError: Jobs were still pending after `timeout`.
         """
+        here = _running_loop()
         with self._lock:
-            futures = list(self._futures.values())
-        threads = [f for f in futures if isinstance(f, concurrent.futures.Future)]
-        loops = [f for f in futures if isinstance(f, asyncio.Future)]
-        _, not_done = concurrent.futures.wait(threads, timeout)
+            jobs = [(f, self._lanes[j.lane].loop) for j, f in self._pending.values()]
+        waited = [f for f, loop in jobs if loop is None or (loop.is_running() and loop is not here)]
+        _, not_done = concurrent.futures.wait(waited, timeout)
         if not_done:
             raise TimeoutError(f"{len(not_done)} memory write(s) still pending after {timeout}s.")
-        if loops and at_exit:
+        if at_exit and len(waited) < len(jobs):
             logger.error(
                 "At exit: %d memory write(s) of async runs were never written (their event"
                 " loop stopped first); await MemoryWriter.aflush() before closing the loop.",
-                len(loops),
+                len(jobs) - len(waited),
             )
         self._raise_failed()
 
     async def aflush(self) -> None:
-        """Wait for every pending job (of async and sync runs); report failures.
-
-        Raises:
-            MemoryWriteError: Jobs failed (kept in `failed`).
-        """
-        while True:
-            with self._lock:
-                futures = list(self._futures.values())
-            if not futures:
-                break
-            await asyncio.gather(
-                *(
-                    asyncio.shield(f if isinstance(f, asyncio.Future) else asyncio.wrap_future(f))
-                    for f in futures
-                )
-            )
-        self._raise_failed()
-
-    def _take_failed(self) -> list[WriteJob]:
-        with self._lock:
-            jobs = [f.job for f in self._failed.values()]
-            self._failed.clear()
-        return jobs
+        """`flush` without blocking the running event loop (no timeout)."""
+        await asyncio.to_thread(self.flush)
 
     def retry_failed(self) -> list[str]:
-        """Queue the kept jobs again (on worker threads), in order, at their failed step.
-
-        Returns:
-            The ids of the requeued jobs.
-        """
-        return [self.submit(job) for job in self._take_failed()]
+        """Queue the kept jobs again (on worker threads), in order; returns their ids."""
+        return self._requeue(None)
 
     async def aretry_failed(self) -> list[str]:
-        """Queue the kept jobs again on the running event loop (for async stores).
+        """`retry_failed` on the running event loop (for async stores)."""
+        return self._requeue(asyncio.get_running_loop())
 
-        Returns:
-            The ids of the requeued jobs.
-        """
-        return [self.asubmit(job) for job in self._take_failed()]
+    def _requeue(self, loop: asyncio.AbstractEventLoop | None) -> list[str]:
+        with self._lock:
+            lanes = dict.fromkeys(f.job.lane for f in self._failed.values())
+        return [i for name in lanes for i in self._queue(name, loop, None)]
 
     def discard_failed(self, job_ids: Collection[str] | None = None) -> list[FailedWrite]:
         """Drop kept jobs (the only way a job is dropped unwritten, besides erasure).
@@ -718,11 +651,7 @@ class MemoryWriter:
         return dropped
 
     def close(self) -> None:
-        """Flush, then stop the worker threads.
-
-        Raises:
-            MemoryWriteError: Jobs failed (kept in `failed`).
-        """
+        """`flush`, then stop the worker threads."""
         try:
             self.flush()
         finally:
@@ -730,21 +659,3 @@ class MemoryWriter:
                 executor, self._executor = self._executor, None
             if executor is not None:
                 executor.shutdown(wait=True)
-
-
-def _in_flight(future: Any) -> bool:
-    """Whether a job's drainer can still run it (an event loop's job: the loop is open)."""
-    return not isinstance(future, asyncio.Future) or not future.get_loop().is_closed()
-
-
-def _check_loop(futures: Sequence[Any]) -> None:
-    """Refuse to wait, on an event loop, for a job that only this loop can advance."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    if any(isinstance(f, asyncio.Future) and f.get_loop() is running for f in futures):
-        raise RuntimeError(
-            "erase_user would wait for a memory write of this user that runs on this"
-            " event loop: call `await store.aerase_user(...)` instead."
-        )

@@ -25,7 +25,7 @@ from langgraph_tiered_memory.agent.builder import (
     used_memories,
 )
 from langgraph_tiered_memory.agent.nodes import fill_namespace, render_memory_context
-from langgraph_tiered_memory.agent.writer import HELD_STEP
+from langgraph_tiered_memory.agent.writer import HELD_STEP, MemoryWriterFullError
 from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from tests.fake_models import RecordingChatModel, prompt_text
 
@@ -134,7 +134,7 @@ def test_transient_errors_are_retried_and_done_steps_never_rerun() -> None:
 
     writer = MemoryWriter(retry_wait=0.0)
     job = WriteJob("u1", [_step("first", lambda: calls.append("first")), _step("flaky", flaky)])
-    writer.run(job)
+    assert writer.wait(writer.submit(job))
     assert calls == ["first", "flaky", "flaky", "flaky"]
     assert is_transient(BackendUnavailableError("redis down"))
     assert not is_transient(ValueError("bad"))
@@ -492,6 +492,61 @@ def test_pending_writes_finish_and_failures_are_logged_at_exit(tmp_path: Any) ->
     assert result.returncode == 0, result.stderr
     assert done.read_text() == "ok"
     assert "At exit" in result.stderr and "job B" in result.stderr
+
+
+def test_a_full_writer_refuses_new_jobs_and_loses_none_it_accepted() -> None:
+    writer = MemoryWriter(max_jobs=2, retry_wait=0.0)
+    release, order = threading.Event(), []
+
+    def first() -> None:
+        assert release.wait(10)
+        order.append("a1")
+
+    writer.submit(WriteJob("a", [_step("a1", first)]))
+    assert writer.wait(writer.submit(WriteJob("b", [_step("b1", lambda: order.append("b1"))])))
+    writer.submit(WriteJob("a", [_step("a2", lambda: order.append("a2"))]))
+    with pytest.raises(MemoryWriterFullError, match="max_jobs"):
+        writer.submit(WriteJob("c", [_step("c1", lambda: order.append("c1"))]))
+    assert writer.pending == 2
+    release.set()
+    writer.flush(10)
+    assert order == ["b1", "a1", "a2"]
+    writer.submit(WriteJob("c", [_step("c1", lambda: order.append("c1"))]))  # room again
+    writer.flush(10)
+    assert order[-1] == "c1"
+
+
+async def test_a_flush_from_another_thread_waits_for_the_jobs_of_async_runs() -> None:
+    writer = MemoryWriter(retry_wait=0.0)
+    written: list[str] = []
+
+    async def slow() -> None:
+        await asyncio.sleep(0.2)
+        written.append("async")
+
+    writer.asubmit(WriteJob("u1", [WriteStep("put", lambda: None, slow)]))
+    await asyncio.to_thread(writer.flush, 10)  # as flush_memory_writes() in a worker
+    assert written == ["async"] and writer.pending == 0
+
+
+def test_a_job_left_on_a_finished_event_loop_is_written_by_the_worker_threads() -> None:
+    writer = MemoryWriter(retry_wait=0.0)
+    written: list[str] = []
+
+    async def never_finishes() -> None:
+        await asyncio.Event().wait()
+
+    async def run() -> str:  # returns before its job is written, as a cancelled run does
+        job = WriteJob("u1", [WriteStep("put", lambda: written.append("sync"), never_finishes)])
+        job_id = writer.asubmit(job)
+        await asyncio.sleep(0)
+        return job_id
+
+    job_id = asyncio.run(run())
+    assert writer.wait(job_id, timeout=10) and written == ["sync"]
+    writer.submit(WriteJob("u1", [_step("next", lambda: written.append("next"))]))
+    writer.flush(10)
+    assert written == ["sync", "next"] and writer.pending == 0
 
 
 def test_a_busy_lane_does_not_keep_the_only_worker_from_other_users() -> None:
