@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.checkpoint import RedisSessionSaver
 from langgraph_tiered_memory.privacy.erasure import ErasureReceipt
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.conftest import DIMS
 from tests.erase_scan import (
     Needles,

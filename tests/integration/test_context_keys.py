@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import Collections
 from langgraph_tiered_memory.store.tiers.chroma_vectors import VECTORS_FILE
 from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 from chromadb.api.models.Collection import Collection
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from tests.fakes import Clock, HashingEmbeddings

@@ -11,9 +11,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
-
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.fakes import HashingEmbeddings
 
 

@@ -37,7 +37,6 @@ import numpy as np
 import pytest
 import redis
 from chromadb.config import Settings
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore, create_memory_agent
@@ -48,6 +47,7 @@ from langgraph_tiered_memory.checkpoint import (
     ShallowRedisSessionSaver,
 )
 from langgraph_tiered_memory.cli.app import app as cli_app
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.conftest import DIMS
 from tests.erase_env import (
     ChromaServer,

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from falkordb import FalkorDB
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory.graph._falkordb_erase import namespace_of_key
 from langgraph_tiered_memory.graph.erase import erase_user_graph, mentions_any
@@ -24,6 +23,7 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, PendingGraph
 from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE
 

@@ -19,8 +19,6 @@ from typing import Any, NamedTuple
 import chromadb
 import pytest
 from chromadb.config import Settings
-from langgraph_tiered_memory.store.tiers._items import ItemWrite
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
@@ -28,6 +26,8 @@ from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 from langgraph_tiered_memory.store._backends import chroma_from_path
 from langgraph_tiered_memory.store.tiers import sqlite_graph
+from langgraph_tiered_memory.store.tiers._items import ItemWrite
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_tier import ChromaTier
 from langgraph_tiered_memory.store.tiers.chroma_writes import ChromaWrites
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror, PendingGraph

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 import redis
 from falkordb import FalkorDB
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.ranking.terms import FTS_TOKENIZE, keyword_terms
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_import import import_memory_index
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex

@@ -12,15 +12,15 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis.cluster import RedisCluster
+
+from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
+from langgraph_tiered_memory.graph.types import MemoryTriples
 from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
     encode_namespace,
     namespace_id,
 )
-from redis.cluster import RedisCluster
-
-from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
-from langgraph_tiered_memory.graph.types import MemoryTriples
 from langgraph_tiered_memory.store.tiers.doc_mirror import DocMirror
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex, _search_reply
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryRow, Selection

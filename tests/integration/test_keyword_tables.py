@@ -17,11 +17,11 @@ import pytest
 import Stemmer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.ranking.bm25 import FTS_WEIGHTS
 from langgraph_tiered_memory.ranking.terms import FTS_TOKENIZE
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirror, MemoryRow
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings

@@ -23,9 +23,9 @@ import chromadb
 import pytest
 import redis
 from chromadb.config import Settings
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
 

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
-from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_vectors import VECTORS_FILE
 from langgraph_tiered_memory.store.tiers.index_redis import RedisIndex
 from tests.conftest import DIMS

@@ -15,10 +15,10 @@ import chromadb
 import pytest
 import redis
 from chromadb.config import Settings
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from langgraph_tiered_memory.errors import NamespaceLockedError
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings

@@ -22,10 +22,10 @@ import redis
 from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
 from langgraph.store.base import PutOp
-from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.ranking.keys import context_text
+from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
 from tests.fakes import HashingEmbeddings
 from tests.integration.test_long_replicas import _replica

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 import redis
-from langgraph_tiered_memory.store.tiers._items import ItemWrite, to_datetime
-from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.store.tiers._items import ItemWrite, to_datetime
+from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 from tests.fakes import Clock
 
 NS = ("legacy", "s1")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import redis
-from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
+from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.redis_tier import RedisTier
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings

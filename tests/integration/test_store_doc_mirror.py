@@ -7,9 +7,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE, DocMirror, MemoryRow
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings

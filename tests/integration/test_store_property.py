@@ -350,7 +350,6 @@ def test_prefix_reads_never_reach_a_near_namespace(
 ) -> None:
     """Searches and listings under a prefix return exactly the namespaces it prefixes."""
     from langgraph_tiered_memory.store.tiers._namespaces import has_prefix
-
     from tests.unit.test_pure import namespace_families
 
     client = redis.Redis.from_url(redis_url)

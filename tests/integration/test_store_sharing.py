@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_tiered_memory.store.tiers._dirlock import lock_directory
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.errors import ChromaDirectoryInUseError, ConfigurationError
+from langgraph_tiered_memory.store.tiers._dirlock import lock_directory
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from langgraph_tiered_memory.store.tiers._document import Document, decode_document, encode_document
 from langgraph_tiered_memory.store.tiers._items import StoredItem
 

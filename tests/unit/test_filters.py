@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.store.memory import _compare_values
-from langgraph_tiered_memory.store.tiers._filters import matches_filter, validate_filter
 
 from langgraph_tiered_memory.errors import InvalidFilterError
+from langgraph_tiered_memory.store.tiers._filters import matches_filter, validate_filter
 
 INF, NAN = math.inf, math.nan
 ORDERING = ("$gt", "$gte", "$lt", "$lte")

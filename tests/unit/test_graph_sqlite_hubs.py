@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.graph.types import (
@@ -27,6 +26,7 @@ from langgraph_tiered_memory.graph.types import (
     graph_scope,
 )
 from langgraph_tiered_memory.store.tiers import sqlite_graph
+from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.sqlite_db import SqliteFile
 from langgraph_tiered_memory.store.tiers.sqlite_graph import GraphTables, ns_key
 

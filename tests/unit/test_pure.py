@@ -7,6 +7,11 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 from langgraph.store.memory import _compare_values
+
+from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY
+from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
+from langgraph_tiered_memory.store._validate import validate_namespace
+from langgraph_tiered_memory.store.routing import TierRouter
 from langgraph_tiered_memory.store.tiers._filters import matches_filter, validate_filter
 from langgraph_tiered_memory.store.tiers._namespaces import (
     decode_namespace,
@@ -15,11 +20,6 @@ from langgraph_tiered_memory.store.tiers._namespaces import (
     namespace_id,
     select_namespaces,
 )
-
-from langgraph_tiered_memory.config import DEFAULT_TIER_POLICY
-from langgraph_tiered_memory.errors import ConfigurationError, InvalidFilterError
-from langgraph_tiered_memory.store._validate import validate_namespace
-from langgraph_tiered_memory.store.routing import TierRouter
 
 # Labels lean on the characters that matter to the encodings: JSON escapes, the
 # separator, a wildcard, non-ASCII (UTF-8 byte order differs from code point order).
