@@ -268,6 +268,9 @@ class RetrievalBenchConfig:
             without the channel and with it). Needs memory scoring and a fusing mode.
         merge: Put every conversation in one namespace, speakers renamed to the first
             one's (`bench._retrieval_merge`): a longer, harder haystack.
+        embed: The store's `embed` string: ``"local"`` (the default offline embedder,
+            multilingual-e5-small), ``"local:minilm"`` (all-MiniLM-L6-v2), or another
+            384-dimension embedder's string.
     """
 
     data: str
@@ -282,6 +285,7 @@ class RetrievalBenchConfig:
     overrides: dict[str, Any] = field(default_factory=dict)
     graph: str = "off"
     merge: bool = False
+    embed: str = "local"
 
     def validate(self) -> RetrievalBenchConfig:
         """Check the options and resolve the retrieval mode.

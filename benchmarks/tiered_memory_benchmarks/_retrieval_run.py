@@ -225,7 +225,7 @@ def run_store(
         store = TieredMemoryStore(
             chroma_path=chroma_dir,
             tiers={"default": "long"},
-            index={"dims": 384, "embed": "local", "fields": ["content"]},
+            index={"dims": 384, "embed": config.embed, "fields": ["content"]},
             key_prefix="bench",
             scoring=scoring,  # type: ignore[arg-type]
             clock=clock,

@@ -444,13 +444,21 @@ def bench_retrieval(
             " one's and sessions interleaved by date: a haystack as long as all of them.",
         ),
     ] = False,
+    embed: Annotated[
+        str,
+        typer.Option(
+            help="Embedder: local (multilingual-e5-small, the default offline one),"
+            " local:minilm (all-MiniLM-L6-v2, needs the minilm extra), or another"
+            " 384-dimension embed string."
+        ),
+    ] = "local",
     as_json: JsonFlag = False,
 ) -> None:
     """Measure recall@k of one store search per LoCoMo question.
 
     Each conversation is written turn by turn (one memory per turn, keyed by its dia_id)
-    to its own namespace of a long-tier store with the offline all-MiniLM-L6-v2
-    embedder, at the session's date; each question with evidence is then asked once,
+    to its own namespace of a long-tier store with the offline embedder (--embed),
+    at the session's date; each question with evidence is then asked once,
     the day after the last session. Recall is in percent, overall and per category.
 
     With --cv, each conversation is also a fold: a setting chosen on the others is
@@ -508,6 +516,7 @@ def bench_retrieval(
         overrides=overrides,
         graph=graph.strip().lower(),
         merge=merge,
+        embed=embed,
     )
     report: Any
     try:
