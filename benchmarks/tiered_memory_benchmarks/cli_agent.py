@@ -29,7 +29,7 @@ def bench_agent(
     ] = True,
     profile: Annotated[bool, typer.Option(help="Put the user profile in the context.")] = True,
     embed: Annotated[
-        str, typer.Option(help="'hashing' (no model) or 'local' (offline MiniLM).")
+        str, typer.Option(help="'hashing' (no model) or 'local' (offline multilingual-e5-small).")
     ] = "hashing",
     as_json: JsonFlag = False,
 ) -> None:

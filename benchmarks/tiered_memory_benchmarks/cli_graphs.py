@@ -91,7 +91,7 @@ def bench_summarizer(
     store: Annotated[
         bool,
         typer.Option(
-            help="Also write each turn to a long-term store (offline MiniLM) and count"
+            help="Also write each turn to a long-term store (offline e5-small) and count"
             " evidence found by one search per question (top 10)."
         ),
     ] = False,

@@ -7,7 +7,8 @@ sessions with dated turns, and questions whose evidence names the turns (``"D<se
 given on the command line and the project never ships it.
 
 Everything goes through the public `BaseStore` API of a `TieredMemoryStore` whose every
-namespace is on the long (Chroma) tier, with the offline all-MiniLM-L6-v2 embedder:
+namespace is on the long (Chroma) tier, with an offline embedder (`--embed`, default
+multilingual-e5-small):
 
 - each conversation gets one namespace, ``("locomo", <sample_id>)``;
 - each dialog turn is one memory, keyed by its ``dia_id``, with value

@@ -49,7 +49,7 @@ class SummarizerBenchConfig:
         max_messages: Summarization trigger (messages).
         keep_last: Messages kept after summarizing.
         max_summary_sentences: Size of the extractive summary.
-        store: Also write every turn to a long-term `TieredMemoryStore` (offline MiniLM,
+        store: Also write every turn to a long-term `TieredMemoryStore` (offline e5-small,
             temporary Chroma) and count an evidence turn as found when one store
             search with the question returns it in the top `store_k`.
         store_k: Results of that search.

@@ -189,8 +189,9 @@ def namespace_labels(namespace: str, option: str = "--namespace") -> tuple[str, 
 EmbedOption = Annotated[
     str | None,
     typer.Option(
-        help="Embeddings the store was written with: 'local' (offline all-MiniLM-L6-v2)"
-        " or 'provider:model'. Default: none (keyword ranking only)."
+        help="Embeddings the store was written with: 'local' (offline"
+        " multilingual-e5-small), 'local:minilm' (all-MiniLM-L6-v2) or 'provider:model'."
+        " Default: none (keyword ranking only)."
     ),
 ]
 """`--embed`: the store's embedder, for commands that embed queries or memories."""

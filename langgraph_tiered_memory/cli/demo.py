@@ -140,7 +140,7 @@ def demo(
     Working memory (checkpoints in Redis, summarized when over `--budget` tokens),
     the session registry with its TTL, long-term memories in Chroma recalled in a
     second session with their score breakdown, and a forgetting dry run. Offline by
-    default (REDIS_URL or an embedded Redis, the local all-MiniLM-L6-v2 embedder,
+    default (REDIS_URL or an embedded Redis, the local multilingual-e5-small embedder,
     a scripted model).
     """
     from langgraph_tiered_memory import TieredMemoryStore, create_memory_agent
@@ -184,7 +184,7 @@ def demo(
                 f"Redis (sessions): [bold]{escape(mask_url(redis_url))}[/bold]\n"
                 f"Chroma (long-term memories): [bold]{escape(chroma_dir)}[/bold]"
                 f"{' (temporary)' if temporary else ''}\n"
-                "Embeddings: all-MiniLM-L6-v2, offline (index embed='local')\n"
+                "Embeddings: multilingual-e5-small, offline (index embed='local')\n"
                 f"Chat model: [bold]{escape(model_label)}[/bold]\n"
                 "Graph: memory_retrieval → agent → summarize → memory_storage\n"
                 f"User [bold]{_USER}[/bold], two sessions (threads): {threads[0]}, {threads[1]}",

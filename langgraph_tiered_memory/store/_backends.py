@@ -236,6 +236,7 @@ def build_tiers(
     key_prefix: str,
     dims: int,
     redis_client: redis.Redis | None,
+    embedder: str | None = None,
     redis_url: str | None,
     chroma_client: Any | None,
     chroma_path: str | None,
@@ -253,6 +254,9 @@ def build_tiers(
     There, `memory_index_path` is a legacy file the tier imports when it opens, with
     the triples it holds going to `import_graph()` (the store's graph, made after the
     tiers).
+
+    `embedder` names the embedding model (`embeddings.embedder_name`): the long tier
+    records it with its collections and refuses collections that record another.
     """
     tiers: dict[TierName, Tier] = {}
     used = router.used_tiers
@@ -315,6 +319,7 @@ def build_tiers(
             chroma_client,
             key_prefix=key_prefix,
             dims=dims,
+            embedder=embedder,
             client_factory=factory,
             owns_client=chroma_client is None,
             hnsw=check_hnsw(chroma_hnsw),

@@ -26,6 +26,7 @@ from langgraph.store.base import (
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_redis_timeout
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
+from langgraph_tiered_memory.embeddings import embedder_name
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import memory_fields
@@ -146,6 +147,7 @@ class TieredStoreCore:
             router=self._router,
             key_prefix=self.key_prefix,
             dims=self.dims,
+            embedder=embedder_name(self.embeddings),
             redis_client=redis_client,
             redis_url=redis_url,
             chroma_client=chroma_client,

@@ -124,7 +124,8 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
         chroma_hnsw: `ChromaHnswConfig` for the HNSW index of new namespaces.
         index: LangGraph `IndexConfig` (`dims`, `embed`, `fields`) enabling semantic
             search. `embed` may be an `Embeddings`, a function, a `"provider:model"`
-            string or `"local"` (offline all-MiniLM-L6-v2, 384 dims).
+            string, `"local"` (offline multilingual-e5-small, 384 dims) or `"local:minilm"`
+            (offline all-MiniLM-L6-v2, 384 dims, the `minilm` extra).
         ttl: LangGraph `TTLConfig` (`default_ttl` in minutes, `refresh_on_read`,
             `sweep_interval_minutes` to sweep expired Chroma items in the background).
         scoring: `ScoringConfig`. The default `{"mode": "memory"}` ranks long-term

@@ -2,7 +2,7 @@
 
 The LoCoMo data never enters the repository: the file is written here, three small
 conversations whose questions each name one turn by a word only that turn holds. The
-test needs the `local` extra (the offline all-MiniLM-L6-v2 embedder), like the plain
+test needs the `local` extra (the offline multilingual-e5-small embedder), like the plain
 benchmark's end-to-end test; no Redis (every namespace is on the long tier).
 """
 

@@ -394,12 +394,12 @@ def test_ingest_refuses_locomo_and_names_the_benchmarks_command(tmp_path: Path) 
 def test_ingest_imports_a_langchain_chroma_collection(tmp_path: Path) -> None:
     from langchain_chroma import Chroma
 
-    from langgraph_tiered_memory.embeddings import LocalMiniLMEmbeddings
+    from langgraph_tiered_memory.embeddings import LocalE5Embeddings
 
     lc_dir = tmp_path / "lc"
     kb = Chroma(
         collection_name="company-kb",
-        embedding_function=LocalMiniLMEmbeddings(),
+        embedding_function=LocalE5Embeddings(),
         persist_directory=str(lc_dir),
     )
     kb.add_texts(["The office is in Lisbon.", "Support answers within a day."], ids=["o", "s"])

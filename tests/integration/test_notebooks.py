@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CELL_TIMEOUT = 300  # seconds per cell; a loaded CI machine is slow to load MiniLM
+CELL_TIMEOUT = 300  # seconds per cell; a loaded CI machine is slow to load the embedder
 
 # notebook -> (PNG images at least, HTML tables at least, Mermaid charts at least)
 PROMISED = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import chromadb
 import pytest
@@ -86,3 +87,60 @@ def test_chroma_client_given_by_the_caller_is_used(
     assert f"{key_prefix}-registry" not in names
     assert store.list_namespaces() == [("a",)]
     store.close()
+
+
+class _Model(HashingEmbeddings):
+    """Hashing vectors under a model name, as a LangChain integration reports one."""
+
+    def __init__(self, model: str, dims: int = DIMS) -> None:
+        super().__init__(dims)
+        self.model = model
+
+
+def _open_with(redis_url: str, path: Path, prefix: str, embed: HashingEmbeddings) -> Any:
+    store = TieredMemoryStore(
+        redis_url=redis_url,
+        chroma_path=str(path),
+        key_prefix=prefix,
+        tiers={"default": "long"},
+        index={"dims": DIMS, "embed": embed, "fields": ["text"]},
+    )
+    store.setup()
+    return store
+
+
+def test_reopening_with_another_embedding_model_of_the_same_size_is_a_clear_error(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "chroma"
+    first = _open_with(redis_url, path, key_prefix, _Model("model-a"))
+    first.put(("users", "u1"), "k", {"text": "likes green tea"})
+    first.close()
+    client = chromadb.PersistentClient(
+        path=str(path), settings=Settings(anonymized_telemetry=False)
+    )
+    models = {(c.metadata or {}).get("tm_model") for c in client.list_collections()}
+    assert "_Model:model-a" in models
+    del client
+    other = _open_with(redis_url, path, key_prefix, _Model("model-b"))
+    with pytest.raises(ConfigurationError, match=r"'_Model:model-a'.*'_Model:model-b'"):
+        other.search(("users",), query="tea")
+    other.close()
+    same = _open_with(redis_url, path, key_prefix, _Model("model-a"))
+    assert [h.key for h in same.search(("users",), query="tea")] == ["k"]
+    same.close()
+
+
+def test_collections_that_record_no_model_open_with_any_embedder(
+    redis_url: str, key_prefix: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A function (or an older store) names no model: nothing is recorded or refused."""
+    path = tmp_path / "chroma"
+    first = _open_with(redis_url, path, key_prefix, HashingEmbeddings(DIMS))
+    first.put(("users", "u1"), "k", {"text": "likes green tea"})
+    first.close()
+    named = _open_with(redis_url, path, key_prefix, _Model("model-a"))
+    assert [h.key for h in named.search(("users",), query="tea")] == ["k"]
+    named.close()
+    warnings = [r.getMessage() for r in caplog.records if "records no embedding" in r.getMessage()]
+    assert len(warnings) == 1 and "embed='local:minilm'" in warnings[0]

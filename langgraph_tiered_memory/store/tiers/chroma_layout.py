@@ -135,6 +135,13 @@ def strip_ns(rid: str) -> str:
     return rid[_NSID_LEN + 1 :]
 
 
+_EMBED_HINTS = {
+    "all-MiniLM-L6-v2": " (index={'embed': 'local:minilm', ...})",
+    "multilingual-e5-small-q4": " (index={'embed': 'local', ...})",
+}
+"""How to select each offline embedder, for the model-mismatch message."""
+
+
 class _Dims:
     """Stands for a collection whose metadata records `tm_dims` (for `_check_dims`)."""
 
@@ -229,12 +236,16 @@ class Collections:
         prefix: str,
         dims: int,
         hnsw: dict[str, Any],
+        embedder: str | None = None,
         buckets: int | None = None,
         graduate_at: int = DEFAULT_GRADUATE_AT,
     ):
         self._client = client
         self.prefix = prefix
         self.dims = dims
+        self.embedder = embedder
+        """The embedding model's name, recorded as `tm_model` by new collections."""
+        self._unnamed_logged = False  # the warning about collections naming no model
         self._hnsw = hnsw
         self._wanted_buckets = buckets
         self.graduate_at = graduate_at
@@ -460,14 +471,39 @@ class Collections:
         self.forget_namespace(nsid)
 
     # ------------------------------------------------------------- collections
+    def _stamp(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """A new collection's metadata, with the embedding model's name when known."""
+        if self.embedder is not None:
+            metadata["tm_model"] = self.embedder
+        return metadata
+
     def _check_dims(self, what: str, col: Any) -> Any:
-        found = (col.metadata or {}).get("tm_dims")
+        meta = col.metadata or {}
+        found = meta.get("tm_dims")
         if found is not None and int(found) != self.dims:
             raise ConfigurationError(
                 f"Namespace {what} was stored with embeddings of {found} dimensions, but"
                 " this store is configured with"
                 f" {self.dims}. Open the store with the index configuration it was created"
                 " with, or use another key_prefix for the new embedding model."
+            )
+        model = meta.get("tm_model")
+        if model is None and self.embedder is not None and not self._unnamed_logged:
+            self._unnamed_logged = True
+            logger.warning(
+                "Collection %s records no embedding model, so a change of model cannot be"
+                " detected there. Stores written before models were recorded with"
+                " embed='local' hold all-MiniLM-L6-v2 vectors: open them with"
+                " embed='local:minilm', not with this store's %r.",
+                getattr(col, "name", what),
+                self.embedder,
+            )
+        if model is not None and self.embedder is not None and model != self.embedder:
+            raise ConfigurationError(
+                f"Namespace {what} was stored with embeddings of the model {model!r}, but"
+                f" this store embeds with {self.embedder!r}: vectors of two models do not"
+                " compare. Open the store with the embedder it was written with"
+                f"{_EMBED_HINTS.get(model, '')}, or use another key_prefix for the new model."
             )
         return col
 
@@ -482,7 +518,7 @@ class Collections:
             col = self._client().get_or_create_collection(
                 self.bucket_name(i),
                 embedding_function=None,
-                metadata={"tm_dims": self.dims, "tm_kind": "bucket"},
+                metadata=self._stamp({"tm_dims": self.dims, "tm_kind": "bucket"}),
                 configuration={"hnsw": BUCKET_HNSW},
             )
             self._check_dims(f"bucket {i}", col)
@@ -520,7 +556,7 @@ class Collections:
             col = client.get_or_create_collection(
                 self.own_name(nsid),
                 embedding_function=None,
-                metadata={"tm_dims": self.dims, "tm_ns": encode_namespace(ns)},
+                metadata=self._stamp({"tm_dims": self.dims, "tm_ns": encode_namespace(ns)}),
                 configuration={"hnsw": self._hnsw},
             )
         else:
