@@ -254,6 +254,20 @@ def _where(options: Mapping[str, Any]) -> str:
     return f"Redis {mask_url(options['redis_url'])}, Chroma {chroma}"
 
 
+def _embedder(index: Mapping[str, Any] | None) -> str:
+    """The embedding model an index names, for the start-up log (never its Python type)."""
+    if not index:
+        return "none (keyword search only)"
+    embed = index["embed"]
+    if isinstance(embed, HashingEmbeddings):
+        name = "hashing (lexical, offline)"
+    elif isinstance(embed, str) and embed.lower().startswith("local"):
+        name = "all-MiniLM-L6-v2 (local, offline)"
+    else:
+        name = str(embed)  # a provider:model string
+    return f"{name}, {index['dims']} dims"
+
+
 def make_store() -> AbstractAsyncContextManager[Any]:
     """The server's store: an `AsyncTieredMemoryStore` configured from the environment.
 
@@ -263,8 +277,11 @@ def make_store() -> AbstractAsyncContextManager[Any]:
     from langgraph_tiered_memory.store.aio import AsyncTieredMemoryStore
 
     options = store_options()
-    embed = (options.get("index") or {}).get("embed")
-    _log.info("Serving the tiered store on %s (embed %s)", _where(options), type(embed).__name__)
+    _log.info(
+        "Serving the tiered store on %s, embeddings %s",
+        _where(options),
+        _embedder(options.get("index")),
+    )
     return AsyncTieredMemoryStore.from_conn_string(**options)
 
 

@@ -11,8 +11,11 @@ Platform) gives them its own, here the tiered store and the session saver of
   set, else `OfflineChatModel`, a scripted model that needs no network.
 - `summarizer`: a chat thread (`SummaryState`) whose old messages are folded into a
   running summary (`TIERED_MEMORY_SUMMARY_MAX_MESSAGES`, default 20;
-  `TIERED_MEMORY_SUMMARY_KEEP_LAST`, default 5), also written to the session.
-- `forgetting`: `create_forgetting_graph` on the served store.
+  `TIERED_MEMORY_SUMMARY_KEEP_LAST`, default 5), also written to the session. Its
+  output holds `summary` (empty until the first fold) and `summary_status`, a line
+  saying what it kept.
+- `forgetting`: `create_forgetting_graph` on the served store, a dry run unless the
+  input says `{"dry_run": false}`: the first click reports and deletes nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_tiered_memory.agent._extractive import message_text
 from langgraph_tiered_memory.agent.builder import create_memory_agent
@@ -31,7 +34,14 @@ from langgraph_tiered_memory.agent.summarizer import CHECKPOINTER, Summarization
 from langgraph_tiered_memory.demo.model import FakeReplyModel
 from langgraph_tiered_memory.errors import ConfigurationError
 
-__all__ = ["OfflineChatModel", "chat_model", "forgetting", "memory_agent", "summarizer"]
+__all__ = [
+    "OfflineChatModel",
+    "StudioSummaryState",
+    "chat_model",
+    "forgetting",
+    "memory_agent",
+    "summarizer",
+]
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
@@ -73,15 +83,35 @@ def _positive(name: str, default: int) -> int:
     return int(raw)
 
 
+class StudioSummaryState(SummaryState, total=False):
+    """The served summarizer's state: `SummaryState` and a line saying what it kept."""
+
+    summary_status: str
+
+
 def _summarizer_graph() -> Any:
+    most = _positive("TIERED_MEMORY_SUMMARY_MAX_MESSAGES", 20)
     node = SummarizationNode(
-        max_messages=_positive("TIERED_MEMORY_SUMMARY_MAX_MESSAGES", 20),
+        max_messages=most,
         keep_last=_positive("TIERED_MEMORY_SUMMARY_KEEP_LAST", 5),
         sessions=CHECKPOINTER,
     )
-    builder = StateGraph(SummaryState)
+
+    def status(state: StudioSummaryState) -> dict[str, Any]:
+        kept, summary = len(state["messages"]), state.get("summary") or ""
+        said = (
+            f"Kept the last {kept} messages; the older ones are in the summary."
+            if summary
+            else f"Kept {kept} messages; the summary is empty: older messages fold into it"
+            f" past {most} messages (TIERED_MEMORY_SUMMARY_MAX_MESSAGES)."
+        )
+        return {"summary": summary, "summary_status": said}
+
+    builder = StateGraph(StudioSummaryState, input_schema=MessagesState)
     builder.add_node("summarize", node.as_runnable())
+    builder.add_node("status", status)
     builder.add_edge(START, "summarize")
+    builder.add_edge("summarize", "status")
     return builder.compile(name="summarizer")
 
 
@@ -93,5 +123,6 @@ memory_agent = create_memory_agent(
 summarizer = _summarizer_graph()
 """A chat thread kept bounded by a running summary."""
 
-forgetting = create_forgetting_graph().compile(name="forgetting")
-"""Decay, consolidation and forgetting of the served store's long-term memories."""
+forgetting = create_forgetting_graph(dry_run=True).compile(name="forgetting")
+"""Decay, consolidation and forgetting of the served store's long-term memories (a dry
+run unless the input says `{"dry_run": false}`)."""

@@ -103,11 +103,14 @@ class MemoryAgentState(TypedDict):
     memory_context: NotRequired[str]
     """The memory context of the last model call (not part of `messages`)."""
     retrieved_memories: NotRequired[list[RetrievedMemory]]
-    """The long-term memories retrieved for the current turn."""
+    """The long-term memories retrieved (recalled) for the current turn."""
     known_facts: NotRequired[list[str]]
     """The fact lines of the current turn (when known facts are on)."""
     unstored_turns: NotRequired[list[UnstoredTurn]]
     """Turns whose storage has not completed (emptied by `memory_storage`)."""
+    stored_memories: NotRequired[list[str]]
+    """What the last run stored: `namespace/key` of each stored turn's interaction memory
+    (written last, after the facts extracted from the turn)."""
 
 
 def _summarizer(summarize: Any, sessions: Any, redactor: Any) -> Any:

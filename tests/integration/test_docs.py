@@ -292,6 +292,24 @@ def test_examples_cannot_silently_drop_out() -> None:
         assert expected in names
 
 
+SERVER_TIMEOUTS = {"EmbeddedFalkorDB": "startup_timeout", "FalkorDBGraph": "timeout"}
+"""The servers a docstring example starts, and the option that bounds its waits."""
+
+
+def test_docstring_examples_give_their_servers_generous_timeouts() -> None:
+    """The suite runs them on loaded machines: a default timeout once failed an example."""
+    checked = 0
+    for example in DOC_EXAMPLES:
+        for call in ast.walk(ast.parse(example.code)):
+            name = getattr(getattr(call, "func", None), "id", None)
+            if isinstance(call, ast.Call) and name in SERVER_TIMEOUTS:
+                given = {k.arg: k.value for k in call.keywords}
+                wait = given.get(SERVER_TIMEOUTS[name])
+                assert isinstance(wait, ast.Constant) and wait.value >= 60, (example.name, name)
+                checked += 1
+    assert checked >= 4
+
+
 def test_discovery_reaches_submodules_and_methods() -> None:
     names = {name for name, _ in public_objects()}
     assert {

@@ -160,10 +160,12 @@ async def _drive(served: Served, client: redis.Redis) -> None:
     stored = client.get(f"{served.session_prefix}:summary:{{{chat}}}")
     assert stored is not None and b"number 0" in stored
 
-    # A forgetting run (dry run, then a real one) over the served store.
-    dry: Any = await sdk.runs.wait(None, "forgetting", input={"dry_run": True})
+    # A forgetting run (a dry run by default, then a real one) over the served store.
+    dry: Any = await sdk.runs.wait(None, "forgetting", input={})
     assert dry["report"]["dry_run"] is True and dry["report"]["scanned"] >= 2
-    real: Any = await sdk.runs.wait(None, "forgetting", input={"namespace": ["notes"]})
+    real: Any = await sdk.runs.wait(
+        None, "forgetting", input={"namespace": ["notes"], "dry_run": False}
+    )
     assert real["report"]["dry_run"] is False and real["report"]["forgotten_count"] == 0
 
     # Deleting the threads leaves none of their Redis keys.

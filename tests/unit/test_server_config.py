@@ -145,6 +145,27 @@ def test_factories_return_context_managers_and_log_masked_urls(
         server.make_store()
 
 
+@pytest.mark.parametrize(
+    ("embed", "named"),
+    [
+        ("local", "embeddings all-MiniLM-L6-v2 (local, offline), 384 dims"),
+        ("hashing", "embeddings hashing (lexical, offline), 256 dims"),
+        ("openai:text-embedding-3-small", "embeddings openai:text-embedding-3-small, 1536 dims"),
+        ("none", "embeddings none (keyword search only)"),
+    ],
+)
+def test_the_start_up_log_names_the_embedding_model(
+    embed: str, named: str, monkeypatch: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("REDIS_URL", URL)
+    monkeypatch.setenv("TIERED_MEMORY_EMBED", embed)
+    monkeypatch.setenv("TIERED_MEMORY_EMBED_DIMS", "1536" if ":" in embed else "")
+    monkeypatch.delenv("TIERED_MEMORY_CHROMA_HOST", raising=False)
+    caplog.set_level(logging.INFO, logger="langgraph_tiered_memory.server")
+    make_store()  # nothing connects until entered
+    assert named in caplog.text and "(embed " not in caplog.text
+
+
 def test_default_embedder_falls_back_to_hashing_without_the_local_extra(
     monkeypatch: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

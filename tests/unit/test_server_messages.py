@@ -128,3 +128,18 @@ def test_served_model_choice() -> None:
     assert chat_model({"OPENAI_API_KEY": "sk-test"}) == "openai:gpt-4o-mini"
     named = {"OPENAI_API_KEY": "sk-test", "TIERED_MEMORY_MODEL": "anthropic:claude-x"}
     assert chat_model(named) == "anthropic:claude-x"
+
+
+def test_served_summarizer_shows_the_summary_it_kept() -> None:
+    from langgraph_tiered_memory import studio_graphs
+
+    first = studio_graphs.summarizer.invoke({"messages": [{"role": "user", "content": "Hi."}]})
+    assert first["summary"] == ""
+    assert first["summary_status"].startswith("Kept 1 messages; the summary is empty")
+    talk = [{"role": "user", "content": f"My number {i} is {i * 7}."} for i in range(25)]
+    folded = studio_graphs.summarizer.invoke({"messages": talk})
+    assert "My number" in folded["summary"]
+    assert len(folded["messages"]) == 5  # TIERED_MEMORY_SUMMARY_KEEP_LAST's default
+    assert folded["summary_status"] == (
+        "Kept the last 5 messages; the older ones are in the summary."
+    )
