@@ -262,7 +262,9 @@ def _embedder(index: Mapping[str, Any] | None) -> str:
     if isinstance(embed, HashingEmbeddings):
         name = "hashing (lexical, offline)"
     elif isinstance(embed, str) and embed.lower().startswith("local"):
-        name = "all-MiniLM-L6-v2 (local, offline)"
+        from langgraph_tiered_memory.embeddings import embedder_name, resolve_embeddings
+
+        name = f"{embedder_name(resolve_embeddings(embed))} ({embed}, offline)"
     else:
         name = str(embed)  # a provider:model string
     return f"{name}, {index['dims']} dims"

@@ -148,7 +148,8 @@ def test_factories_return_context_managers_and_log_masked_urls(
 @pytest.mark.parametrize(
     ("embed", "named"),
     [
-        ("local", "embeddings all-MiniLM-L6-v2 (local, offline), 384 dims"),
+        ("local", "embeddings multilingual-e5-small-q4 (local, offline), 384 dims"),
+        ("local:minilm", "embeddings all-MiniLM-L6-v2 (local:minilm, offline), 384 dims"),
         ("hashing", "embeddings hashing (lexical, offline), 256 dims"),
         ("openai:text-embedding-3-small", "embeddings openai:text-embedding-3-small, 1536 dims"),
         ("none", "embeddings none (keyword search only)"),
@@ -159,7 +160,7 @@ def test_the_start_up_log_names_the_embedding_model(
 ) -> None:
     monkeypatch.setenv("REDIS_URL", URL)
     monkeypatch.setenv("TIERED_MEMORY_EMBED", embed)
-    monkeypatch.setenv("TIERED_MEMORY_EMBED_DIMS", "1536" if ":" in embed else "")
+    monkeypatch.setenv("TIERED_MEMORY_EMBED_DIMS", "1536" if embed.startswith("openai") else "")
     monkeypatch.delenv("TIERED_MEMORY_CHROMA_HOST", raising=False)
     caplog.set_level(logging.INFO, logger="langgraph_tiered_memory.server")
     make_store()  # nothing connects until entered
