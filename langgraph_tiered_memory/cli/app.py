@@ -19,8 +19,10 @@ Commands:
   `pip install -e ./benchmarks`: that distribution adds them through the entry-point
   group `langgraph_tiered_memory.cli`, whose Typer apps become sub-commands here.
 
-Commands that open a store refuse a Chroma directory that does not exist (a mistyped
-path would otherwise read as a new, empty store); those that write take `--create`.
+Commands that open a store refuse a Chroma directory that does not exist or holds no
+store (a mistyped path would otherwise read as a new, empty store); those that write
+take `--create`, and those that only read open a copy, so they never write. Every error
+is one `Error:` line with exit code 2.
 
 Example:
     ```bash

@@ -2,6 +2,8 @@
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, NoReturn, cast
 
 import typer
@@ -20,6 +22,7 @@ __all__ = [
     "fail",
     "namespace_labels",
     "open_store",
+    "readable_copy",
 ]
 
 ChromaPathOption = Annotated[
@@ -73,44 +76,78 @@ _CLICK_ERROR: Any = typer.BadParameter.__mro__[2]
 
 
 class OneLineErrorsGroup(TyperGroup):
-    """The app's root group: Typer's boxed errors, with every message line kept whole.
+    """The app's root group: every error is one `Error: message` line and exit code 2.
 
-    Typer prints an error (a usage error exits with code 2) in a Rich panel as wide
-    as the console, and off a terminal (a pipe, a log, CI) Rich assumes 80 columns, so
-    a long message, one naming a path say, came out broken over several lines. Off a
-    terminal the panel is widened to the message's longest line here, then the
-    command ends with the error's exit code; on a terminal Typer prints it as usual.
+    Typer prints an error in a Rich panel as wide as the console (80 columns off a
+    terminal), which breaks a long message, one naming a path say, over several lines,
+    and `fail` used to print a plain line with exit code 1. Here every Click error, a
+    usage error as much as a refused value or a failed command, is printed on stderr
+    as one line, whole, and the command exits with code 2.
     """
 
-    def invoke(self, ctx: Any) -> Any:
-        """Run the command; print an error unwrapped off a terminal."""
-        try:
-            return super().invoke(ctx)
-        except _CLICK_ERROR as e:
-            from rich.cells import cell_len
-            from rich.console import Console
-            from typer import rich_utils
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """Parse the root options; an error in them is one line."""
+        with _one_line_errors():
+            return super().make_context(*args, **kwargs)
 
-            console = Console(stderr=True, width=rich_utils.MAX_WIDTH)
-            if console.is_terminal or not typer.core.HAS_RICH or self.rich_markup_mode is None:
-                raise
-            lines = str(e.format_message()).splitlines() or [""]
-            saved = rich_utils.MAX_WIDTH
-            # The panel's border and padding take 4 columns.
-            rich_utils.MAX_WIDTH = max(console.width, 4 + max(map(cell_len, lines)))
-            try:
-                rich_utils.rich_format_error(e)
-            finally:
-                rich_utils.MAX_WIDTH = saved
-            raise typer.Exit(e.exit_code) from e
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; an error is one line."""
+        with _one_line_errors():
+            return super().invoke(ctx)
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    try:
+        yield
+    except _CLICK_ERROR as e:
+        message = " ".join(str(e.format_message()).split())
+        typer.echo(f"Error: {message}", err=True)
+        raise typer.Exit(2) from e
+
+
+def _holds_store(directory: str) -> bool:
+    """Whether `directory` holds an embedded store's files (or a plain Chroma's)."""
+    from langgraph_tiered_memory.store.tiers.sqlite_db import MIRROR_FILE
+
+    return any(os.path.isfile(os.path.join(directory, f)) for f in (MIRROR_FILE, "chroma.sqlite3"))
+
+
+def readable_copy(directory: str) -> str:
+    """A copy of the store in `directory` to open for reading, removed when the command ends.
+
+    Opening a store writes to its directory even when nothing is stored (Chroma's own
+    database, the lock file), so commands that only read open this copy, made in the
+    temporary folder, and the store's own files are never touched. The copy costs
+    the time and disk space of the store's files.
+    """
+    import atexit
+    import shutil
+    import tempfile
+
+    import click
+
+    from langgraph_tiered_memory.store.tiers._dirlock import LOCK_FILE
+
+    holder = tempfile.TemporaryDirectory(prefix="tiered-memory-read-")
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(holder.cleanup)
+    else:
+        atexit.register(holder.cleanup)
+    copy = os.path.join(holder.name, "store")
+    shutil.copytree(os.path.expanduser(directory), copy, ignore=shutil.ignore_patterns(LOCK_FILE))
+    return copy
 
 
 def existing_chroma_path(path: str | None, *, create: bool | None = None) -> str:
     """The Chroma directory a command opens (option, environment, default), checked.
 
-    Opening a store creates a missing directory, so a mistyped path would read as an
-    empty store: every command that opens a store calls this first, and a missing
-    directory is an error unless the command was given `--create` (`create=True`).
+    Opening a store creates a missing directory and its files, so a mistyped path would
+    read as an empty store: every command that opens a store calls this first, and a
+    missing directory, or one that holds no store (no `chroma.sqlite3` nor
+    `tiered-memory-docs.sqlite3`), is an error unless the command was given `--create`
+    (`create=True`).
 
     Args:
         path: The `--chroma-path` value, or None.
@@ -118,21 +155,23 @@ def existing_chroma_path(path: str | None, *, create: bool | None = None) -> str
             has no such flag, and the error does not offer it).
 
     Raises:
-        typer.BadParameter: The directory does not exist and `create` is not true, or
-            the path exists but is not a directory.
+        typer.BadParameter: The directory does not exist or holds no store and `create`
+            is not true, or the path exists but is not a directory.
 
     Example:
         >>> import tempfile
         >>> from langgraph_tiered_memory.cli.common import existing_chroma_path
         >>> folder = tempfile.mkdtemp()
-        >>> existing_chroma_path(folder) == folder
+        >>> existing_chroma_path(folder, create=True) == folder
         True
     """
     from langgraph_tiered_memory.store._config import DEFAULT_CHROMA_PATH
 
     chosen = path or os.environ.get("TIERED_MEMORY_CHROMA_PATH") or DEFAULT_CHROMA_PATH
     full = os.path.expanduser(chosen)
-    if os.path.isdir(full) or (create and not os.path.exists(full)):
+    if (os.path.isdir(full) and (create or _holds_store(full))) or (
+        create and not os.path.exists(full)
+    ):
         return chosen
     origin = (
         "--chroma-path"
@@ -141,6 +180,16 @@ def existing_chroma_path(path: str | None, *, create: bool | None = None) -> str
         if os.environ.get("TIERED_MEMORY_CHROMA_PATH")
         else "the default Chroma directory"
     )
+    if os.path.isdir(full):
+        make = (
+            "pass --create to make a new store there"
+            if create is not None
+            else "a command that writes (ingest) makes a new store there with --create"
+        )
+        raise typer.BadParameter(
+            f"{origin} {chosen!r} holds no tiered-memory store: give the directory of an"
+            f" existing store, or {make}."
+        )
     if os.path.exists(full):
         raise typer.BadParameter(f"{origin} {chosen!r} is not a directory.")
     offer = "" if create is None else ", or pass --create to make a new store there"
@@ -198,11 +247,10 @@ EmbedOption = Annotated[
 
 
 def fail(message: str) -> NoReturn:
-    """Print `Error: message` (URLs masked) on stderr and exit with code 1."""
+    """End the command with `message` (URLs masked): one `Error:` line, exit code 2."""
     from langgraph_tiered_memory.privacy._redact import mask_urls_in
 
-    typer.echo(f"Error: {mask_urls_in(message)}", err=True)
-    raise typer.Exit(1)
+    raise _CLICK_ERROR(mask_urls_in(message))
 
 
 _STORED_DIMS = re.compile(r"was stored with embeddings of (\d+) dimensions")
@@ -247,6 +295,7 @@ def open_store(
     embed: str | None = None,
     dims: int | None = None,
     create: bool | None = None,
+    read_only: bool = False,
 ) -> Any:
     """A long-tier `TieredMemoryStore` on a checked Chroma directory, or a Chroma server.
 
@@ -257,7 +306,8 @@ def open_store(
     embeds with it (`dims`, default 384). Without it, the store is opened with the
     embedding size its data was written with (`dims`, or found by reading one item)
     and an embedder that is never called: reads, keyword search and statistics work,
-    and `store.dims` tells a writing command that embeddings are needed.
+    and `store.dims` tells a writing command that embeddings are needed. With
+    `read_only`, a directory's store is opened on a copy (`readable_copy`).
 
     Raises:
         typer.BadParameter: A missing directory, conflicting options, or a store
@@ -278,6 +328,8 @@ def open_store(
             options["redis_url"] = redis_url
     else:
         options["chroma_path"] = existing_chroma_path(chroma_path, create=create)
+        if read_only:
+            options["chroma_path"] = readable_copy(options["chroma_path"])
     if memory_index_path is not None:
         options["memory_index_path"] = memory_index_path
 

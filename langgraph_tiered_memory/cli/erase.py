@@ -108,7 +108,7 @@ FalkorDBUrlOption = Annotated[
 
 GraphNameOption = Annotated[
     str | None,
-    typer.Option(help="The FalkorDB graph's name (default: <key prefix>_graph)."),
+    typer.Option(help="The FalkorDB graph's name (default: `<key prefix>_graph`)."),
 ]
 """`--graph-name`: the FalkorDB graph of `--falkordb-url`."""
 
@@ -152,11 +152,12 @@ def open_user_stores(
     session_prefix: str,
     falkordb_url: str | None = None,
     graph_name: str | None = None,
+    read_only: bool = False,
 ) -> Iterator[UserStores]:
     """Open the long tier (checked like every command), and Redis when a URL is given.
 
     With `falkordb_url`, the long-tier store reads and erases that FalkorDB graph as
-    its knowledge graph.
+    its knowledge graph. With `read_only`, a Chroma directory is read through a copy.
     """
     if chroma_host is None:
         chroma_path = existing_chroma_path(chroma_path)
@@ -171,6 +172,7 @@ def open_user_stores(
             memory_index_path=memory_index_path,
             redis_url=redis_url,
             key_prefix=key_prefix,
+            read_only=read_only,
         )
         stack.callback(long_store.close)
         if graph is not None:

@@ -108,6 +108,7 @@ def export(
             session_prefix=session_prefix,
             falkordb_url=falkordb_url,
             graph_name=graph_name,
+            read_only=True,
         ) as opened,
     ):
         sessions = [] if opened.saver is None else opened.saver.user_sessions(uid)

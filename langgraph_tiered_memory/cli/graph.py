@@ -17,10 +17,20 @@ from langgraph_tiered_memory.cli.common import (
     ChromaPortOption,
     KeyPrefixOption,
     existing_chroma_path,
+    fail,
     namespace_labels,
+    readable_copy,
 )
 
 __all__ = ["graph"]
+
+NO_GRAPH = (
+    "This store holds no knowledge graph: its memories were written by a store without"
+    " graph=. Open it in Python with TieredMemoryStore(..., graph=True) and call"
+    " store.rebuild_graph() to extract the triples of the memories it holds"
+    " (docs/graph.md)."
+)
+"""The hint `graph` prints (stderr) when the store holds no triples at all."""
 
 
 class GraphFormat(str, Enum):
@@ -54,7 +64,8 @@ def _open_store(
 ) -> Any:
     """The store to read: on an existing Chroma directory, or on a Chroma server.
 
-    No index: reading the graph embeds nothing.
+    No index: reading the graph embeds nothing. A directory is read through a copy
+    (`readable_copy`): the command never writes to the store.
     """
     from langgraph_tiered_memory import TieredMemoryStore
 
@@ -81,7 +92,7 @@ def _open_store(
         options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
         options["redis_url"] = store_redis
     else:
-        options["chroma_path"] = existing_chroma_path(chroma_path)
+        options["chroma_path"] = readable_copy(existing_chroma_path(chroma_path))
     from langgraph_tiered_memory.errors import ConfigurationError
 
     try:
@@ -175,11 +186,14 @@ def graph(
             direct = store.graph_triples(prefix, subject=root, relation=rel, limit=limit)
             direct += store.graph_triples(prefix, object=root, relation=rel, limit=limit)
             records = [*direct, *(rec for n in neighbors for rec in n.path)]
+        # an empty answer from a store that holds no triples at all: say how to build them
+        empty_store = not records and not store.graph_triples((), limit=1)
     except TieredMemoryError as e:
-        typer.echo(f"Error: {e}", err=True)
-        raise typer.Exit(1) from e
+        fail(str(e))
     finally:
         store.close()
+    if empty_store:
+        typer.echo(NO_GRAPH, err=True)
     if output is GraphFormat.json:
         seen: dict[tuple[Any, ...], dict[str, Any]] = {}
         for rec in records:

@@ -118,7 +118,7 @@ def _jsonl_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as e:
-                raise typer.BadParameter(f"{where} is not JSON: {e.msg}.") from e
+                raise typer.BadParameter(f"{where} is not JSON: {e}.") from e
             except RecursionError as e:
                 raise typer.BadParameter(
                     f"{where} is nested too deeply to read: values may nest at most"

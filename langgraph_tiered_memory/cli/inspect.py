@@ -2,7 +2,8 @@
 
 Sessions come from the session registry in Redis (when a Redis URL is given),
 namespaces and memories from the long-term tier with the statistics its memory index
-keeps (access counts, importance, age). Inspecting reads only: no access is counted.
+keeps (access counts, importance, age). Inspecting reads only: no access is counted,
+and a Chroma directory is read through a copy (`readable_copy`), so nothing is written.
 The command is registered on the app in `langgraph_tiered_memory.cli.app`.
 """
 
@@ -255,6 +256,7 @@ def inspect(
         chroma_port=chroma_port,
         memory_index_path=memory_index_path,
         key_prefix=key_prefix,
+        read_only=True,
     )
     now = time.time()
     where = f"chroma {chroma_host}:{chroma_port}" if chroma_host else f"chroma {chroma_path}"

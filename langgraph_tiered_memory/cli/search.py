@@ -145,6 +145,7 @@ def search(
         key_prefix=key_prefix,
         embed=embed,
         dims=dims,
+        read_only=True,
     )
     try:
         hits = store.search_memories(
@@ -158,7 +159,15 @@ def search(
     except TieredMemoryError as e:
         fail(str(e))
     finally:
+        stored_dims = store.dims
         store.close()
+    if embed is None and stored_dims and not hits:
+        # keyword ranking found nothing, but the store can rank by meaning
+        typer.echo(
+            f"This store holds {stored_dims}-dimension embeddings: pass --embed with the"
+            " ones it was written with (e.g. --embed local) to search by meaning too.",
+            err=True,
+        )
     if as_json:
         data = {"namespace": list(prefix), "query": query, "hits": [_hit_json(h) for h in hits]}
         typer.echo(json.dumps(data, ensure_ascii=False, allow_nan=False))

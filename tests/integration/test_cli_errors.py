@@ -1,13 +1,14 @@
 """Bad input to `tiered-memory` is one error line with exit code 2, never a traceback.
 
-Each error is Typer's boxed usage error; the message stays on one line (naming the
-problem and the fix) even off a terminal, and nothing is written when it is refused.
+Each error is one `Error:` line on stderr, whole (naming the problem and the fix),
+never a box wrapped at the console width, and nothing is written when it is refused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,13 @@ def _run(*args: str, **kwargs: Any) -> Any:
 
 
 def _message(result: Any) -> str:
-    """The error's message: exit code 2, no traceback, one line of the error box."""
+    """The error's message: exit code 2, no traceback, stderr one `Error:` line."""
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if "Invalid value" in line]
-    assert len(lines) == 1, result.stderr
-    box = result.stderr.splitlines()
-    after = box[box.index(lines[0]) + 1]
-    assert after.startswith("╰"), result.stderr  # the box closes: the message is whole
-    return lines[0].strip("│ ")
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return str(lines[0].removeprefix("Error: "))
 
 
 @pytest.fixture
@@ -187,6 +185,129 @@ def test_long_messages_stay_on_one_line_off_a_terminal(tmp_path: Path) -> None:
         " for a Chroma server."
     )
     assert not os.path.exists(deep)
-    # The width was widened for that error only: help still wraps at the console width.
+    # Errors are not wrapped, but help still wraps at the console width.
     help_text = _run("inspect", "--help", env={"COLUMNS": "80"}).stdout
     assert max(len(line) for line in help_text.splitlines()) <= 80
+
+
+# --------------------------------------------------------------------------- store folders
+
+
+def _files(folder: str) -> dict[str, tuple[int, int]]:
+    """Every file and folder under `folder`, with its size and modification time."""
+    found = {}
+    for path in [Path(folder), *Path(folder).rglob("*")]:
+        st = path.stat()
+        found[str(path.relative_to(folder))] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def test_every_command_refuses_a_folder_that_holds_no_store(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "readme.txt").write_text("not a store\n")
+    before = _files(str(folder))
+    src = tmp_path / "m.jsonl"
+    src.write_text('{"content": "x"}\n')
+    at = ["--chroma-path", str(folder)]
+    for args in (
+        ["inspect", *at],
+        ["search", "users", "porto", *at],
+        ["graph", "--namespace", "users", *at],
+        ["export", "--user", "u1", *at],
+        ["erase", "--user", "u1", "--dry-run", *at],
+        ["gc", "--dry-run", *at],
+        ["ingest", str(src), "--namespace", "users/u1", *at],
+    ):
+        message = _message(_run(*args))
+        assert message.startswith(f"Invalid value: --chroma-path {str(folder)!r} holds no"), args
+        assert "--create" in message, args
+    assert _files(str(folder)) == before  # nothing written, not even a lock file
+    made = _run("ingest", str(src), "--namespace", "users/u1", *at, "--create")
+    assert made.exit_code == 0, made.output
+    assert (folder / "readme.txt").read_text() == "not a store\n"
+
+
+def test_reading_commands_never_write_to_the_store(chroma_dir: str) -> None:
+    before = _files(chroma_dir)
+    at = ["--chroma-path", chroma_dir]
+    for args in (
+        ["inspect", *at],
+        ["inspect", "--json", *at],
+        ["search", "users", "porto", *at],
+        ["graph", "--namespace", "users", *at],
+        ["export", "--user", "u1", *at],
+    ):
+        result = _run(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert _files(chroma_dir) == before, args
+    assert "Porto" in _run("search", "users", "porto", *at).stdout
+
+
+def _embedded_store(tmp_path: Path) -> str:
+    from tests.fakes import HashingEmbeddings
+
+    path = str(tmp_path / "embedded")
+    index: Any = {"dims": 16, "embed": HashingEmbeddings(16), "fields": ["content"]}
+    with TieredMemoryStore(chroma_path=path, tiers={"default": "long"}, index=index) as store:
+        store.put(("users", "u1"), "m1", {"content": "My sister Anna lives in Porto."})
+    return path
+
+
+def test_search_without_embed_says_the_store_holds_embeddings(tmp_path: Path) -> None:
+    path = _embedded_store(tmp_path)
+    result = _run("search", "users", "sibling city", "--chroma-path", path)
+    assert result.exit_code == 0, result.output
+    assert "no memories under users match" in result.stdout
+    assert "16-dimension embeddings: pass --embed" in result.stderr
+    found = _run("search", "users", "porto", "--chroma-path", path)
+    assert found.exit_code == 0 and "--embed with" not in found.stderr
+
+
+def test_a_wrong_dims_is_one_error_line(tmp_path: Path) -> None:
+    path = _embedded_store(tmp_path)
+    message = _message(_run("search", "users", "porto", "--chroma-path", path, "--dims", "3"))
+    assert "16 dimensions" in message
+
+
+def test_graph_of_a_store_without_a_graph_says_how_to_build_one(chroma_dir: str) -> None:
+    result = _run("graph", "--namespace", "users", "--chroma-path", chroma_dir)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "(no triples)"
+    assert "holds no knowledge graph" in result.stderr
+    assert "graph=True" in result.stderr and "rebuild_graph()" in result.stderr
+
+
+def test_a_json_error_names_its_position(chroma_dir: str, tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"content": "fine"}\n{"content": "a\tb"}\n')
+    args = ["ingest", str(src), "--namespace", "users/u1", "--chroma-path", chroma_dir]
+    assert _message(_run(*args)) == (
+        f"Invalid value: {src}:2 is not JSON: Invalid control character at:"
+        " line 1 column 15 (char 14)."
+    )
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> Any:
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_help_shows_every_placeholder_as_written() -> None:
+    import typer.main
+
+    placeholder = re.compile(r"<[^<>\n]+>")
+    checked = 0
+    for path, command in _commands(typer.main.get_command(app)):
+        texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        wanted = {m for text in texts for m in placeholder.findall(text)}
+        if not wanted:
+            continue
+        shown = _run(*path, "--help", env={"COLUMNS": "2000"})
+        assert shown.exit_code == 0, shown.output
+        flat = " ".join(shown.stdout.replace("│", " ").split())
+        for text in wanted:
+            assert " ".join(text.split()) in flat, (path, text)
+            checked += 1
+    assert checked >= 1

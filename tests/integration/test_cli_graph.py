@@ -196,5 +196,5 @@ def test_an_unreachable_falkordb_is_an_error(chroma_dir: str) -> None:
         "--namespace", "users/u1", "--chroma-path", chroma_dir,
         "--falkordb-url", "redis://127.0.0.1:1",
     )  # fmt: skip
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.startswith("Error: FalkorDB at redis://127.0.0.1:1")

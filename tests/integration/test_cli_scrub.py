@@ -91,7 +91,7 @@ def test_scrub_refuses_a_directory_a_process_holds_open(tmp_path: Path) -> None:
         result = runner.invoke(app, ["scrub-chroma", "--path", str(data)])
     finally:
         held.close()
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "stop the Chroma server" in result.output
     assert (data / "chroma.sqlite3").read_bytes() == before  # untouched
 
@@ -102,6 +102,6 @@ def test_scrub_explains_a_wrong_path(tmp_path: Path, what: str) -> None:
     if what == "not-chroma":
         path.mkdir()
     result = runner.invoke(app, ["scrub-chroma", "--path", str(path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     expected = "is not a directory" if what == "missing" else "not a Chroma data directory"
     assert expected in result.output

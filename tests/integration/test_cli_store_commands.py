@@ -260,7 +260,7 @@ def test_inspect_shows_sessions_from_redis_and_masks_the_url(
 
         wrong = secret_url.replace(password, "wrong-pw")
         refused = _run(*base, "--redis-url", wrong)
-        assert refused.exit_code == 1 and "wrong-pw" not in refused.output
+        assert refused.exit_code == 2 and "wrong-pw" not in refused.output
         assert refused.stderr.startswith("Error: Redis at redis://") and "***" in refused.stderr
     finally:
         for key in client.scan_iter(match=f"{prefix}:*"):

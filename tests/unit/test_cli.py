@@ -51,7 +51,7 @@ def test_bench_without_the_benchmarks_installed_names_the_fix() -> None:
             text=True,
             timeout=120,
         )
-        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.returncode == 2, result.stdout + result.stderr
         assert result.stderr.strip() == (
             "Error: the benchmarks are not part of the installed package: from a checkout,"
             " pip install -e ./benchmarks"
