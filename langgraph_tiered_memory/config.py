@@ -37,6 +37,8 @@ class TierPolicy(TypedDict, total=False):
 
     Example:
         ```python
+        import tempfile
+
         from langgraph_tiered_memory import TieredMemoryStore, TierPolicy
 
         tiers: TierPolicy = {
@@ -44,10 +46,12 @@ class TierPolicy(TypedDict, total=False):
             "short": [("short_term",), ("scratch",)],
             "long": [("scratch", "keep")],
         }
-        store = TieredMemoryStore(tiers=tiers, chroma_path="./chroma-db")
+        folder = tempfile.TemporaryDirectory()  # your store's directory in an application
+        store = TieredMemoryStore(tiers=tiers, chroma_path=folder.name)
         assert store.tier_for(("scratch", "s1")) == "short"
         assert store.tier_for(("scratch", "keep", "k1")) == "long"  # the longest prefix wins
         store.close()
+        folder.cleanup()
         ```
     """
 
@@ -78,6 +82,8 @@ class ScoringConfig(TypedDict, total=False):
 
     Example:
         ```python
+        import tempfile
+
         from langgraph_tiered_memory import ScoringConfig, TieredMemoryStore
 
         scoring: ScoringConfig = {
@@ -87,12 +93,15 @@ class ScoringConfig(TypedDict, total=False):
             "importance_weight": 0.2,
             "min_score": 0.3,
         }
-        with TieredMemoryStore.from_conn_string(
-            chroma_path="./chroma-db",
-            tiers={"default": "long"},
-            index={"dims": 384, "embed": "local", "fields": ["content"]},
-            scoring=scoring,
-        ) as store:
+        with (
+            tempfile.TemporaryDirectory() as folder,  # your store's directory in an app
+            TieredMemoryStore.from_conn_string(
+                chroma_path=folder,
+                tiers={"default": "long"},
+                index={"dims": 384, "embed": "local", "fields": ["content"]},
+                scoring=scoring,
+            ) as store,
+        ):
             store.put(("users", "u1"), "tea", {"content": "Ana drinks green tea"})
             store.put(("users", "u1"), "car", {"content": "Ana drives a red Fiat"})
             hits = store.search(("users", "u1"), query="What does Ana drink?")

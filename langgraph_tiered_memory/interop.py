@@ -257,6 +257,8 @@ def import_langchain_chroma(
 
     Example:
         ```python
+        import tempfile
+
         from langchain_chroma import Chroma
 
         from langgraph_tiered_memory import TieredMemoryStore
@@ -264,18 +266,22 @@ def import_langchain_chroma(
         from langgraph_tiered_memory.interop import import_langchain_chroma
 
         model = LocalMiniLMEmbeddings()
+        folder = tempfile.TemporaryDirectory()  # your own directories in an application
         knowledge = Chroma(
-            collection_name="docs", embedding_function=model, persist_directory="./lc-db"
+            collection_name="docs",
+            embedding_function=model,
+            persist_directory=f"{folder.name}/lc",
         )
         knowledge.add_texts(["Our office is in Lisbon."], ids=["office"])
         with TieredMemoryStore.from_conn_string(
-            chroma_path="./chroma-db",
+            chroma_path=f"{folder.name}/store",
             tiers={"default": "long"},
             index={"dims": 384, "embed": model, "fields": ["content"]},
         ) as store:
             counts = import_langchain_chroma(store, knowledge, ("knowledge",))
             assert counts.read == 1 and counts.reused_vectors  # same model: no re-embedding
             assert store.get(("knowledge",), "office").value["content"].endswith("Lisbon.")
+        folder.cleanup()
         ```
     """
     if vectors not in ("auto", "reuse", "reembed"):

@@ -269,12 +269,27 @@ def test_readme_example_runs_twice(example: Example, example_env: Path) -> None:
         pytest.skip(f"marked no-run: {example.no_run}")
     run_example(example)
     run_example(example)  # users re-run examples in the same directory
+    assert sorted(p.name for p in example_env.iterdir()) == [], "use a temporary folder"
 
 
 @pytest.mark.parametrize("example", DOC_EXAMPLES, ids=[e.name for e in DOC_EXAMPLES])
 def test_docstring_example_runs_twice(example: Example, example_env: Path) -> None:
     run_example(example)
     run_example(example)
+    assert sorted(p.name for p in example_env.iterdir()) == [], "use a temporary folder"
+
+
+TESTS_IMPORT = re.compile(r"^\s*(?:>>>\s*|\.\.\.\s*)?(?:from|import)\s+tests\b", re.M)
+"""An import of this repository's `tests` package, which an installed wheel lacks."""
+
+
+def test_no_example_imports_the_test_suite() -> None:
+    texts = {p.name: p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *DOC_PAGES]}
+    texts.update({name: inspect.cleandoc(obj.__doc__ or "") for name, obj in public_objects()})
+    assert len(texts) > len(DOC_PAGES) + 1
+    assert TESTS_IMPORT.search("x = 1\nfrom tests.fakes import HashingEmbeddings\n")
+    offenders = sorted(name for name, text in texts.items() if TESTS_IMPORT.search(text))
+    assert offenders == [], "examples must run from an installed wheel: do not import tests"
 
 
 def test_examples_cannot_silently_drop_out() -> None:
