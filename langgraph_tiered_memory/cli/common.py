@@ -119,7 +119,8 @@ def readable_copy(directory: str) -> str:
     Opening a store writes to its directory even when nothing is stored (Chroma's own
     database, the lock file), so commands that only read open this copy, made in the
     temporary folder, and the store's own files are never touched. The copy costs
-    the time and disk space of the store's files.
+    the time and disk space of the store's files. A store that another process has
+    open is refused (its files may be half-written), as opening it would be.
     """
     import atexit
     import shutil
@@ -127,7 +128,7 @@ def readable_copy(directory: str) -> str:
 
     import click
 
-    from langgraph_tiered_memory.store.tiers._dirlock import LOCK_FILE
+    from langgraph_tiered_memory.store.tiers._dirlock import LOCK_FILE, unused_directory
 
     holder = tempfile.TemporaryDirectory(prefix="tiered-memory-read-")
     ctx = click.get_current_context(silent=True)
@@ -136,7 +137,14 @@ def readable_copy(directory: str) -> str:
     else:
         atexit.register(holder.cleanup)
     copy = os.path.join(holder.name, "store")
-    shutil.copytree(os.path.expanduser(directory), copy, ignore=shutil.ignore_patterns(LOCK_FILE))
+    from langgraph_tiered_memory.errors import ChromaDirectoryInUseError
+
+    source = os.path.expanduser(directory)
+    try:
+        with unused_directory(source):  # a store open elsewhere may be mid-write
+            shutil.copytree(source, copy, ignore=shutil.ignore_patterns(LOCK_FILE))
+    except ChromaDirectoryInUseError as e:
+        raise typer.BadParameter(str(e)) from e
     return copy
 
 

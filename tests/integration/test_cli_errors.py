@@ -244,6 +244,35 @@ def test_reading_commands_never_write_to_the_store(chroma_dir: str) -> None:
     assert "Porto" in _run("search", "users", "porto", *at).stdout
 
 
+def test_reading_commands_refuse_a_store_another_process_has_open(chroma_dir: str) -> None:
+    """Its files may be half-written: a copy of them is not read (nor are they written)."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from langgraph_tiered_memory import TieredMemoryStore\n"
+            f"s = TieredMemoryStore(chroma_path={chroma_dir!r}, tiers={{'default': 'long'}})\n"
+            "s.get(('users', 'u1'), 'm1'); print('open', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        before = _files(chroma_dir)
+        message = _message(_run("inspect", "--chroma-path", chroma_dir))
+        assert "in use by another process" in message and f"pid {holder.pid}" in message
+        assert _files(chroma_dir) == before
+    finally:
+        holder.communicate("", timeout=60)
+    assert _run("inspect", "--chroma-path", chroma_dir).exit_code == 0  # closed: readable
+
+
 def _embedded_store(tmp_path: Path) -> str:
     from tests.fakes import HashingEmbeddings
 

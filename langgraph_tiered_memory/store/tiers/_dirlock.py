@@ -19,6 +19,8 @@ import os
 import shlex
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from langgraph_tiered_memory.errors import ChromaDirectoryInUseError, ConfigurationError
@@ -171,6 +173,33 @@ def lock_directory(path: str) -> DirectoryLock:
             raise
         _holds[key] = _Hold(fd, 1)
         return DirectoryLock(path, key)
+
+
+@contextmanager
+def unused_directory(path: str) -> Iterator[None]:
+    """Hold `path`'s lock for a block, writing nothing: for reading a copy of the store.
+
+    A directory without a lock file was never opened by a store (nothing to wait for).
+
+    Raises:
+        ChromaDirectoryInUseError: A store in another process has the directory open.
+    """
+    lock_path = os.path.join(os.path.abspath(path), LOCK_FILE)
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        if not _try_lock(fd):
+            raise ChromaDirectoryInUseError(
+                f"The Chroma directory {path!r} is in use by another process{_holder(fd)}:"
+                " its files may be half-written while it runs. Close the store in that"
+                " process first, or read it through the server that serves it."
+            )
+        yield
+    finally:
+        os.close(fd)  # unlocks
 
 
 def _write_pid(fd: int) -> None:
