@@ -49,6 +49,30 @@ def test_every_notebook_is_listed() -> None:
     assert all(name in readme for name in found)
 
 
+def test_the_commands_the_notebooks_readme_gives_are_installed() -> None:
+    """`jupyter lab`, `jupyter execute`, `jupyter nbconvert`: the notebooks extra's."""
+    import re
+    import subprocess
+    import sys
+
+    readme = (NOTEBOOKS / "README.md").read_text(encoding="utf-8")
+    commands = sorted(set(re.findall(r"\.venv/bin/jupyter ([a-z]+) ", readme)))
+    assert {"lab", "execute", "nbconvert"} <= set(commands), commands
+    jupyter = Path(sys.executable).with_name("jupyter")
+    for command in commands:
+        done = subprocess.run(
+            [str(jupyter), command, "--help"], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+
+
+def test_committed_outputs_show_what_a_user_without_the_data_sees() -> None:
+    """The LoCoMo file is not shipped: the saved ranking figures come from the sample."""
+    nb = nbformat.read(NOTEBOOKS / "03_ranking.ipynb", as_version=4)
+    printed = "".join(str(o.get("text", "")) for o in _outputs(nb))
+    assert "built-in sample: 16 turns" in printed and "LoCoMo dev," not in printed
+
+
 @pytest.mark.parametrize("name", sorted(PROMISED))
 def test_committed_outputs(name: str) -> None:
     """The files carry their outputs, so they read on GitHub without running them."""
