@@ -22,6 +22,7 @@ from langgraph.prebuilt import ToolNode
 
 from langgraph_tiered_memory import SummarizationNode, TieredMemoryStore, create_memory_agent
 from langgraph_tiered_memory.agent.builder import MemoryWriter
+from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool, create_search_memory_tool
 from tests.fake_models import RecordingChatModel
 
@@ -198,7 +199,7 @@ def write_user(
     store.put(("short_term", uid, "ephemeral"), "e1", {"content": f"ephemeral {m}"}, ttl=1)
 
     # the profile (cached under ("profiles", uid))
-    store.get_user_profile(uid, refresh=True)
+    get_user_profile(store, uid, refresh=True)
 
     if big:
         write_big_namespace(store, p)
@@ -274,4 +275,4 @@ async def awrite_user(store: Any, saver: Any, p: Person) -> None:
         {"messages": f"My brother {name} works at Acme. Remember that, it is important."},
         {"configurable": {"user_id": uid, "thread_id": t2}},
     )
-    await store.aget_user_profile(uid, refresh=True)
+    await aget_user_profile(store, uid, refresh=True)

@@ -41,6 +41,7 @@ from langgraph_tiered_memory.agent.writer import MemoryWriter, WriteJob, WriteSt
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.ranking.scoring import UserScope
+from langgraph_tiered_memory.store.base import TieredStoreCore
 
 __all__ = [
     "DEFAULT_IMPORTANCE_RULES",
@@ -291,34 +292,33 @@ class MemoryNodes:
         return {"model": self.profile_model, "namespace": template}
 
     def _profile_plan(
-        self, store: Any, config: Mapping[str, Any], read_only: bool, a: str
+        self, store: Any, config: Mapping[str, Any], read_only: bool
     ) -> Generator[Call, Any, Any]:
         """The user's profile (cached by the profile module), or None when off.
 
-        The stores' own `get_user_profile` lists memories without counting accesses;
-        on any other store, `read_only` (the reply path) reads through a view that
-        drops the cache write, so a turn's reply never waits on a store write there.
+        A tiered store is read and cached as `get_user_profile` does; on any other
+        store, `read_only` (the reply path) reads through a view that drops the cache
+        write, so a turn's reply never waits on a store write there.
         """
         options = self._profile_options(config)
         user = self._user(config)
         if options is None or user is None:
             return None
-        if hasattr(store, a + "get_user_profile"):
-            return (yield Call(store, "get_user_profile", (user,), options))
-        view = ReadOnlyView(store) if read_only else store
-        return (yield from build_profile(view, user, **options))
+        if read_only and not isinstance(store, TieredStoreCore):
+            store = ReadOnlyView(store)
+        return (yield from build_profile(store, user, **options))
 
     def load_profile(
         self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
     ) -> Any:
         """The user's profile, or None when off (`_profile_plan`)."""
-        return drive(self._profile_plan(store, config, read_only, ""))
+        return drive(self._profile_plan(store, config, read_only))
 
     async def aload_profile(
         self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
     ) -> Any:
         """Async `load_profile`."""
-        return await adrive(self._profile_plan(store, config, read_only, "a"))
+        return await adrive(self._profile_plan(store, config, read_only))
 
     # ---------------------------------------------------------------- retrieval
     def _retrieve_plan(
@@ -341,7 +341,7 @@ class MemoryNodes:
                 )
                 found = [self._from_item(i) for i in items]
         facts = yield from self._facts_plan(store, namespace, query, self._user(config), a)
-        profile = yield from self._profile_plan(store, config, True, a)
+        profile = yield from self._profile_plan(store, config, True)
         return self._result(state, self._visible(found, store, config), profile, facts)
 
     def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:

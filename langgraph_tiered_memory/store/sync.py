@@ -20,7 +20,6 @@ from langgraph_tiered_memory.store._export import ExportMethods
 from langgraph_tiered_memory.store._graph import GraphMethods
 from langgraph_tiered_memory.store._history import HistoryMethods, check_history
 from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
-from langgraph_tiered_memory.store._profile import ProfileMethods
 from langgraph_tiered_memory.store._retriever import RetrieverMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
@@ -31,7 +30,6 @@ class _TieredStore(
     ErasureMethods,
     ExportMethods,
     GraphMethods,
-    ProfileMethods,
     RetrieverMethods,
     HistoryMethods,
     TieredStoreCore,

@@ -19,6 +19,7 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.erasure import subject_hash
 from tests.conftest import DIMS, drop_redis_keys
@@ -89,7 +90,7 @@ def _fill(store: TieredMemoryStore, user: str, other: str, marker: str) -> None:
     store.put(SHARED, "by-thread", {"content": "a turn", "thread_id": f"t-{user}"})
     store.put(SHARED, "by-other", {"content": "other", "provenance": {"user_ids": [other]}})
     store.put(SHARED, "plain", {"content": "water boils at 100 C"})
-    store.get_user_profile(user)  # caches the profile in ("profiles", user)
+    get_user_profile(store, user)  # caches the profile in ("profiles", user)
 
 
 def _left(store: TieredMemoryStore, user: str) -> list[tuple[tuple[str, ...], str]]:

@@ -20,6 +20,7 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.graph.types import Namespace, Triple
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
@@ -69,7 +70,7 @@ def _fill(store: TieredMemoryStore, user: str, other: str) -> None:
     store.put(("users", other, "memories"), "home", {"content": "I live in Oslo"})
     store.put(SHARED, "from-user", {"content": "trivia", "provenance": {"user_ids": [user]}})
     store.put(SHARED, "plain", {"content": "water boils at 100 C"})
-    store.get_user_profile(user)
+    get_user_profile(store, user)
 
 
 def test_export_holds_every_kind_of_data_as_json(

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
@@ -77,7 +78,7 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
     exported = store.export_user("users")
     assert [tuple(m["namespace"]) for m in exported["memories"]] == [("memories", "users")]
     assert BOB in [tuple(m["namespace"]) for m in store.export_user("bob")["memories"]]
-    assert "diabetes" not in str(store.get_user_profile("users"))
+    assert "diabetes" not in str(get_user_profile(store, "users"))
 
     model = RecordingChatModel(replies=["ok", "ok"])
     agent = create_memory_agent(
@@ -99,7 +100,7 @@ def test_nor_another_users_graph_facts(make_store: Callable[..., TieredMemorySto
     store = make_store(scoring=None, index=_index(), graph=True)
     store.put(BOB, "k2", {"content": "My sister Anna lives in Paris.", "importance": 0.9})
     assert store.graph_triples(("memories",))  # bob's memory gave the graph its facts
-    assert "anna" not in str(store.get_user_profile("users")).lower()
+    assert "anna" not in str(get_user_profile(store, "users")).lower()
     model = RecordingChatModel(replies=["ok"])
     agent = create_memory_agent(
         model, writer=MemoryWriter(retry_wait=0.0), extraction=False, profile=False

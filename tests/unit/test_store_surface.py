@@ -1,0 +1,30 @@
+"""The tiered stores keep `BaseStore` and their memory methods; capabilities are functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+
+MOVED = {
+    "get_user_profile": "langgraph_tiered_memory.agent.profile.get_user_profile",
+}
+"""Each former store method and the function that replaces it (the `a…` twin likewise)."""
+
+
+@pytest.mark.parametrize("store_class", [TieredMemoryStore, AsyncTieredMemoryStore])
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_a_capability_is_a_function_of_the_store_not_a_method(store_class: type, name: str) -> None:
+    module_name, _, function = MOVED[name].rpartition(".")
+    module = __import__(module_name, fromlist=[function])
+    assert callable(getattr(module, function)) and callable(getattr(module, "a" + function))
+    assert not hasattr(store_class, name) and not hasattr(store_class, "a" + name)
+
+
+def test_the_memory_methods_and_the_retriever_stay_on_the_stores() -> None:
+    for name in ("search_memories", "get_memory", "update_importance"):
+        assert callable(getattr(TieredMemoryStore, name)), name
+        assert callable(getattr(AsyncTieredMemoryStore, "a" + name)), name
+    assert callable(TieredMemoryStore.as_retriever) and callable(
+        AsyncTieredMemoryStore.as_retriever
+    )
