@@ -14,12 +14,12 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.privacy.redaction import RedactorSpec
 from langgraph_tiered_memory.ranking.scoring import RetrievalMode
+from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._erase import ErasureMethods
 from langgraph_tiered_memory.store._export import ExportMethods
 from langgraph_tiered_memory.store._graph import GraphMethods
 from langgraph_tiered_memory.store._history import HistoryMethods, check_history
-from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
 from langgraph_tiered_memory.store._retriever import RetrieverMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 
@@ -98,8 +98,18 @@ class _TieredStore(
         with redis_call():  # the batch's Redis round trips share one time budget
             return await self._arun_batch(ops)
 
+    async def aupdate_importance(
+        self, namespace: tuple[str, ...], key: str, delta: float
+    ) -> float | None:
+        """Async `update_importance` (same arguments and result).
 
-class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStore, BaseStore):
+        Read and rewrite run together in a worker thread, under the long tier's writer
+        lock like `update_importance` (a lock cannot be held across an `await`).
+        """
+        return await maintenance.aupdate_importance(self, namespace, key, delta)
+
+
+class TieredMemoryStore(_TieredStore, BaseStore):
     """A LangGraph `BaseStore` over two tiers: Redis (short-term) and Chroma (long-term).
 
     Namespaces are routed by a `TierPolicy`: by default those whose first label is
@@ -215,6 +225,21 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
         self.close()
 
     # ------------------------------------------------------------------ memories
+    def update_importance(self, namespace: tuple[str, ...], key: str, delta: float) -> float | None:
+        """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
+
+        The value is written back with its statistics, TTL and expiry kept.
+
+        Args:
+            namespace: The memory's namespace (long-term tier).
+            key: The memory's key.
+            delta: Change of importance, e.g. 0.1 when an agent used the memory.
+
+        Returns:
+            The new importance, or None when the memory does not exist.
+        """
+        return maintenance.update_importance(self, namespace, key, delta)
+
     def get_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
         """A long-term memory with its statistics, or None. Does not count as an access.
 

@@ -16,6 +16,7 @@ import pytest
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple, TripleRecord
+from langgraph_tiered_memory.store.maintenance import consolidate, forget, garbage_collect
 from tests.fakes import Clock
 
 U1 = ("users", "u1", "memories")
@@ -215,7 +216,7 @@ def test_forgetting_removes_triples(open_store: Callable[..., TieredMemoryStore]
     store = open_store()
     store.put(U1, "weak", {"content": "Anna lives in Paris.", "importance": 0.05})
     store.put(U1, "strong", {"content": "Anna works at Google.", "importance": 0.9})
-    rows = store.forget(U1, ["weak", "strong"])
+    rows = forget(store, U1, ["weak", "strong"])
     assert [r["id"] for r in rows] == ["weak"]
     assert _facts(store.graph_triples(U1)) == {("anna", "works_at", "google")}
 
@@ -240,7 +241,7 @@ def test_garbage_collection_removes_triples_of_expired_and_forgotten_memories(
     store.put(U1, "weak", {"content": "Bob lives in Rome.", "importance": 0.05})
     store.put(U1, "kept", {"content": "Anna works at Google.", "importance": 0.9})
     clock.now += 120
-    report = store.garbage_collect(("users",), dry_run=False)
+    report = garbage_collect(store, ("users",), dry_run=False)
     assert sorted(d["id"] for d in report["details"]) == ["brief", "weak"]
     assert _facts(store.graph_triples(U1)) == {("anna", "works_at", "google")}
 
@@ -273,7 +274,7 @@ def test_consolidation_repoints_triples_to_the_merged_memory(
     open_store: Callable[..., TieredMemoryStore],
 ) -> None:
     store, _ = _merge_setup(open_store)
-    (record,) = store.consolidate(U1)
+    (record,) = consolidate(store, U1)
     merged = record["key"]
     records = store.graph_triples(U1)
     assert _keys(records, ("anna", "lives_in", "paris")) == (merged,)
@@ -300,7 +301,7 @@ def test_consolidation_interrupted_keeps_the_sources_triples(
 
     monkeypatch.setattr(store, "_run_batch", crash_on_second)
     with pytest.raises(RuntimeError, match="^injected crash deleting the sources$"):
-        store.consolidate(U1)
+        consolidate(store, U1)
     monkeypatch.undo()
     (merged,) = [it.key for it in store.search(U1) if it.key.startswith("consolidated-")]
     records = store.graph_triples(U1)
@@ -314,7 +315,7 @@ def test_downweighted_sources_keep_their_triples_without_extraction(
 ) -> None:
     store, rules = _merge_setup(open_store)
     before = len(rules.texts)
-    (record,) = store.consolidate(U1, originals="downweight")
+    (record,) = consolidate(store, U1, originals="downweight")
     assert len(rules.texts) == before + 1  # the merged memory only
     merged = record["key"]
     records = store.graph_triples(U1)

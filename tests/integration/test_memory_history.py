@@ -18,6 +18,7 @@ from langgraph_tiered_memory.agent.extraction import extract_memories
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces, id_hash
 from langgraph_tiered_memory.privacy.history import acting, content_hash
+from langgraph_tiered_memory.store.maintenance import consolidate, garbage_collect, promote
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
 from tests.conftest import DIMS, drop_redis_keys
@@ -173,7 +174,7 @@ def test_library_passes_attribute_their_writes(mstore: TieredMemoryStore, clock:
     # consolidation: the merged memory and its sources
     mstore.put(NS, "a", {"content": "Ana drives a blue van."})
     mstore.put(NS, "b", {"content": "Ana drives a blue van."})
-    (record,) = mstore.consolidate(NS)
+    (record,) = consolidate(mstore, NS)
     merged = record["key"]
     assert _events(mstore, NS, merged) == [("merged", "consolidation", "merged from a, b")]
     for source in ("a", "b"):
@@ -182,14 +183,14 @@ def test_library_passes_attribute_their_writes(mstore: TieredMemoryStore, clock:
 
     # forgetting: each memory's own reason
     mstore.put(NS, "weak", {"content": "said teh once", "importance": 0.05})
-    report = mstore.garbage_collect(NS, dry_run=False, policy={"min_importance": 0.1})
+    report = garbage_collect(mstore, NS, dry_run=False, policy={"min_importance": 0.1})
     (row,) = [d for d in report["details"] if d["id"] == "weak"]
     assert _events(mstore, NS, "weak")[-1] == ("forgotten", "forgetting", row["reason"])
 
     # TTL expiry found by a forgetting pass
     mstore.put(NS, "ttl", {"content": "parked on level 2"}, ttl=1)
     clock.now += 120
-    mstore.garbage_collect(NS, dry_run=False)
+    garbage_collect(mstore, NS, dry_run=False)
     assert _events(mstore, NS, "ttl")[-1] == ("expired", "forgetting", "ttl expired")
 
 
@@ -212,7 +213,7 @@ def test_tool_and_extraction_writes_name_their_actor(
 def test_promotion_is_the_systems(make_store: Callable[..., TieredMemoryStore]) -> None:
     store = make_store(scoring=None)  # short_term -> Redis, the rest -> Chroma
     store.put(("short_term", "s1"), "turn", {"content": "Ana moved to Porto", "importance": 0.9})
-    ((ns, key),) = store.promote(("short_term",), target=lambda ns: ("users", "u1"))
+    ((ns, key),) = promote(store, ("short_term",), target=lambda ns: ("users", "u1"))
     (event,) = store.memory_history(ns, key)
     assert (event.event, event.actor, event.reason) == (
         "add",

@@ -19,6 +19,7 @@ from langgraph_tiered_memory.agent.profile import (
     get_user_profile,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store.maintenance import forget, garbage_collect
 from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock
 from tests.memory_tools_support import indexed_store_options
@@ -233,7 +234,7 @@ def test_profile_is_rebuilt_when_the_users_memories_change(
         pstore.delete(ns, "tea")
         expect_in, expect_out = "Alice wants short answers", "Alice drinks green tea"
     else:
-        forgotten = pstore.forget(ns, ["trivial"])
+        forgotten = forget(pstore, ns, ["trivial"])
         assert [row["id"] for row in forgotten] == ["trivial"]
         expect_in, expect_out = "Alice planned a trip to Rome", "Alice saw a cloud"
 
@@ -257,7 +258,7 @@ def test_profile_reads_do_not_count_as_memory_accesses(pstore: ProfileStore, clo
     entry = pstore.get_memory(ns, "m")
     assert entry is not None and entry.access_count == 0 and entry.last_accessed is None
     # so reading the profile does not keep a never-used memory from being forgotten
-    report = pstore.garbage_collect(ns)
+    report = garbage_collect(pstore, ns)
     assert [row["id"] for row in report["details"]] == ["m"]
 
 

@@ -107,6 +107,17 @@ HOMES = {
         "GraphSyncError",
         "PromotionSkip",
     ],
+    "langgraph_tiered_memory.store.maintenance": [
+        "Promoted",
+        "aconsolidate",
+        "aforget",
+        "agarbage_collect",
+        "apromote",
+        "consolidate",
+        "forget",
+        "garbage_collect",
+        "promote",
+    ],
 }
 
 

@@ -8,6 +8,10 @@ from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 
 MOVED = {
     "get_user_profile": "langgraph_tiered_memory.agent.profile.get_user_profile",
+    "garbage_collect": "langgraph_tiered_memory.store.maintenance.garbage_collect",
+    "forget": "langgraph_tiered_memory.store.maintenance.forget",
+    "consolidate": "langgraph_tiered_memory.store.maintenance.consolidate",
+    "promote": "langgraph_tiered_memory.store.maintenance.promote",
 }
 """Each former store method and the function that replaces it (the `a…` twin likewise)."""
 
