@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from langgraph_tiered_memory._drive import Call
 from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error, resolve_model
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import queries
 from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
 from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
 from langgraph_tiered_memory.memory import DEFAULT_IMPORTANCE, DEFAULT_MEMORY_TYPE, MEMORY_TYPES
@@ -541,9 +542,9 @@ def build_profile(
         scope = UserScope(plan.user_id)  # another user's namespace below the plan's: left out
         for subject in fact_subjects(plan.user_id):
             found = yield Call(
-                store,
+                queries,
                 "graph_triples",
-                (plan.namespace,),
+                (store, plan.namespace),
                 {"subject": subject, "limit": MAX_KNOWN_FACTS},
             )
             records.extend(r for r in found if scope.may_hold(r.namespace))

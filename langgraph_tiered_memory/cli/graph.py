@@ -19,6 +19,7 @@ from langgraph_tiered_memory.cli.common import (
     existing_chroma_path,
     namespace_labels,
 )
+from langgraph_tiered_memory.graph import graph_neighbors, graph_triples
 
 __all__ = ["graph"]
 
@@ -165,15 +166,15 @@ def graph(
     )
     try:
         if root is None:
-            records = store.graph_triples(prefix, relation=rel, limit=limit)
+            records = graph_triples(store, prefix, relation=rel, limit=limit)
             neighbors = None
             full = len(records) >= limit
         else:
-            neighbors = store.graph_neighbors(prefix, root, hops=depth, relation=rel, limit=limit)
+            neighbors = graph_neighbors(store, prefix, root, hops=depth, relation=rel, limit=limit)
             full = len(neighbors) >= limit
             # every triple between the entity and its neighbours, not one path each
-            direct = store.graph_triples(prefix, subject=root, relation=rel, limit=limit)
-            direct += store.graph_triples(prefix, object=root, relation=rel, limit=limit)
+            direct = graph_triples(store, prefix, subject=root, relation=rel, limit=limit)
+            direct += graph_triples(store, prefix, object=root, relation=rel, limit=limit)
             records = [*direct, *(rec for n in neighbors for rec in n.path)]
     except TieredMemoryError as e:
         typer.echo(f"Error: {e}", err=True)

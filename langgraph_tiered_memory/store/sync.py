@@ -18,7 +18,6 @@ from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._erase import ErasureMethods
 from langgraph_tiered_memory.store._export import ExportMethods
-from langgraph_tiered_memory.store._graph import GraphMethods
 from langgraph_tiered_memory.store._history import HistoryMethods, check_history
 from langgraph_tiered_memory.store._retriever import RetrieverMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
@@ -29,7 +28,6 @@ __all__ = ["TieredMemoryStore"]
 class _TieredStore(
     ErasureMethods,
     ExportMethods,
-    GraphMethods,
     RetrieverMethods,
     HistoryMethods,
     TieredStoreCore,
@@ -177,7 +175,8 @@ class TieredMemoryStore(_TieredStore, BaseStore):
             `"falkordb"` with `url` and optional `graph_name`; extra `graph`) and the
             `extractor` (`"rules"`, a chat model or `init_chat_model` string). Or a
             `GraphStore` instance (the caller closes it). Query it with
-            `graph_triples` and `graph_neighbors`; `rebuild_graph` re-extracts.
+            `langgraph_tiered_memory.graph.graph_triples(store, ...)` and
+            `graph_neighbors`; `rebuild_graph` re-extracts.
         history: Record every change to a long-term memory (True, default): its
             time, actor, reason and content hashes, in the long tier's SQLite file in
             the memory's own transaction; read them with `memory_history`. False:

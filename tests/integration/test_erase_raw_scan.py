@@ -47,6 +47,7 @@ from langgraph_tiered_memory.checkpoint import (
     ShallowRedisSessionSaver,
 )
 from langgraph_tiered_memory.cli.app import app as cli_app
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.conftest import DIMS
 from tests.erase_env import (
@@ -199,7 +200,7 @@ def test_erase_user_leaves_no_trace_anywhere(env: Env) -> None:
     for t in subject.threads:
         check(env.saver.get_tuple({"configurable": {"thread_id": t}}) is None, f"thread {t} kept")
         check(env.saver.get_summary(t) is None, f"summary of thread {t} kept")
-    triples = env.store.graph_triples(("memories", subject.uid), limit=10)
+    triples = graph_triples(env.store, ("memories", subject.uid), limit=10)
     check(triples == [], f"graph_triples still has {triples}")
     for shared_ns in (SHARED_NS, TEAM_NS):
         found = env.store.search(shared_ns, query=subject.marker, limit=100)

@@ -21,6 +21,7 @@ from langgraph_tiered_memory import (
     TieredMemoryStore,
 )
 from langgraph_tiered_memory.agent.profile import get_user_profile
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.graph.types import Namespace, Triple
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
@@ -257,7 +258,7 @@ def _links(store: TieredMemoryStore) -> set[tuple[Namespace, str, Triple]]:
     """Every (namespace, memory key, triple) support link of the store's graph."""
     return {
         (r.namespace, key, r.triple)
-        for r in store.graph_triples((), limit=10_000)
+        for r in graph_triples(store, (), limit=10_000)
         for key in r.memory_keys
     }
 

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from langgraph_tiered_memory.cli.app import app
 from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from tests.conftest import DIMS
@@ -38,7 +39,7 @@ BEN = ("users", "ben", "memories")
 def _facts(store: TieredMemoryStore, prefix: tuple[str, ...] = ()) -> set[tuple[Any, ...]]:
     return {
         (r.namespace, r.subject, r.relation, r.object, r.memory_keys)
-        for r in store.graph_triples(prefix)
+        for r in graph_triples(store, prefix)
     }
 
 

@@ -25,6 +25,7 @@ import redis
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
@@ -149,7 +150,7 @@ def _history(store: TieredMemoryStore, expected: dict[str, Any]) -> dict[str, li
 def _triples(store: TieredMemoryStore) -> list[list[Any]]:
     return sorted(
         [list(t.namespace), t.subject, t.relation, t.object]
-        for t in store.graph_triples(("users",), limit=1000)
+        for t in graph_triples(store, ("users",), limit=1000)
     )
 
 

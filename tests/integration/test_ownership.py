@@ -20,6 +20,7 @@ from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_ag
 from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from langgraph_tiered_memory.privacy.ownership import namespace_owner
 from langgraph_tiered_memory.ranking.scoring import UserScope
@@ -99,7 +100,7 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
 def test_nor_another_users_graph_facts(make_store: Callable[..., TieredMemoryStore]) -> None:
     store = make_store(scoring=None, index=_index(), graph=True)
     store.put(BOB, "k2", {"content": "My sister Anna lives in Paris.", "importance": 0.9})
-    assert store.graph_triples(("memories",))  # bob's memory gave the graph its facts
+    assert graph_triples(store, ("memories",))  # bob's memory gave the graph its facts
     assert "anna" not in str(get_user_profile(store, "users")).lower()
     model = RecordingChatModel(replies=["ok"])
     agent = create_memory_agent(

@@ -18,6 +18,7 @@ from langgraph_tiered_memory.agent.profile import (
     aget_user_profile,
     get_user_profile,
 )
+from langgraph_tiered_memory.graph import rebuild_graph
 from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple
 from tests.fake_models import RecordedChatModel, prompt_text
@@ -131,7 +132,7 @@ def test_cached_profile_is_rebuilt_when_only_the_graph_changed(
 
     # Re-extracting with another extractor changes the triples, not the memories.
     extractor.extra = Triple.of("user", "speaks", "Portuguese")
-    assert gstore.rebuild_graph(ALICE) == 3
+    assert rebuild_graph(gstore, ALICE) == 3
     assert gstore.search(ALICE, limit=10) == memories_before
 
     rebuilt = get_user_profile(gstore, "alice", model=model)

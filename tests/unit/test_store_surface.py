@@ -12,6 +12,9 @@ MOVED = {
     "forget": "langgraph_tiered_memory.store.maintenance.forget",
     "consolidate": "langgraph_tiered_memory.store.maintenance.consolidate",
     "promote": "langgraph_tiered_memory.store.maintenance.promote",
+    "graph_triples": "langgraph_tiered_memory.graph.graph_triples",
+    "graph_neighbors": "langgraph_tiered_memory.graph.graph_neighbors",
+    "rebuild_graph": "langgraph_tiered_memory.graph.rebuild_graph",
 }
 """Each former store method and the function that replaces it (the `a…` twin likewise)."""
 

@@ -25,6 +25,7 @@ import chromadb
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -126,7 +127,7 @@ def main(out: Path) -> None:
         }
         expected["triples"] = sorted(
             [list(t.namespace), t.subject, t.relation, t.object]
-            for t in store.graph_triples(("users",), limit=1000)
+            for t in graph_triples(store, ("users",), limit=1000)
         )
         store.close()
         (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True))
