@@ -35,6 +35,7 @@ from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import memory_history
 from tests.fakes import Clock, HashingEmbeddings
 
 _in_put = False
@@ -128,7 +129,7 @@ def _snapshot(store: TieredMemoryStore, op: dict[str, Any]) -> dict[str, Any]:
     for ns, key in op["keys"]:
         name = json.dumps([ns, key])
         memories[name] = _entry(store, _ns(ns), key)
-        history[name] = [e.to_dict() for e in store.memory_history(_ns(ns), key)]
+        history[name] = [e.to_dict() for e in memory_history(store, _ns(ns), key)]
     return {
         "listings": listings,
         "queries": queries,

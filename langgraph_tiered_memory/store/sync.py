@@ -2,34 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, cast
 
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    IndexConfig,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    TTLConfig,
+)
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.privacy.history import acting, current_actor
 from langgraph_tiered_memory.privacy.redaction import RedactorSpec
 from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._config import GraphConfig
-from langgraph_tiered_memory.store._erase import ErasureMethods
-from langgraph_tiered_memory.store._export import ExportMethods
-from langgraph_tiered_memory.store._history import HistoryMethods, check_history
+from langgraph_tiered_memory.store._history import check_history
 from langgraph_tiered_memory.store._retriever import RetrieverMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
+from langgraph_tiered_memory.store.tiers._history_events import in_event
 
 __all__ = ["TieredMemoryStore"]
 
 
 class _TieredStore(
-    ErasureMethods,
-    ExportMethods,
     RetrieverMethods,
-    HistoryMethods,
     TieredStoreCore,
 ):
     """What both stores share: the keyword-only constructor and the batch entry points.
@@ -106,6 +112,43 @@ class _TieredStore(
         """
         return await maintenance.aupdate_importance(self, namespace, key, delta)
 
+    # ------------------------------------------------------------------ async attribution
+    # The async store gathers `aput`/`adelete` calls into batches run by a background
+    # task, outside the caller's context: a write made inside `acting(...)` would lose
+    # its actor, and the task would keep the actor of whoever started it. Attributed
+    # writes therefore run as their own batch in the caller's context, and the task is
+    # started in the default context.
+    def _ensure_task(self) -> None:
+        start = cast(Callable[[], None], getattr(super(), "_ensure_task"))  # noqa: B009
+        with acting("user"):
+            start()
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """Store or update an item (see `BaseStore.aput`)."""
+        parent = cast(Any, super())
+        if current_actor() == ("user", None) and not in_event():
+            await parent.aput(namespace, key, value, index, ttl=ttl)
+            return
+        if ttl is NOT_PROVIDED:
+            ttl = (getattr(self, "ttl_config", None) or {}).get("default_ttl")
+        op = PutOp(tuple(namespace), key, dict(value), index, ttl=cast(Any, ttl))
+        await cast(Any, self).abatch([op])
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete an item (see `BaseStore.adelete`)."""
+        if current_actor() == ("user", None) and not in_event():
+            await cast(Any, super()).adelete(namespace, key)
+            return
+        await cast(Any, self).abatch([PutOp(tuple(namespace), key, None)])
+
 
 class TieredMemoryStore(_TieredStore, BaseStore):
     """A LangGraph `BaseStore` over two tiers: Redis (short-term) and Chroma (long-term).
@@ -114,6 +157,14 @@ class TieredMemoryStore(_TieredStore, BaseStore):
     `"short_term"` live in Redis, everything else in Chroma. Every `BaseStore`
     operation works on both tiers, with the same results as LangGraph's
     `InMemoryStore`.
+
+    Beyond `BaseStore`, the store's own methods are its memory methods
+    (`search_memories`, `get_memory`, `update_importance`) and `as_retriever`, which
+    stays a method as LangChain's vector stores have it. Every other capability is a
+    function taking the store: `privacy.erase_user(store, user_id)`,
+    `privacy.export_user`, `privacy.memory_history`, `graph.graph_triples(store, ...)`,
+    `graph.graph_neighbors`, `graph.rebuild_graph`, `store.maintenance.garbage_collect`,
+    `forget`, `consolidate`, `promote`, and `agent.profile.get_user_profile`.
 
     Args:
         redis_url: URL of the Redis used by the short-term tier. Defaults to the
@@ -179,8 +230,9 @@ class TieredMemoryStore(_TieredStore, BaseStore):
             `graph_neighbors`; `rebuild_graph` re-extracts.
         history: Record every change to a long-term memory (True, default): its
             time, actor, reason and content hashes, in the long tier's SQLite file in
-            the memory's own transaction; read them with `memory_history`. False:
-            nothing is recorded and `memory_history` raises `ConfigurationError`.
+            the memory's own transaction; read them with
+            `privacy.memory_history(store, ...)`. False: nothing is recorded and
+            `memory_history` raises `ConfigurationError`.
 
     Example:
         ```python

@@ -21,6 +21,7 @@ from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import erase_user, export_user
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from langgraph_tiered_memory.privacy.ownership import namespace_owner
 from langgraph_tiered_memory.ranking.scoring import UserScope
@@ -76,9 +77,9 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
     store.put(BOB, "k1", {"content": "bob's diagnosis is diabetes", "importance": 0.9})
     store.put(("memories", "users"), "own", {"content": "the users account's own note"})
 
-    exported = store.export_user("users")
+    exported = export_user(store, "users")
     assert [tuple(m["namespace"]) for m in exported["memories"]] == [("memories", "users")]
-    assert BOB in [tuple(m["namespace"]) for m in store.export_user("bob")["memories"]]
+    assert BOB in [tuple(m["namespace"]) for m in export_user(store, "bob")["memories"]]
     assert "diabetes" not in str(get_user_profile(store, "users"))
 
     model = RecordingChatModel(replies=["ok", "ok"])
@@ -92,7 +93,7 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
     )
     assert "diabetes" not in prompt_text(model.prompts[-1])
 
-    store.erase_user("users")
+    erase_user(store, "users")
     assert store.get(BOB, "k1") is not None
     assert store.get(("memories", "users"), "own") is None
 

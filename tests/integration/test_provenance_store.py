@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import erase_user, export_user
 from langgraph_tiered_memory.privacy.provenance import PROVENANCE_FIELD, names_user
 from langgraph_tiered_memory.store.maintenance import consolidate, promote
 from tests.conftest import DIMS
@@ -82,9 +83,9 @@ def test_private_memories_of_two_users_in_a_shared_namespace_are_never_merged(
         records = consolidate(mstore, team, query=query, min_similarity=0.0, threshold=0.0)
         for record in records:  # alice's two memories may merge; bob's never joins them
             assert "b1" not in record["sources"] and "Main St" not in record["content"]
-    exported = [m["value"]["content"] for m in mstore.export_user("alice")["shared_memories"]]
+    exported = [m["value"]["content"] for m in export_user(mstore, "alice")["shared_memories"]]
     assert exported and not any("Main St" in text for text in exported)
-    mstore.erase_user("alice")
+    erase_user(mstore, "alice")
     assert mstore.get(team, "b1") is not None
     # Shared types still merge across users: every user can read them anyway.
     fact = {"memory_type": "fact", "content": "The office opens at nine."}

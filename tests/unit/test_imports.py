@@ -87,6 +87,17 @@ HOMES = {
         "rebuild_graph",
     ],
     "langgraph_tiered_memory.interop": ["ImportCounts"],
+    "langgraph_tiered_memory.privacy": [
+        "aerase_user",
+        "aexport_user",
+        "amemory_history",
+        "erase_user",
+        "export_user",
+        "history_export",
+        "history_namespaces",
+        "memory_history",
+        "tombstone_history",
+    ],
     "langgraph_tiered_memory.privacy.erasure": ["UserNamespaces"],
     "langgraph_tiered_memory.privacy.history": ["acting"],
     "langgraph_tiered_memory.privacy.redaction": [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore, privacy
 
 MOVED = {
     "get_user_profile": "langgraph_tiered_memory.agent.profile.get_user_profile",
@@ -15,6 +15,9 @@ MOVED = {
     "graph_triples": "langgraph_tiered_memory.graph.graph_triples",
     "graph_neighbors": "langgraph_tiered_memory.graph.graph_neighbors",
     "rebuild_graph": "langgraph_tiered_memory.graph.rebuild_graph",
+    "erase_user": "langgraph_tiered_memory.privacy.erase_user",
+    "export_user": "langgraph_tiered_memory.privacy.export_user",
+    "memory_history": "langgraph_tiered_memory.privacy.memory_history",
 }
 """Each former store method and the function that replaces it (the `a…` twin likewise)."""
 
@@ -35,3 +38,9 @@ def test_the_memory_methods_and_the_retriever_stay_on_the_stores() -> None:
     assert callable(TieredMemoryStore.as_retriever) and callable(
         AsyncTieredMemoryStore.as_retriever
     )
+
+
+@pytest.mark.parametrize("store_class", [TieredMemoryStore, AsyncTieredMemoryStore])
+def test_the_history_reads_are_functions_of_the_store(store_class: type) -> None:
+    for name in ("history_export", "history_namespaces", "tombstone_history"):
+        assert callable(getattr(privacy, name)) and not hasattr(store_class, name), name

@@ -26,6 +26,7 @@ from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import memory_history
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -120,7 +121,7 @@ def main(out: Path) -> None:
         expected["counts"] = counts
         expected["history"] = {
             f"{'/'.join(ns)}/{key}": [
-                [e.event, e.at, e.actor, e.content_hash] for e in store.memory_history(ns, key)
+                [e.event, e.at, e.actor, e.content_hash] for e in memory_history(store, ns, key)
             ]
             for ns, items in TEXTS.items()
             for key, _ in items
