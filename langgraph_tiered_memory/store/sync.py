@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langgraph.store.base import (
     NOT_PROVIDED,
@@ -27,20 +27,20 @@ from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._history import check_history
-from langgraph_tiered_memory.store._retriever import RetrieverMethods
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 from langgraph_tiered_memory.store.tiers._history_events import in_event
+
+if TYPE_CHECKING:
+    from langgraph_tiered_memory.retriever import MemoryRetriever
 
 __all__ = ["TieredMemoryStore"]
 
 
-class _TieredStore(
-    RetrieverMethods,
-    TieredStoreCore,
-):
-    """What both stores share: the keyword-only constructor and the batch entry points.
+class _TieredStore(TieredStoreCore):
+    """What both stores share: constructor, batch entry points, retriever, overrides.
 
-    The options are documented on `TieredMemoryStore`.
+    Also `aupdate_importance` and the attributed `aput`/`adelete`. The options are
+    documented on `TieredMemoryStore`.
     """
 
     def __init__(
@@ -101,6 +101,79 @@ class _TieredStore(
         """
         with redis_call():  # the batch's Redis round trips share one time budget
             return await self._arun_batch(ops)
+
+    def as_retriever(
+        self,
+        namespace: Sequence[str],
+        *,
+        user_id: str | None = None,
+        k: int = 4,
+        retrieval: RetrievalMode | None = None,
+        min_score: float | None = None,
+    ) -> MemoryRetriever:
+        """A LangChain `BaseRetriever` returning this store's memories as `Document`s.
+
+        Each `Document` has the memory's text as `page_content` and `namespace`,
+        `key`, `memory_type`, `importance`, `score` and `score_breakdown` in its
+        metadata. Searches count as accesses, as `search_memories` does.
+
+        Args:
+            namespace: Namespace prefix to search; labels may hold `{name}`
+                placeholders such as `("users", "{user_id}")`.
+            user_id: The user the retriever serves: fills `{user_id}` and limits the
+                search to that user's memories (plus shared facts and skills outside
+                any user's namespace). None: read from each run's
+                `config["configurable"]["user_id"]`, when there is one.
+            k: Most memories per query (default 4).
+            retrieval: Retrieval mode of its searches (default: the store's).
+            min_score: Drop memories scoring below this (default: the store's).
+
+        Raises:
+            ConfigurationError: the namespace template, `k` or `user_id` is invalid,
+                the store does not rank memories, or the namespace belongs to another
+                user.
+        """
+        from langgraph_tiered_memory.retriever import MemoryRetriever
+
+        return MemoryRetriever(
+            store=self,
+            namespace=tuple(namespace),
+            user_id=user_id,
+            k=k,
+            retrieval=retrieval,
+            min_score=min_score,
+        )
+
+    def _search_memories_sync(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str,
+        *,
+        limit: int,
+        retrieval: RetrievalMode | None,
+        user_id: str | None,
+        min_score: float | None,
+    ) -> list[MemoryHit]:
+        """`search_memories` for the async store's sync callers (not on the event loop)."""
+        core: Any = self
+        core._check_search_text(namespace_prefix, query, None, user_id)
+        qv = None
+        if core.embeddings is not None and retrieval != "keyword":
+            qv = core.embeddings.embed_query(query)
+            core._check_vectors([qv], "search queries")
+        with redis_call():
+            hits: list[MemoryHit] = core._search_memories(
+                tuple(namespace_prefix),
+                query,
+                qv,
+                filter=None,
+                limit=limit,
+                offset=0,
+                retrieval=retrieval,
+                user_id=user_id,
+                min_score=min_score,
+            )
+        return hits
 
     async def aupdate_importance(
         self, namespace: tuple[str, ...], key: str, delta: float
