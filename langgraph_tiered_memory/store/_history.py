@@ -70,11 +70,6 @@ def _tombstone_key(namespace: Namespace, key: str) -> str:
     return id_hash(*namespace, key)
 
 
-def _core(store: object) -> Any:
-    """The store the mixin is part of (`TieredStoreCore` attributes, untyped here)."""
-    return store
-
-
 def _memory_event(e: StoredEvent) -> MemoryEvent:
     return MemoryEvent(
         seq=e.seq,
