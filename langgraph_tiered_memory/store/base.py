@@ -112,6 +112,8 @@ class TieredStoreCore:
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
         redactor: Any = None,
         graph: Any = None,
+        short: Tier | None = None,
+        long: Tier | None = None,
     ) -> None:
         self._router = TierRouter(tiers)
         self.graph: GraphStore | None = None
@@ -157,6 +159,8 @@ class TieredStoreCore:
             memory_index_path=memory_index_path,
             redis_timeout=check_redis_timeout(redis_timeout),
             import_graph=lambda: self.graph,  # made below; the long tier opens later
+            short=short,
+            long=long,
         )
         if graph_spec is not None:
             try:

@@ -29,6 +29,7 @@ from langgraph_tiered_memory.store._config import GraphConfig
 from langgraph_tiered_memory.store._history import check_history
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
 from langgraph_tiered_memory.store.tiers._history_events import in_event
+from langgraph_tiered_memory.store.tiers.base import Tier
 
 if TYPE_CHECKING:
     from langgraph_tiered_memory.retriever import MemoryRetriever
@@ -63,6 +64,8 @@ class _TieredStore(TieredStoreCore):
         redactor: RedactorSpec = None,
         graph: bool | str | GraphConfig | GraphStore | None = None,
         history: bool = True,
+        short: Tier | None = None,
+        long: Tier | None = None,
     ) -> None:
         super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
         recording = check_history(history)
@@ -83,6 +86,8 @@ class _TieredStore(TieredStoreCore):
             redis_timeout=redis_timeout,
             redactor=redactor,
             graph=graph,
+            short=short,
+            long=long,
         )
         self._configure_history(recording)
 
@@ -306,6 +311,14 @@ class TieredMemoryStore(_TieredStore, BaseStore):
             the memory's own transaction; read them with
             `privacy.memory_history(store, ...)`. False: nothing is recorded and
             `memory_history` raises `ConfigurationError`.
+        short: A tier instance for the short tier instead of Redis: any object with
+            the methods of the `Tier` protocol (`store.tiers.base.Tier`), so a new
+            backend needs no change to the store. Not with `redis_url`/`redis_client`.
+            The store calls its `setup()` and `close()`.
+        long: Likewise for the long tier instead of Chroma (not with `chroma_client`,
+            `chroma_path` or `memory_index_path`); it must be a `MemoryTier`
+            (`store.tiers.base.MemoryTier`), whose further methods the memory
+            ranking, maintenance and history use.
 
     Example:
         ```python
