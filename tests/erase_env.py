@@ -22,6 +22,7 @@ import httpx
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.checkpoint import RedisSessionSaver
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.privacy.erasure import ErasureReceipt
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.conftest import DIMS
@@ -248,7 +249,7 @@ def snapshot(env: Env, p: Person, erased: Person | None = None) -> dict[str, Any
         "sessions": sorted(s.session_id for s in saver.list_sessions(p.uid)),
         "summaries": {t: saver.get_summary(t) for t in p.threads},
         "threads": threads,
-        "triples": sorted(map(repr, store.graph_triples(("memories", p.uid), limit=1000))),
+        "triples": sorted(map(repr, graph_triples(store, ("memories", p.uid), limit=1000))),
     }
 
 

@@ -22,7 +22,15 @@ from langgraph.prebuilt import ToolNode
 
 from langgraph_tiered_memory import SummarizationNode, TieredMemoryStore, create_memory_agent
 from langgraph_tiered_memory.agent.builder import MemoryWriter
+from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool, create_search_memory_tool
+from langgraph_tiered_memory.store.maintenance import (
+    aconsolidate,
+    apromote,
+    consolidate,
+    garbage_collect,
+    promote,
+)
 from tests.fake_models import RecordingChatModel
 
 SHARED_NS = ("shared", "kb")
@@ -132,16 +140,16 @@ def write_user(
         f"barely important {m} detail",
     ]
     store.update_importance(mem, "sister", 0.2)  # reinforcement
-    store.consolidate(mem, threshold=0.8)  # merged memory, consolidated_from
+    consolidate(store, mem, threshold=0.8)  # merged memory, consolidated_from
 
     # forgetting: a namespace whose only memory is forgotten (its history remains)
     faint = ("users", uid, "faint")
     store.put(faint, "f1", {"content": f"barely important {m} detail", "importance": 0.05})
-    forgotten = store.garbage_collect(faint, dry_run=False, policy={"min_importance": 0.1})
+    forgotten = garbage_collect(store, faint, dry_run=False, policy={"min_importance": 0.1})
     assert forgotten["forgotten_count"] == 1, forgotten
 
     # promotion short -> long (("users", uid, "memories", "scratch"))
-    store.promote(("short_term", uid))
+    promote(store, ("short_term", uid))
 
     # the memory agent: tools, summarizer into the session registry, extraction, profile
     tools = [
@@ -189,7 +197,7 @@ def write_user(
             },
             {"configurable": {"user_id": uid, "thread_id": uuid.uuid4().hex}},
         )
-    store.consolidate(SHARED_NS, threshold=0.8, originals="downweight")
+    consolidate(store, SHARED_NS, threshold=0.8, originals="downweight")
 
     write_team(store, saver, p)
 
@@ -198,7 +206,7 @@ def write_user(
     store.put(("short_term", uid, "ephemeral"), "e1", {"content": f"ephemeral {m}"}, ttl=1)
 
     # the profile (cached under ("profiles", uid))
-    store.get_user_profile(uid, refresh=True)
+    get_user_profile(store, uid, refresh=True)
 
     if big:
         write_big_namespace(store, p)
@@ -251,8 +259,8 @@ async def awrite_user(store: Any, saver: Any, p: Person) -> None:
     await store.aput(mem, "dup1", {"content": f"I drink {m} tea every morning."})
     await store.aput(mem, "dup2", {"content": f"I drink {m} tea every morning!"})
     await store.aupdate_importance(mem, "sister", 0.2)
-    await store.aconsolidate(mem, threshold=0.8)
-    await store.apromote(("short_term", uid))
+    await aconsolidate(store, mem, threshold=0.8)
+    await apromote(store, ("short_term", uid))
     tools = [
         create_manage_memory_tool(),
         create_manage_memory_tool(namespace=SHARED_NS, name="manage_shared"),
@@ -274,4 +282,4 @@ async def awrite_user(store: Any, saver: Any, p: Person) -> None:
         {"messages": f"My brother {name} works at Acme. Remember that, it is important."},
         {"configurable": {"user_id": uid, "thread_id": t2}},
     )
-    await store.aget_user_profile(uid, refresh=True)
+    await aget_user_profile(store, uid, refresh=True)

@@ -34,6 +34,8 @@ from chromadb.config import Settings
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import memory_history
 from tests.fakes import Clock, HashingEmbeddings
 
 _in_put = False
@@ -97,7 +99,7 @@ def _graph(store: TieredMemoryStore, listings: dict[str, list[dict[str, Any]]]) 
     held = sorted(
         [list(r.namespace), key, r.subject, r.relation, r.object]
         for ns in listings
-        for r in store.graph_triples(_ns(json.loads(ns)), limit=100_000)
+        for r in graph_triples(store, _ns(json.loads(ns)), limit=100_000)
         for key in r.memory_keys
     )
     listed = [(h["ns"], h["key"], h["value"]) for hits in listings.values() for h in hits]
@@ -127,7 +129,7 @@ def _snapshot(store: TieredMemoryStore, op: dict[str, Any]) -> dict[str, Any]:
     for ns, key in op["keys"]:
         name = json.dumps([ns, key])
         memories[name] = _entry(store, _ns(ns), key)
-        history[name] = [e.to_dict() for e in store.memory_history(_ns(ns), key)]
+        history[name] = [e.to_dict() for e in memory_history(store, _ns(ns), key)]
     return {
         "listings": listings,
         "queries": queries,

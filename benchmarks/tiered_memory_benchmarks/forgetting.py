@@ -53,6 +53,7 @@ from langgraph.store.base import GetOp, PutOp
 
 from langgraph_tiered_memory.agent.forgetting_graph import create_forgetting_graph
 from langgraph_tiered_memory.ranking.forgetting import ForgettingRules
+from langgraph_tiered_memory.store.maintenance import garbage_collect
 from tiered_memory_benchmarks.retrieval import BenchClock
 
 __all__ = [
@@ -487,7 +488,7 @@ def _simulate_year(
 
 def _count(store: Any) -> int:
     """Memories in the store, counted through the public API (a dry run scans them all)."""
-    report = store.garbage_collect(("users",), dry_run=True)
+    report = garbage_collect(store, ("users",), dry_run=True)
     return int(report["scanned"])
 
 

@@ -26,10 +26,12 @@ from pydantic import BaseModel, Field, ValidationError
 from langgraph_tiered_memory._drive import Call
 from langgraph_tiered_memory._models import MODEL_OUTPUT_ERRORS, describe_model_error, resolve_model
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import queries
 from langgraph_tiered_memory.graph.extract import DEFAULT_SPEAKER, entity_name
 from langgraph_tiered_memory.graph.types import TripleRecord, normalize_entity
 from langgraph_tiered_memory.memory import DEFAULT_IMPORTANCE, DEFAULT_MEMORY_TYPE, MEMORY_TYPES
 from langgraph_tiered_memory.ranking.scoring import UserScope
+from langgraph_tiered_memory.store.base import TieredStoreCore
 
 logger = logging.getLogger("langgraph_tiered_memory.agent.profile")
 
@@ -511,7 +513,8 @@ def build_profile(
     model = resolve_model(model)
     plan = plan_profile(user_id, namespace, model, max_per_type)
     # Reading a profile is no use of the memories: no access counted, no TTL refreshed.
-    uncounted = _UNCOUNTED if getattr(store, "memory_mode", False) else None
+    tiered = isinstance(store, TieredStoreCore)
+    uncounted = _UNCOUNTED if tiered and store.memory_mode else None
     items: list[SearchItem] = []
     while True:
         page = yield (
@@ -535,13 +538,13 @@ def build_profile(
     items = own_items(plan, items)
     fp = fingerprint(items)
     records: list[TripleRecord] = []
-    if getattr(store, "graph", None) is not None:
+    if tiered and store.graph is not None:
         scope = UserScope(plan.user_id)  # another user's namespace below the plan's: left out
         for subject in fact_subjects(plan.user_id):
             found = yield Call(
-                store,
+                queries,
                 "graph_triples",
-                (plan.namespace,),
+                (store, plan.namespace),
                 {"subject": subject, "limit": MAX_KNOWN_FACTS},
             )
             records.extend(r for r in found if scope.may_hold(r.namespace))

@@ -2,14 +2,14 @@
 
 - **scan** streams the memory index under a namespace prefix (statistics only, in pages)
   and lists the memories the forgetting policy flags, with the reason (a dry run of
-  `TieredMemoryStore.garbage_collect`);
+  `maintenance.garbage_collect`);
 - **decide** sends a dry run straight to the report, and a real run on to consolidation
   (or to deletion when consolidation is off);
 - **consolidate** merges near-duplicates (and, for each of `themes`, the memories about
   it) in every namespace under the prefix, leaving the flagged memories out (and pinned
   ones: they are never merged);
 - **delete** forgets the flagged memories, each judged again on its current statistics
-  (`TieredMemoryStore.forget`), so a memory used or pinned since the scan stays;
+  (`maintenance.forget`), so a memory used or pinned since the scan stays;
 - **report** is the graph's output: `{"report": {forgotten_count, details, scanned,
   dry_run, consolidated, now}}`.
 
@@ -30,12 +30,15 @@ from typing_extensions import TypedDict
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.ranking.forgetting import ForgettingPolicy, ForgettingRules
+from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._reports import (
     ConsolidationRecord,
     ForgettingReport,
     ForgottenRow,
     GCReport,
 )
+from langgraph_tiered_memory.store.aio import AsyncTieredMemoryStore
+from langgraph_tiered_memory.store.base import TieredStoreCore
 
 __all__ = [
     "ForgettingInput",
@@ -168,7 +171,7 @@ def create_forgetting_graph(
                 "The forgetting graph needs a store: compile it with"
                 " graph.compile(store=...) or pass create_forgetting_graph(store=...)."
             )
-        if not hasattr(found, "agarbage_collect"):
+        if not isinstance(found, TieredStoreCore):
             raise ConfigurationError(
                 f"The forgetting graph needs a TieredMemoryStore or AsyncTieredMemoryStore,"
                 f" got {type(found).__name__}."
@@ -177,7 +180,7 @@ def create_forgetting_graph(
 
     def _sync_store() -> Any:
         found = _store()
-        if not hasattr(found, "garbage_collect"):
+        if isinstance(found, AsyncTieredMemoryStore):
             raise ConfigurationError(
                 "AsyncTieredMemoryStore runs the forgetting graph with ainvoke/astream;"
                 " use TieredMemoryStore for invoke/stream."
@@ -196,7 +199,8 @@ def create_forgetting_graph(
     # scan ------------------------------------------------------------------------
     def scan(state: ForgettingState) -> dict[str, Any]:
         now = float(now_of())
-        report = _sync_store().garbage_collect(
+        report = maintenance.garbage_collect(
+            _sync_store(),
             _prefix(state), dry_run=True, policy=policy, page_size=page_size,
             progress=progress, now=now,
         )  # fmt: skip
@@ -204,7 +208,8 @@ def create_forgetting_graph(
 
     async def ascan(state: ForgettingState) -> dict[str, Any]:
         now = float(now_of())
-        report = await _store().agarbage_collect(
+        report = await maintenance.agarbage_collect(
+            _store(),
             _prefix(state), dry_run=True, policy=policy, page_size=page_size,
             progress=progress, now=now,
         )  # fmt: skip
@@ -223,7 +228,7 @@ def create_forgetting_graph(
     # consolidate --------------------------------------------------------------------
     def _near_duplicates() -> bool:
         if consolidate is None:
-            return getattr(_store(), "index_config", None) is not None
+            return _store().index_config is not None
         return consolidate
 
     def _themes(state: ForgettingState) -> list[str]:
@@ -263,7 +268,9 @@ def create_forgetting_graph(
         spaces = _long(found, found.list_namespaces(prefix=at, limit=1_000_000), at)
         merged: list[ConsolidationRecord] = []
         for ns, query, exclude in _plan(state, spaces):
-            merged.extend(found.consolidate(ns, **_options(query, exclude, state["now"])))
+            merged.extend(
+                maintenance.consolidate(found, ns, **_options(query, exclude, state["now"]))
+            )
         return {"consolidated": merged}
 
     async def aconsolidate_node(state: ForgettingState) -> dict[str, Any]:
@@ -272,7 +279,9 @@ def create_forgetting_graph(
         spaces = _long(found, await found.alist_namespaces(prefix=at, limit=1_000_000), at)
         merged: list[ConsolidationRecord] = []
         for ns, query, exclude in _plan(state, spaces):
-            merged.extend(await found.aconsolidate(ns, **_options(query, exclude, state["now"])))
+            merged.extend(
+                await maintenance.aconsolidate(found, ns, **_options(query, exclude, state["now"]))
+            )
         return {"consolidated": merged}
 
     # delete ---------------------------------------------------------------------------
@@ -280,14 +289,14 @@ def create_forgetting_graph(
         found = _sync_store()
         gone: list[ForgottenRow] = []
         for ns, keys in _by_namespace(state.get("candidates", [])).items():
-            gone.extend(found.forget(ns, keys, policy=policy, now=state["now"]))
+            gone.extend(maintenance.forget(found, ns, keys, policy=policy, now=state["now"]))
         return {"forgotten": gone}
 
     async def adelete(state: ForgettingState) -> dict[str, Any]:
         found = _store()
         gone: list[ForgottenRow] = []
         for ns, keys in _by_namespace(state.get("candidates", [])).items():
-            gone.extend(await found.aforget(ns, keys, policy=policy, now=state["now"]))
+            gone.extend(await maintenance.aforget(found, ns, keys, policy=policy, now=state["now"]))
         return {"forgotten": gone}
 
     # report ---------------------------------------------------------------------------

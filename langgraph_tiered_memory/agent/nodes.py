@@ -39,8 +39,10 @@ from langgraph_tiered_memory.agent._rules import (
 )
 from langgraph_tiered_memory.agent.writer import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import queries
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.ranking.scoring import UserScope
+from langgraph_tiered_memory.store.base import TieredStoreCore
 
 __all__ = [
     "DEFAULT_IMPORTANCE_RULES",
@@ -223,23 +225,28 @@ class MemoryNodes:
         return update
 
     def _fact_entities(
-        self, store: Any, namespace: tuple[str, ...], query: str, name: str
+        self, store: Any, namespace: tuple[str, ...], query: str
     ) -> list[str] | None:
-        """Entities of the message to look up with the store method `name`, or None when off.
+        """Entities of the message to look up in the store's graph, or None when off.
 
-        Off when `known_facts` is False, and by default (None) when the store keeps no
-        graph or does not rank this namespace (`_memory_method`). With `known_facts=True`
-        a store that cannot answer is a configuration error.
+        Off when `known_facts` is False, and by default (None) when the store is not a
+        tiered store with a graph that ranks this namespace's memories. With
+        `known_facts=True` a store that cannot answer is a configuration error.
         """
         if self.known_facts is False or self.facts_limit <= 0:
             return None
-        usable = self._memory_method(store, namespace, name)
-        if self.known_facts is None and (getattr(store, "graph", None) is None or not usable):
+        usable = (
+            isinstance(store, TieredStoreCore)
+            and store.graph is not None
+            and store.memory_mode
+            and store.tier_for(namespace) == "long"
+        )
+        if self.known_facts is None and not usable:
             return None
         if not usable:
             raise ConfigurationError(
                 f"known_facts=True needs a store with a knowledge graph (graph=) that keeps"
-                f" {namespace} in its long-term tier in memory mode, with `{name}`; pass"
+                f" {namespace} in its long-term tier in memory mode; pass"
                 " known_facts=False or open the store with graph=True."
             )
         if not query:
@@ -263,20 +270,19 @@ class MemoryNodes:
         )
 
     def _facts_plan(
-        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None, a: str
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None
     ) -> Generator[Call, Any, list[str] | None]:
         """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
 
         With `user`, triples from another user's namespace below `namespace` are left out.
-        `a` is `"a"` when the plan is driven async (the method the store must have).
         """
-        entities = self._fact_entities(store, namespace, query, a + "graph_neighbors")
+        entities = self._fact_entities(store, namespace, query)
         if entities is None:
             return None
         found = []
         for e in entities:
             kwargs = {"hops": 1, "limit": self.facts_limit}
-            found.append((yield Call(store, "graph_neighbors", (namespace, e), kwargs)))
+            found.append((yield Call(queries, "graph_neighbors", (store, namespace, e), kwargs)))
         return self._facts(found, store, user)
 
     def _query(self, state: Mapping[str, Any]) -> str:
@@ -291,34 +297,33 @@ class MemoryNodes:
         return {"model": self.profile_model, "namespace": template}
 
     def _profile_plan(
-        self, store: Any, config: Mapping[str, Any], read_only: bool, a: str
+        self, store: Any, config: Mapping[str, Any], read_only: bool
     ) -> Generator[Call, Any, Any]:
         """The user's profile (cached by the profile module), or None when off.
 
-        The stores' own `get_user_profile` lists memories without counting accesses;
-        on any other store, `read_only` (the reply path) reads through a view that
-        drops the cache write, so a turn's reply never waits on a store write there.
+        A tiered store is read and cached as `get_user_profile` does; on any other
+        store, `read_only` (the reply path) reads through a view that drops the cache
+        write, so a turn's reply never waits on a store write there.
         """
         options = self._profile_options(config)
         user = self._user(config)
         if options is None or user is None:
             return None
-        if hasattr(store, a + "get_user_profile"):
-            return (yield Call(store, "get_user_profile", (user,), options))
-        view = ReadOnlyView(store) if read_only else store
-        return (yield from build_profile(view, user, **options))
+        if read_only and not isinstance(store, TieredStoreCore):
+            store = ReadOnlyView(store)
+        return (yield from build_profile(store, user, **options))
 
     def load_profile(
         self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
     ) -> Any:
         """The user's profile, or None when off (`_profile_plan`)."""
-        return drive(self._profile_plan(store, config, read_only, ""))
+        return drive(self._profile_plan(store, config, read_only))
 
     async def aload_profile(
         self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
     ) -> Any:
         """Async `load_profile`."""
-        return await adrive(self._profile_plan(store, config, read_only, "a"))
+        return await adrive(self._profile_plan(store, config, read_only))
 
     # ---------------------------------------------------------------- retrieval
     def _retrieve_plan(
@@ -340,8 +345,8 @@ class MemoryNodes:
                     store, "search", (namespace,), {"query": query, "limit": self.memory_limit}
                 )
                 found = [self._from_item(i) for i in items]
-        facts = yield from self._facts_plan(store, namespace, query, self._user(config), a)
-        profile = yield from self._profile_plan(store, config, True, a)
+        facts = yield from self._facts_plan(store, namespace, query, self._user(config))
+        profile = yield from self._profile_plan(store, config, True)
         return self._result(state, self._visible(found, store, config), profile, facts)
 
     def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:

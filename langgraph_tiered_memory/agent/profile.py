@@ -92,10 +92,9 @@ def get_user_profile(
         namespace: The user's memory namespace, with a `{user_id}` placeholder.
         refresh: Rebuild (and re-cache) even if the cached profile is current.
         max_per_type: Most memories of each type in the profile and in the prompt.
-        lister: How the memories are listed, one page at a time. Without one, a
-            store that has its own `get_user_profile` method (the tiered stores: they
-            list without counting accesses) answers the call itself; any other store
-            is listed with `store.search`.
+        lister: How the memories are listed, one page at a time. Without one, the
+            store is listed with `store.search` (on a tiered store, without counting
+            accesses).
 
     Returns:
         The `UserProfile`; its `source` says whether a model wrote it. On a store with
@@ -120,12 +119,6 @@ def get_user_profile(
         assert profile.facts == ["Lives in Lisbon"] and profile.source == "memories"
         ```
     """
-    own = getattr(store, "get_user_profile", None)
-    if lister is None and callable(own):
-        result: UserProfile = own(
-            user_id, model=model, namespace=namespace, refresh=refresh, max_per_type=max_per_type
-        )
-        return result
     return drive(
         build_profile(
             store,
@@ -158,16 +151,9 @@ async def aget_user_profile(
         namespace: The user's memory namespace, with a `{user_id}` placeholder.
         refresh: Rebuild (and re-cache) even if the cached profile is current.
         max_per_type: Most memories of each type in the profile and in the prompt.
-        lister: Async page lister. Without one, a store with its own
-            `aget_user_profile` method answers the call; others are listed with
-            `store.asearch`.
+        lister: Async page lister. Without one, the store is listed with
+            `store.asearch` (on a tiered store, without counting accesses).
     """
-    own = getattr(store, "aget_user_profile", None)
-    if lister is None and callable(own):
-        result: UserProfile = await own(
-            user_id, model=model, namespace=namespace, refresh=refresh, max_per_type=max_per_type
-        )
-        return result
     return await adrive(
         build_profile(
             store,

@@ -203,7 +203,7 @@ def erasing_writes(user_id: str, *, dry_run: bool = False) -> Iterator[Callable[
 
     Raises:
         RuntimeError: A job of the user runs on the event loop of this thread, which
-            cannot advance while this waits (use the store's `aerase_user`).
+            cannot advance while this waits (use `privacy.aerase_user`).
     """
     writers = list(_WRITERS)
     if dry_run:
@@ -527,7 +527,7 @@ class MemoryWriter:
             if any(self._lanes[j.lane].loop is _running_loop() is not None for j in running):
                 raise RuntimeError(
                     "erase_user would wait for a memory write of this user that runs on this"
-                    " event loop: call `await store.aerase_user(...)` instead."
+                    " event loop: call `await aerase_user(store, ...)` instead."
                 )
             dropped = [i for i, f in self._failed.items() if f.job.user == user]
             for i in dropped:

@@ -21,13 +21,14 @@ from langgraph_tiered_memory.cli.common import (
     namespace_labels,
     readable_copy,
 )
+from langgraph_tiered_memory.graph import graph_neighbors, graph_triples
 
 __all__ = ["graph"]
 
 NO_GRAPH = (
     "This store holds no knowledge graph: its memories were written by a store without"
     " graph=. Open it in Python with TieredMemoryStore(..., graph=True) and call"
-    " store.rebuild_graph() to extract the triples of the memories it holds"
+    " rebuild_graph(store) (langgraph_tiered_memory.graph) to extract the triples of its memories"
     " (docs/graph.md)."
 )
 """The hint `graph` prints (stderr) when the store holds no triples at all."""
@@ -176,18 +177,18 @@ def graph(
     )
     try:
         if root is None:
-            records = store.graph_triples(prefix, relation=rel, limit=limit)
+            records = graph_triples(store, prefix, relation=rel, limit=limit)
             neighbors = None
             full = len(records) >= limit
         else:
-            neighbors = store.graph_neighbors(prefix, root, hops=depth, relation=rel, limit=limit)
+            neighbors = graph_neighbors(store, prefix, root, hops=depth, relation=rel, limit=limit)
             full = len(neighbors) >= limit
             # every triple between the entity and its neighbours, not one path each
-            direct = store.graph_triples(prefix, subject=root, relation=rel, limit=limit)
-            direct += store.graph_triples(prefix, object=root, relation=rel, limit=limit)
+            direct = graph_triples(store, prefix, subject=root, relation=rel, limit=limit)
+            direct += graph_triples(store, prefix, object=root, relation=rel, limit=limit)
             records = [*direct, *(rec for n in neighbors for rec in n.path)]
         # an empty answer from a store that holds no triples at all: say how to build them
-        empty_store = not records and not store.graph_triples((), limit=1)
+        empty_store = not records and not graph_triples(store, (), limit=1)
     except TieredMemoryError as e:
         fail(str(e))
     finally:

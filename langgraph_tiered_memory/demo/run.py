@@ -21,6 +21,7 @@ from langgraph_tiered_memory.checkpoint.registry import SessionMeta
 from langgraph_tiered_memory.ranking.forgetting import DAY, calculate_decay, should_forget
 from langgraph_tiered_memory.ranking.scoring import ScoreBreakdown
 from langgraph_tiered_memory.store._reports import ConsolidationRecord, ForgottenRow
+from langgraph_tiered_memory.store.maintenance import consolidate
 
 __all__ = [
     "SESSION_1",
@@ -295,11 +296,11 @@ def forgetting_dry_run(
     ).compile()
     report = graph.invoke({})["report"]
     merged: list[tuple[str, ConsolidationRecord]] = [
-        ("near-duplicates", record) for record in store.consolidate(namespace, dry_run=True)
+        ("near-duplicates", record) for record in consolidate(store, namespace, dry_run=True)
     ]
     for theme in themes:
-        for record in store.consolidate(
-            namespace, query=theme, min_similarity=min_similarity, dry_run=True
+        for record in consolidate(
+            store, namespace, query=theme, min_similarity=min_similarity, dry_run=True
         ):
             merged.append((f"theme {theme!r}", record))
     return ForgettingView(horizon_days, decays, list(report["details"]), merged, contents)

@@ -23,7 +23,7 @@ graph write lock and undoes it if it fails: other clients see all of it or nothi
 It is not in the memory's own transaction (`in_tier_transaction` is False): the store
 calls `replace` after the memory write, under the same namespace lock; if that fails,
 the memory stays written, the store raises `GraphSyncError`, and
-`store.rebuild_graph(namespace_prefix=...)` (or writing the memory again, or on a Chroma
+`rebuild_graph(store, namespace_prefix=...)` (or writing the memory again, or on a Chroma
 server the next `store.setup()`) brings the graph back in line. User text only ever travels
 as query parameters; text holding a NUL character is refused (FalkorDB's query
 header cannot carry it).

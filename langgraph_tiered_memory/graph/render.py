@@ -266,7 +266,7 @@ class MermaidDiagram:
 def to_mermaid(triples: GraphInput, *, root: str | None = None) -> MermaidDiagram:
     """Triples as a `MermaidDiagram` (display it in a notebook, or `str()` it).
 
-    In a notebook, end a cell with `to_mermaid(store.graph_neighbors(ns, "anna", hops=2))`.
+    In a notebook, end a cell with `to_mermaid(graph_neighbors(store, ns, "anna", hops=2))`.
 
     Example:
         ```python

@@ -1,6 +1,6 @@
 """Erasure receipts and the rule of which namespaces hold a user's data (pure, no I/O).
 
-`store.erase_user(user_id)` and `saver.erase_user(user_id)` remove everything held about
+`privacy.erase_user(store, user_id)` and `saver.erase_user(user_id)` remove everything held about
 one user and return an `ErasureReceipt`: how many records went from each place, and a
 hash of each removed id, never content or the raw id, so a receipt can be filed as
 proof of erasure without becoming personal data itself.

@@ -2,7 +2,7 @@
 
 Every change to a long-term memory appends a `MemoryEvent` (when, what, which actor,
 why, the hash of the content before and after). The store writes them next to the
-memory, in the same commit; `store.memory_history(namespace, key)` reads them back.
+memory, in the same commit; `privacy.memory_history(store, namespace, key)` reads them back.
 
 The actor and reason of a write come from the context it runs in: the library's own
 paths wrap their writes in `acting("tool" | "extraction" | "forgetting" |

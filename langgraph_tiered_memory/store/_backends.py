@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -230,6 +230,39 @@ def chroma_from_env(
     return open_client
 
 
+_TIER_METHODS = (
+    "setup", "get", "check_writes", "write", "refresh", "search", "namespaces", "sweep", "close"
+)  # fmt: skip
+"""The methods of the `Tier` protocol, which a tier passed as `short=` or `long=` needs."""
+
+
+def _check_given_tier(
+    name: TierName, tier: object, used: Iterable[TierName], **backend: object
+) -> None:
+    """A tier instance passed to the constructor: of use, alone, with the protocol's methods."""
+    if tier is None:
+        return
+    option = f"{name}="
+    if name not in used:
+        raise ConfigurationError(
+            f"{option} was given, but the tiers= policy routes no namespace to the"
+            f" {name!r} tier; route some there (e.g. tiers={{'default': {name!r}}}) or drop"
+            f" {option}."
+        )
+    clash = [k for k, v in backend.items() if v is not None]
+    if clash:
+        raise ConfigurationError(
+            f"Pass either {option} (a tier instance) or {', '.join(clash)}, not both."
+        )
+    missing = [m for m in _TIER_METHODS if not callable(getattr(tier, m, None))]
+    if missing or not isinstance(getattr(tier, "name", None), str):
+        raise ConfigurationError(
+            f"{option} must satisfy the Tier protocol (store.tiers.base.Tier): a `name`"
+            f" string and the methods {', '.join(_TIER_METHODS)}; {type(tier).__name__}"
+            f" lacks {', '.join(missing) or 'name'}."
+        )
+
+
 def build_tiers(
     *,
     router: TierRouter,
@@ -245,6 +278,8 @@ def build_tiers(
     memory_index_path: str | None = None,
     redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
     import_graph: Callable[[], GraphStore | None] | None = None,
+    short: Tier | None = None,
+    long: Tier | None = None,
 ) -> dict[TierName, Tier]:
     """Create the tiers the routing policy uses, owning the clients built here.
 
@@ -262,7 +297,14 @@ def build_tiers(
     used = router.used_tiers
     if redis_client is not None and redis_url is not None:
         raise ConfigurationError("Pass either redis_client or redis_url, not both.")
-    if "short" in used:
+    _check_given_tier("short", short, used, redis_client=redis_client, redis_url=redis_url)
+    _check_given_tier(
+        "long", long, used, chroma_client=chroma_client, chroma_path=chroma_path,
+        memory_index_path=memory_index_path,
+    )  # fmt: skip
+    if short is not None:
+        tiers["short"] = short
+    elif "short" in used:
         owns = redis_client is None
         if redis_client is None:
             url = redis_url or os.environ.get("REDIS_URL")
@@ -274,7 +316,9 @@ def build_tiers(
                 )
             redis_client = redis_from_url(url, redis_timeout)
         tiers["short"] = RedisTier(redis_client, key_prefix=key_prefix, owns_client=owns)
-    if "long" in used:
+    if long is not None:
+        tiers["long"] = long
+    elif "long" in used:
         if chroma_client is not None and chroma_path is not None:
             raise ConfigurationError("Pass either chroma_client or chroma_path, not both.")
         path = chroma_path or os.environ.get("TIERED_MEMORY_CHROMA_PATH") or DEFAULT_CHROMA_PATH

@@ -205,7 +205,7 @@ class _Candidates:
 
 
 def consolidate(
-    core: StoreCore,
+    store: StoreCore,
     namespace: tuple[str, ...],
     *,
     query: str | None = None,
@@ -244,7 +244,7 @@ def consolidate(
     the most restrictive memory type of its sources.
 
     Args:
-        core: The store (`self` of the stores' `consolidate` method).
+        store: The tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
         namespace: The namespace (long-term tier; the store needs an index).
         query: A theme to consolidate, such as `"food preferences"`.
         threshold: Cosine similarity that makes two memories near-duplicates.
@@ -273,18 +273,18 @@ def consolidate(
         raise ValueError("query must be a non-empty theme such as 'food preferences', or None.")
     check_search_text(query, None)
     namespace = tuple(namespace)
-    core._check_memory_namespace(namespace)
-    if core.embeddings is None:
+    store._check_memory_namespace(namespace)
+    if store.embeddings is None:
         raise ConfigurationError(
             "Consolidation compares embeddings: create the store with index={'dims': ...,"
             " 'embed': ...}."
         )
-    now = core.clock() if now is None else float(now)
-    tier = core._long()
+    now = store.clock() if now is None else float(now)
+    tier = store._long()
     skip = set(exclude)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
         raise ValueError(f"limit must be an int >= 2, got {limit!r}.")
-    shared = tuple(core.scoring.shared_types)
+    shared = tuple(store.scoring.shared_types)
     recent: deque[tuple[str, bool]] = deque(maxlen=limit)  # the newest memories, write order
     for page in tier.iter_memory_stats(namespace):
         recent.extend((k, st.memory_type in shared) for k, st in page if k not in skip)
@@ -297,8 +297,8 @@ def consolidate(
     matrix = matrix[rank] if rank else matrix
     qv = None
     if query is not None:
-        qv = core.embeddings.embed_query(query)
-        core._check_vectors([qv], "consolidation themes")
+        qv = store.embeddings.embed_query(query)
+        store._check_vectors([qv], "consolidation themes")
     candidates = _Candidates(tier, namespace, now)
 
     def grouped() -> list[list[str]]:
@@ -324,7 +324,7 @@ def consolidate(
     groups = grouped()
     while candidates.read([k for group in groups for k in group]):
         groups = grouped()  # regroup without the memories that cannot be sources
-    if namespace_owner(namespace, core.scoring.user_label) is None:
+    if namespace_owner(namespace, store.scoring.user_label) is None:
         groups = _split_by_origin(groups, candidates.values, is_shared)
     merge = merger(model if groups else None)  # no model is loaded for nothing to merge
     records: list[ConsolidationRecord] = []
@@ -383,12 +383,12 @@ def consolidate(
     if dry_run:
         return records
     support = None
-    if core.graph is not None and merged_groups:
-        support = _merged_support(core.graph, namespace, merged_groups)
+    if store.graph is not None and merged_groups:
+        support = _merged_support(store.graph, namespace, merged_groups)
     # Every merged memory is stored before any source changes: a crash loses nothing.
     # Down-weighted sources keep their content, so they keep supporting their triples.
     with acting("consolidation"), reasons_for(reasons):
         for ops in (merged_ops, source_ops):
             for start in range(0, len(ops), 500):
-                core._run_batch(ops[start : start + 500], keep=keep, support=support)
+                store._run_batch(ops[start : start + 500], keep=keep, support=support)
     return records

@@ -47,6 +47,7 @@ from langgraph_tiered_memory.privacy.erasure import (
 )
 from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.provenance import names_user
+from langgraph_tiered_memory.store._history import tombstone_history
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
 
@@ -73,7 +74,7 @@ KEPT_RETRIEVED = (
 )
 KEPT_NO_SESSIONS = (
     "sessions, checkpointer and running summaries: no session saver was given"
-    " (store.erase_user(..., checkpointer=saver), or tiered-memory erase --redis-url)"
+    " (erase_user(store, ..., checkpointer=saver), or tiered-memory erase --redis-url)"
 )
 
 
@@ -253,10 +254,10 @@ def _tombstone(
     the shared memories found, and every memory whose recorded provenance named the
     user or one of the user's sessions, deleted ones included.
     """
-    store = cast(Any, core)
-    if not getattr(store, "history_enabled", False):
+    if not core.history_enabled:
         return
-    places = store.tombstone_history(
+    places = tombstone_history(
+        core,
         plan.rule.owns,
         keys=plan.shared.get("long", {}),
         user_id=plan.user_id,
@@ -388,7 +389,7 @@ def session_ids(checkpointer: Any, user_id: str) -> list[str]:
         raise ConfigurationError(
             "erase_user needs a sync session saver (RedisSessionSaver or"
             f" ShallowRedisSessionSaver) as checkpointer=, got {type(checkpointer).__name__};"
-            " with an async saver, call `await store.aerase_user(...)`."
+            " with an async saver, call `await aerase_user(store, ...)`."
         )
     return list(checkpointer.user_sessions(user_id))
 
@@ -450,110 +451,108 @@ def erase_store(
     return receipt
 
 
-class ErasureMethods:
-    """`erase_user` and `aerase_user` (both stores)."""
+def erase_user(
+    store: StoreCore,
+    user_id: str,
+    *,
+    dry_run: bool = False,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    checkpointer: Any = None,
+    names: Sequence[str] = (),
+) -> ErasureReceipt:
+    """Remove everything the store (and `checkpointer`) holds about `user_id`.
 
-    def erase_user(
-        self,
-        user_id: str,
-        *,
-        dry_run: bool = False,
-        namespaces: Iterable[Sequence[str]] | None = None,
-        checkpointer: Any = None,
-        names: Sequence[str] = (),
-    ) -> ErasureReceipt:
-        """Remove everything the store (and `checkpointer`) holds about `user_id`.
+    Removes the user's namespaces on every tier (items, vectors, the SQLite
+    document copy, keyword index and statistics, namespace registries), the
+    profile cache, the graph triples of those namespaces (and, in shared
+    namespaces, those of the user's scope or mentioning one of `names`), memories
+    of shared namespaces whose provenance names the user or one of the user's
+    sessions, and the content of the memory history (left as content-free
+    tombstones). With `checkpointer`, the user's sessions go too: checkpoints,
+    writes, registry entries and running summaries. Idempotent: a second run,
+    or a run after a crash midway, removes what is left.
 
-        Removes the user's namespaces on every tier (items, vectors, the SQLite
-        document copy, keyword index and statistics, namespace registries), the
-        profile cache, the graph triples of those namespaces (and, in shared
-        namespaces, those of the user's scope or mentioning one of `names`), memories
-        of shared namespaces whose provenance names the user or one of the user's
-        sessions, and the content of the memory history (left as content-free
-        tombstones). With `checkpointer`, the user's sessions go too: checkpoints,
-        writes, registry entries and running summaries. Idempotent: a second run,
-        or a run after a crash midway, removes what is left.
+    Args:
+        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
+        user_id: The user to erase.
+        dry_run: Remove nothing; the receipt counts what would be removed.
+        namespaces: More namespace templates of the user's data, such as
+            `[("notes", "{user_id}")]`, besides the library's layouts
+            (`erasure.DEFAULT_USER_TEMPLATES`: `("memories", "{user_id}")`, `("profiles",
+            "{user_id}")`, `("short_term", "{user_id}")`) and every namespace
+            whose user scope (the label after `"users"`) is the user.
+        checkpointer: A sync session saver of `langgraph_tiered_memory.checkpoint`
+            whose `erase_user` runs too; its receipt is merged.
+        names: Names the user goes by (`["Ana Lopes"]`): graph triples of shared
+            namespaces whose subject or object mentions one go too. The user id
+            is no mention unless listed here; namespaces of other users are never
+            touched.
 
-        Args:
-            user_id: The user to erase.
-            dry_run: Remove nothing; the receipt counts what would be removed.
-            namespaces: More namespace templates of the user's data, such as
-                `[("notes", "{user_id}")]`, besides the library's layouts
-                (`erasure.DEFAULT_USER_TEMPLATES`: `("memories", "{user_id}")`, `("profiles",
-                "{user_id}")`, `("short_term", "{user_id}")`) and every namespace
-                whose user scope (the label after `"users"`) is the user.
-            checkpointer: A sync session saver of `langgraph_tiered_memory.checkpoint`
-                whose `erase_user` runs too; its receipt is merged.
-            names: Names the user goes by (`["Ana Lopes"]`): graph triples of shared
-                namespaces whose subject or object mentions one go too. The user id
-                is no mention unless listed here; namespaces of other users are never
-                touched.
+    Returns:
+        The `ErasureReceipt`: counts per place and hashes of the removed ids.
 
-        Returns:
-            The `ErasureReceipt`: counts per place and hashes of the removed ids.
+    Raises:
+        ValueError: `user_id` is empty or has surrounding spaces, or `names` is
+            not a list of non-empty strings.
+        ConfigurationError: `checkpointer` is not a sync session saver.
 
-        Raises:
-            ValueError: `user_id` is empty or has surrounding spaces, or `names` is
-                not a list of non-empty strings.
-            ConfigurationError: `checkpointer` is not a sync session saver.
+    Example:
+        ```python
+        from langgraph_tiered_memory import TieredMemoryStore
+        from langgraph_tiered_memory.privacy import erase_user
 
-        Example:
-            ```python
-            from langgraph_tiered_memory import TieredMemoryStore
+        with TieredMemoryStore.from_conn_string(
+            chroma_path="./chroma-db", tiers={"default": "long"}
+        ) as store:
+            store.put(("users", "u9", "memories"), "m1", {"content": "likes tea"})
+            receipt = erase_user(store, "u9")
+            assert store.get(("users", "u9", "memories"), "m1") is None
+            assert erase_user(store, "u9").total == 0  # nothing left
+        ```
+    """
+    uid = check_user_id(user_id)
+    sessions = session_ids(checkpointer, uid)
+    receipt = erase_store(
+        store, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions, names=names
+    )
+    if checkpointer is None:
+        receipt.keep(KEPT_NO_SESSIONS)
+    else:
+        receipt.merge(checkpointer.erase_user(uid, dry_run=dry_run))
+    _log_receipt(receipt)
+    return receipt.finish()
 
-            with TieredMemoryStore.from_conn_string(
-                chroma_path="./chroma-db", tiers={"default": "long"}
-            ) as store:
-                store.put(("users", "u9", "memories"), "m1", {"content": "likes tea"})
-                receipt = store.erase_user("u9")
-                assert store.get(("users", "u9", "memories"), "m1") is None
-                assert store.erase_user("u9").total == 0  # nothing left
-            ```
-        """
-        uid = check_user_id(user_id)
-        core = cast(StoreCore, self)
-        sessions = session_ids(checkpointer, uid)
-        receipt = erase_store(
-            core, uid, dry_run=dry_run, namespaces=namespaces, sessions=sessions, names=names
-        )
-        if checkpointer is None:
-            receipt.keep(KEPT_NO_SESSIONS)
-        else:
-            receipt.merge(checkpointer.erase_user(uid, dry_run=dry_run))
-        _log_receipt(receipt)
-        return receipt.finish()
 
-    async def aerase_user(
-        self,
-        user_id: str,
-        *,
-        dry_run: bool = False,
-        namespaces: Iterable[Sequence[str]] | None = None,
-        checkpointer: Any = None,
-        names: Sequence[str] = (),
-    ) -> ErasureReceipt:
-        """Async `erase_user`: the store's I/O runs in a worker thread.
+async def aerase_user(
+    store: StoreCore,
+    user_id: str,
+    *,
+    dry_run: bool = False,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    checkpointer: Any = None,
+    names: Sequence[str] = (),
+) -> ErasureReceipt:
+    """Async `erase_user`: the store's I/O runs in a worker thread.
 
-        `checkpointer` may be an async session saver (its `aerase_user` is awaited)
-        or a sync one (run in a thread).
-        """
-        uid = check_user_id(user_id)
-        core = cast(StoreCore, self)
-        sessions = await asession_ids(checkpointer, uid)
-        receipt = await asyncio.to_thread(
-            erase_store,
-            core,
-            uid,
-            dry_run=dry_run,
-            namespaces=namespaces,
-            sessions=sessions,
-            names=names,
-        )
-        if checkpointer is None:
-            receipt.keep(KEPT_NO_SESSIONS)
-        elif hasattr(checkpointer, "aerase_user"):
-            receipt.merge(await checkpointer.aerase_user(uid, dry_run=dry_run))
-        else:
-            receipt.merge(await asyncio.to_thread(checkpointer.erase_user, uid, dry_run=dry_run))
-        _log_receipt(receipt)
-        return receipt.finish()
+    `checkpointer` may be an async session saver (its `aerase_user` is awaited)
+    or a sync one (run in a thread).
+    """
+    uid = check_user_id(user_id)
+    sessions = await asession_ids(checkpointer, uid)
+    receipt = await asyncio.to_thread(
+        erase_store,
+        store,
+        uid,
+        dry_run=dry_run,
+        namespaces=namespaces,
+        sessions=sessions,
+        names=names,
+    )
+    if checkpointer is None:
+        receipt.keep(KEPT_NO_SESSIONS)
+    elif hasattr(checkpointer, "aerase_user"):
+        receipt.merge(await checkpointer.aerase_user(uid, dry_run=dry_run))
+    else:
+        receipt.merge(await asyncio.to_thread(checkpointer.erase_user, uid, dry_run=dry_run))
+    _log_receipt(receipt)
+    return receipt.finish()

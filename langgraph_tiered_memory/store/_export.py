@@ -9,7 +9,7 @@ the memory history and, with `checkpointer=`, the sessions erase removes
 and refreshes no TTL.
 
 The result holds only JSON types (times as ISO 8601 strings in UTC), so
-`json.dumps(store.export_user("u1"))` works as is.
+`json.dumps(export_user(store, "u1"))` works as is.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import asyncio
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
@@ -38,6 +38,7 @@ from langgraph_tiered_memory.store._erase import (
     user_graph_part,
     user_graphs,
 )
+from langgraph_tiered_memory.store._history import history_export
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
 
@@ -132,10 +133,10 @@ def _triples(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
 
 def _history(core: StoreCore, plan: ErasePlan) -> list[dict[str, Any]]:
     """The events of the user's memories, and of those whose provenance named the user."""
-    store = cast(Any, core)
-    if not getattr(store, "history_enabled", False):
+    if not core.history_enabled:
         return []
-    found = store.history_export(
+    found = history_export(
+        core,
         plan.rule.owns,
         keys=plan.shared.get("long", {}),
         user_id=plan.user_id,
@@ -275,85 +276,81 @@ async def _asessions(checkpointer: Any, ids: Sequence[str]) -> list[dict[str, An
     return out
 
 
-class ExportMethods:
-    """`export_user` and `aexport_user` (both stores)."""
+def export_user(
+    store: StoreCore,
+    user_id: str,
+    *,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    checkpointer: Any = None,
+    names: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Everything held about `user_id`, as JSON-ready data (a data-access request).
 
-    def export_user(
-        self,
-        user_id: str,
-        *,
-        namespaces: Iterable[Sequence[str]] | None = None,
-        checkpointer: Any = None,
-        names: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """Everything held about `user_id`, as JSON-ready data (a data-access request).
+    Keys of the result: `format`, `user_id`, `exported_at`, `namespaces` (the
+    user's, per tier), `memories` (long-term items of the user's namespaces, each
+    with its value, times and `statistics`), `shared_memories` (items of shared
+    namespaces whose provenance names the user), `short_items`, `profile` (the
+    cached profile records), `triples` (the knowledge-graph triples `erase_user`
+    removes as the user's, selected by the same function), `history` (the events
+    of each memory, deleted ones included) and `sessions` (with `checkpointer`:
+    each session `erase_user` removes, with its registry entry, running summary
+    and `messages`, each message of every checkpoint once with its `id`, `type`
+    and `content`; else None). Reading counts no access.
 
-        Keys of the result: `format`, `user_id`, `exported_at`, `namespaces` (the
-        user's, per tier), `memories` (long-term items of the user's namespaces, each
-        with its value, times and `statistics`), `shared_memories` (items of shared
-        namespaces whose provenance names the user), `short_items`, `profile` (the
-        cached profile records), `triples` (the knowledge-graph triples `erase_user`
-        removes as the user's, selected by the same function), `history` (the events
-        of each memory, deleted ones included) and `sessions` (with `checkpointer`:
-        each session `erase_user` removes, with its registry entry, running summary
-        and `messages`, each message of every checkpoint once with its `id`, `type`
-        and `content`; else None). Reading counts no access.
+    Args:
+        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
+        user_id: The user.
+        namespaces: More namespace templates of the user's data (as for
+            `erase_user`).
+        checkpointer: A session saver of `langgraph_tiered_memory.checkpoint`.
+        names: Names the user goes by (as for `erase_user`): the triples of shared
+            namespaces mentioning one are exported too.
 
-        Args:
-            user_id: The user.
-            namespaces: More namespace templates of the user's data (as for
-                `erase_user`).
-            checkpointer: A session saver of `langgraph_tiered_memory.checkpoint`.
-            names: Names the user goes by (as for `erase_user`): the triples of shared
-                namespaces mentioning one are exported too.
+    Example:
+        ```python
+        import json
+        from langgraph_tiered_memory import TieredMemoryStore
+        from langgraph_tiered_memory.privacy import export_user
 
-        Example:
-            ```python
-            import json
-            from langgraph_tiered_memory import TieredMemoryStore
+        with TieredMemoryStore.from_conn_string(
+            chroma_path="./chroma-db", tiers={"default": "long"}
+        ) as store:
+            store.put(("users", "u8"), "m1", {"content": "likes tea"})
+            data = export_user(store, "u8")
+            assert [m["value"]["content"] for m in data["memories"]] == ["likes tea"]
+            assert json.loads(json.dumps(data))["user_id"] == "u8"
+        ```
+    """
+    uid = check_user_id(user_id)
+    sessions = session_ids(checkpointer, uid)
+    data = export_store(store, uid, namespaces=namespaces, sessions=sessions, names=names)
+    data["sessions"] = None if checkpointer is None else export_sessions(checkpointer, sessions)
+    return data
 
-            with TieredMemoryStore.from_conn_string(
-                chroma_path="./chroma-db", tiers={"default": "long"}
-            ) as store:
-                store.put(("users", "u8"), "m1", {"content": "likes tea"})
-                data = store.export_user("u8")
-                assert [m["value"]["content"] for m in data["memories"]] == ["likes tea"]
-                assert json.loads(json.dumps(data))["user_id"] == "u8"
-            ```
-        """
-        uid = check_user_id(user_id)
-        sessions = session_ids(checkpointer, uid)
-        data = export_store(
-            cast(StoreCore, self), uid, namespaces=namespaces, sessions=sessions, names=names
+
+async def aexport_user(
+    store: StoreCore,
+    user_id: str,
+    *,
+    namespaces: Iterable[Sequence[str]] | None = None,
+    checkpointer: Any = None,
+    names: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Async `export_user`: the store's I/O runs in a worker thread.
+
+    `checkpointer` may be an async session saver or a sync one.
+    """
+    uid = check_user_id(user_id)
+    sessions = await asession_ids(checkpointer, uid)
+    data = await asyncio.to_thread(
+        functools.partial(
+            export_store,
+            store,
+            uid,
+            namespaces=namespaces,
+            sessions=sessions,
+            names=names,
         )
-        data["sessions"] = None if checkpointer is None else export_sessions(checkpointer, sessions)
-        return data
-
-    async def aexport_user(
-        self,
-        user_id: str,
-        *,
-        namespaces: Iterable[Sequence[str]] | None = None,
-        checkpointer: Any = None,
-        names: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """Async `export_user`: the store's I/O runs in a worker thread.
-
-        `checkpointer` may be an async session saver or a sync one.
-        """
-        uid = check_user_id(user_id)
-        sessions = await asession_ids(checkpointer, uid)
-        data = await asyncio.to_thread(
-            functools.partial(
-                export_store,
-                cast(StoreCore, self),
-                uid,
-                namespaces=namespaces,
-                sessions=sessions,
-                names=names,
-            )
-        )
-        data["sessions"] = (
-            None if checkpointer is None else await _asessions(checkpointer, sessions)
-        )
-        return data
+    )
+    data["sessions"] = None if checkpointer is None else await _asessions(checkpointer, sessions)
+    return data

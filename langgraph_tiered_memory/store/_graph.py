@@ -1,33 +1,24 @@
-"""The stores' knowledge-graph methods: queries, and rebuilding the triples of memories.
+"""Rebuilding the triples of a tiered store's memories (`langgraph_tiered_memory.graph.queries`).
 
-`graph_triples` and `graph_neighbors` (and their `a…` twins) query the graph the
-store keeps with `graph=`; a prefix selects namespaces like a search's, so a query
-under `("users", "u1")` never sees another user's triples. `rebuild_graph`
-re-extracts the memories under a prefix and replaces their triples: it repairs a
-graph a failed update left behind (`GraphSyncError`) and builds one for memories
-stored before the store had a graph. `repair_due` (the store's `setup()`) does the
-same for the memories a store on a Chroma server lists as due (`GraphDue`). Both
-replace a memory's triples under the namespace's write lock, and only while the
-memory is as it was read, so a concurrent write's triples are never undone.
+`repair` re-extracts the memories under a prefix and replaces their triples (the
+`rebuild_graph` function); `repair_due` (the store's `setup()`) does the same for the
+memories a store on a Chroma server lists as due (`GraphDue`). Both replace a
+memory's triples under the namespace's write lock, and only while the memory is as it
+was read, so a concurrent write's triples are never undone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import (
     MemoryTriples,
     Namespace,
-    Neighbor,
-    TripleRecord,
-    normalize_entity,
-    normalize_relation,
 )
 from langgraph_tiered_memory.ranking.scoring import user_scope
 from langgraph_tiered_memory.store._graph_write import (
@@ -39,7 +30,6 @@ from langgraph_tiered_memory.store._graph_write import (
     sync_error,
 )
 from langgraph_tiered_memory.store._protocols import StoreCore
-from langgraph_tiered_memory.store._validate import check_labels
 from langgraph_tiered_memory.store.tiers._namespaces import has_prefix
 
 _log = logging.getLogger("langgraph_tiered_memory.store.graph")
@@ -54,83 +44,15 @@ MemoryText = tuple[Namespace, str, str, str | None, str | None]
 """(namespace, key, text, speaker, user) of a memory to extract."""
 
 
-def _require_graph(store: Any, method: str) -> GraphStore:
-    graph = getattr(store, "graph", None)
+def require_graph(store: StoreCore, method: str) -> GraphStore:
+    """The store's knowledge graph; `ConfigurationError` naming `method` without one."""
+    graph = store.graph
     if graph is None:
         raise ConfigurationError(
             f"{method} needs a knowledge graph: create the store with graph=True (see"
             " docs/graph.md) or graph={'backend': 'falkordb', 'url': ...}."
         )
-    return cast(GraphStore, graph)
-
-
-def _check_prefix(namespace: Any, what: str) -> Namespace:
-    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
-        raise ValueError(
-            f"{what} must be a namespace prefix tuple such as ('users', 'u1'), got {namespace!r}."
-        )
-    if not all(isinstance(label, str) for label in namespace):
-        raise ValueError(f"{what} labels must be strings, got {tuple(namespace)!r}.")
-    check_labels(namespace, what)
-    return tuple(namespace)
-
-
-def _check_limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        raise ValueError(f"limit must be a positive int, got {limit!r}.")
-    return limit
-
-
-def _check_part(value: Any, name: str, *, relation: bool = False) -> str | None:
-    """A pattern part, normalised like stored triples; None stays None."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string or None, got {value!r}.")
-    check_labels([value], name)
-    out = normalize_relation(value) if relation else normalize_entity(value)
-    if not out:
-        raise ValueError(f"{name} {value!r} is empty once normalised; pass a name or None.")
-    return out
-
-
-def _neighbors_args(
-    store: Any, namespace: Any, entity: Any, hops: Any, relation: Any, limit: Any
-) -> tuple[GraphStore, Namespace, str, dict[str, Any]]:
-    graph = _require_graph(store, "graph_neighbors")
-    prefix = _check_prefix(namespace, "namespace")
-    if entity is None:
-        raise ValueError("entity must be an entity name such as 'alice', got None.")
-    start = _check_part(entity, "entity")
-    assert start is not None
-    if isinstance(hops, bool) or hops not in (1, 2):
-        raise ValueError(f"hops must be 1 or 2, got {hops!r}.")
-    return (
-        graph,
-        prefix,
-        start,
-        {
-            "hops": hops,
-            "relation": _check_part(relation, "relation", relation=True),
-            "limit": _check_limit(limit),
-        },
-    )
-
-
-def _triples_args(
-    store: Any, namespace: Any, subject: Any, relation: Any, obj: Any, limit: Any
-) -> tuple[GraphStore, Namespace, dict[str, Any]]:
-    graph = _require_graph(store, "graph_triples")
-    return (
-        graph,
-        _check_prefix(namespace, "namespace"),
-        {
-            "subject": _check_part(subject, "subject"),
-            "relation": _check_part(relation, "relation", relation=True),
-            "object": _check_part(obj, "object"),
-            "limit": _check_limit(limit),
-        },
-    )
+    return graph
 
 
 # --------------------------------------------------------------------------- rebuild
@@ -260,7 +182,7 @@ def _work(core: StoreCore, prefix: Namespace, *, everything: bool) -> tuple[list
     if everything:
         memories = _memories(core, prefix)
         live = {(m[0], m[1]) for m in memories}
-        stale = _stale(_require_graph(core, "rebuild_graph"), prefix, live)
+        stale = _stale(require_graph(core, "rebuild_graph"), prefix, live)
         listed = {at: None for at in {**stale, **listed} if at not in live}
     found, deleted = _gone(core, listed)
     return memories + found + deleted, len(memories) + len(found)
@@ -274,7 +196,7 @@ def repair(core: StoreCore, prefix: Namespace = (), *, everything: bool = False)
     Returns:
         The number of live memories re-extracted (those deleted are not counted).
     """
-    graph = _require_graph(core, "rebuild_graph")
+    graph = require_graph(core, "rebuild_graph")
     extractor = core.graph_extractor
     work, live = _work(core, prefix, everything=everything)
     for start in range(0, len(work), _EXTRACT_BATCH):
@@ -287,7 +209,7 @@ def repair(core: StoreCore, prefix: Namespace = (), *, everything: bool = False)
 
 async def arepair(core: StoreCore, prefix: Namespace = (), *, everything: bool = False) -> int:
     """Async `repair`: the extractor's `aextract`, the I/O in worker threads."""
-    graph = _require_graph(core, "arebuild_graph")
+    graph = require_graph(core, "arebuild_graph")
     extractor = core.graph_extractor
     work, live = await asyncio.to_thread(_work, core, prefix, everything=everything)
     for start in range(0, len(work), _EXTRACT_BATCH):
@@ -310,135 +232,3 @@ def repair_due(core: StoreCore) -> int:
     if count:
         _log.info("Re-extracted the graph triples of %d memories listed as due", count)
     return count
-
-
-class GraphMethods:
-    """Knowledge-graph queries and `rebuild_graph`, sync and async (both stores)."""
-
-    def graph_triples(
-        self,
-        namespace: tuple[str, ...],
-        *,
-        subject: str | None = None,
-        relation: str | None = None,
-        object: str | None = None,  # noqa: A002
-        limit: int = 100,
-    ) -> list[TripleRecord]:
-        """Triples under a namespace prefix matching a pattern, with their source memories.
-
-        Parts are normalised like stored triples (`"Alice"` matches `alice`,
-        `"lives in"` matches `lives_in`); None matches anything.
-
-        Args:
-            namespace: Namespace prefix; `("users", "u1")` covers that user's namespaces.
-            subject: Subject entity, or None.
-            relation: Relation, or None.
-            object: Object entity, or None.
-            limit: Most triples returned (ordered by namespace, subject, relation, object).
-
-        Raises:
-            ConfigurationError: the store was created without `graph=`.
-            ValueError: a bad argument.
-        """
-        graph, prefix, kw = _triples_args(self, namespace, subject, relation, object, limit)
-        return graph.triples(prefix, **kw)
-
-    def graph_neighbors(
-        self,
-        namespace: tuple[str, ...],
-        entity: str,
-        *,
-        hops: int = 1,
-        relation: str | None = None,
-        limit: int = 50,
-    ) -> list[Neighbor]:
-        """Entities within 1 or 2 hops of `entity`, with the triples and memories on the way.
-
-        Triples are followed either way; a 2-hop path stays within one user (or one
-        namespace without a user). Nearest first, then by name.
-
-        Args:
-            namespace: Namespace prefix; `("users", "u1")` covers that user's namespaces.
-            entity: Start entity (normalised: case and spaces do not matter).
-            hops: 1 or 2.
-            relation: Follow only this relation on every hop, or None for any.
-            limit: Most neighbours returned.
-
-        Raises:
-            ConfigurationError: the store was created without `graph=`.
-            ValueError: a bad argument.
-        """
-        graph, prefix, start, kw = _neighbors_args(self, namespace, entity, hops, relation, limit)
-        return graph.neighbors(prefix, start, **kw)
-
-    async def agraph_triples(
-        self,
-        namespace: tuple[str, ...],
-        *,
-        subject: str | None = None,
-        relation: str | None = None,
-        object: str | None = None,  # noqa: A002
-        limit: int = 100,
-    ) -> list[TripleRecord]:
-        """Async `graph_triples` (the query runs in a worker thread).
-
-        Args:
-            namespace: Namespace prefix.
-            subject: Subject entity, or None.
-            relation: Relation, or None.
-            object: Object entity, or None.
-            limit: Most triples returned.
-        """
-        graph, prefix, kw = _triples_args(self, namespace, subject, relation, object, limit)
-        return await asyncio.to_thread(functools.partial(graph.triples, prefix, **kw))
-
-    async def agraph_neighbors(
-        self,
-        namespace: tuple[str, ...],
-        entity: str,
-        *,
-        hops: int = 1,
-        relation: str | None = None,
-        limit: int = 50,
-    ) -> list[Neighbor]:
-        """Async `graph_neighbors` (the query runs in a worker thread).
-
-        Args:
-            namespace: Namespace prefix.
-            entity: Start entity.
-            hops: 1 or 2.
-            relation: Follow only this relation, or None.
-            limit: Most neighbours returned.
-        """
-        graph, prefix, start, kw = _neighbors_args(self, namespace, entity, hops, relation, limit)
-        return await asyncio.to_thread(functools.partial(graph.neighbors, prefix, start, **kw))
-
-    def rebuild_graph(self, namespace_prefix: tuple[str, ...] = ()) -> int:
-        """Re-extract every long-term memory under a prefix and replace its triples.
-
-        Repairs the graph after a `GraphSyncError` (memories stored, graph not
-        updated), builds the graph of memories stored before the store had one, and
-        re-extracts after changing the extractor. Triples credited to memories that
-        no longer exist are dropped.
-
-        Args:
-            namespace_prefix: Namespace prefix; `()` (default) is every memory.
-
-        Returns:
-            The number of memories re-extracted.
-
-        Raises:
-            ConfigurationError: the store was created without `graph=`.
-            GraphSyncError: the graph failed (run it again).
-        """
-        prefix = _check_prefix(namespace_prefix, "namespace_prefix")
-        return repair(cast(StoreCore, self), prefix, everything=True)
-
-    async def arebuild_graph(self, namespace_prefix: tuple[str, ...] = ()) -> int:
-        """Async `rebuild_graph`: the extractor's async API, the I/O in worker threads.
-
-        Args:
-            namespace_prefix: Namespace prefix; `()` (default) is every memory.
-        """
-        prefix = _check_prefix(namespace_prefix, "namespace_prefix")
-        return await arepair(cast(StoreCore, self), prefix, everything=True)

@@ -209,9 +209,9 @@ def sync_error(
     return GraphSyncError(
         f"The memories were {what}, but the knowledge graph ({graph.name}) could not be"
         f" updated: {type(e).__name__}: {mask_urls_in(str(e))}. Their triples stay out of"
-        f" date until {when}you run store.rebuild_graph(namespace_prefix={prefix!r}) (or"
-        " arebuild_graph), which re-extracts the memories under the prefix and replaces"
-        " their triples."
+        f" date until {when}you run rebuild_graph(store, namespace_prefix={prefix!r})"
+        " (or arebuild_graph, from langgraph_tiered_memory.graph), which re-extracts the"
+        " memories under the prefix and replaces their triples."
     )
 
 

@@ -30,20 +30,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, cast
-
-from langgraph.store.base import NOT_PROVIDED, NotProvided, PutOp
+from typing import Any, cast
 
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.erasure import id_hash, subject_hash
 from langgraph_tiered_memory.privacy.history import (
     EventKind,
     MemoryEvent,
-    acting,
-    current_actor,
 )
+from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_labels, validate_key
-from langgraph_tiered_memory.store.tiers._history_events import _session_subject, in_event
+from langgraph_tiered_memory.store.tiers._history_events import _session_subject
 from langgraph_tiered_memory.store.tiers._items import Namespace
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.sqlite_history import (
@@ -73,11 +70,6 @@ def _tombstone_key(namespace: Namespace, key: str) -> str:
     return id_hash(*namespace, key)
 
 
-def _core(store: object) -> Any:
-    """The store the mixin is part of (`TieredStoreCore` attributes, untyped here)."""
-    return store
-
-
 def _memory_event(e: StoredEvent) -> MemoryEvent:
     return MemoryEvent(
         seq=e.seq,
@@ -91,212 +83,140 @@ def _memory_event(e: StoredEvent) -> MemoryEvent:
     )
 
 
-class HistoryMethods:
-    """`memory_history` and what erasure and export use of the history (both stores).
+def memory_history(store: StoreCore, namespace: tuple[str, ...], key: str) -> list[MemoryEvent]:
+    """The events of a long-term memory, oldest first.
 
-    Mixed into the stores before `TieredStoreCore`, whose attributes it uses.
+    Every change appends one: ``add``, ``update``, ``merged``, ``reinforced``,
+    ``forgotten``, ``deleted``, ``expired``, with the store clock's time, the actor
+    (``user`` for direct writes; ``tool``, ``extraction``, ``forgetting``,
+    ``consolidation``, ``system`` for the library's own), the reason and the
+    hashes of the content before and after. A memory deleted since still has its
+    history; one erased with `erase_user` has content-free ``erased`` tombstones.
+
+    Args:
+        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
+        namespace: The memory's namespace (routed to the long-term tier).
+        key: The memory's key.
+
+    Raises:
+        ConfigurationError: the store records no history (`history=False`), or
+            `namespace` is routed to the short-term tier.
     """
+    ns = tuple(namespace)
+    check_labels(ns)
+    validate_key(key)
+    if store.tier_for(ns) != "long":
+        raise ConfigurationError(
+            f"Namespace {ns} is routed to the short-term tier; memory history is kept"
+            " for long-term memories only."
+        )
+    table = store._history_table()
+    return [
+        _memory_event(e)
+        for e in table.events(store.key_prefix, namespace_id(ns), key, _tombstone_key(ns, key))
+    ]
 
-    history_enabled: bool = False
-    """Whether the store records memory history (the `history` option)."""
 
-    def _configure_history(self, history: bool) -> None:
-        """Turn recording on in the long tier (after the tiers are built)."""
-        self.history_enabled = history
-        tier = _core(self)._tiers.get("long")
-        if tier is None:
-            return
-        inner = getattr(tier, "_synced_tier", tier)  # a `GraphSyncedTier` wraps it
-        inner.record_history = history
+async def amemory_history(
+    store: StoreCore, namespace: tuple[str, ...], key: str
+) -> list[MemoryEvent]:
+    """Async `memory_history` (the read runs in a worker thread)."""
+    return await asyncio.to_thread(memory_history, store, namespace, key)
 
-    def _history_table(self) -> HistoryTable:
-        """The history table of the long tier's index (its SQLite file, or Redis).
 
-        Raises:
-            ConfigurationError: history is off, or the store has no long tier.
-        """
-        if not self.history_enabled:
-            raise ConfigurationError(
-                "This store was created with history=False: no memory history is recorded."
-                " Create it with history=True (the default) to record one."
-            )
-        table = self._history_file()
-        if table is None:
-            raise ConfigurationError(
-                "Memory history lives in the long tier's index (its SQLite file, or Redis"
-                " with a Chroma server); this store has no long tier (its tiers= policy"
-                " routes nothing to 'long')."
-            )
-        return table
+def history_namespaces(store: StoreCore) -> list[Namespace]:
+    """Every namespace with history, including those whose memories are all gone.
 
-    def _history_file(self) -> HistoryTable | None:
-        tier = _core(self)._tiers.get("long")
-        if tier is None:
-            return None
-        return cast("HistoryTable | None", tier.history_table())
+    Args:
+        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
+    """
+    table = store._history_file() if store.history_enabled else None
+    return [] if table is None else table.namespaces(store.key_prefix)
 
-    # ------------------------------------------------------------------ reads
-    def memory_history(self, namespace: tuple[str, ...], key: str) -> list[MemoryEvent]:
-        """The events of a long-term memory, oldest first.
 
-        Every change appends one: ``add``, ``update``, ``merged``, ``reinforced``,
-        ``forgotten``, ``deleted``, ``expired``, with the store clock's time, the actor
-        (``user`` for direct writes; ``tool``, ``extraction``, ``forgetting``,
-        ``consolidation``, ``system`` for the library's own), the reason and the
-        hashes of the content before and after. A memory deleted since still has its
-        history; one erased with `erase_user` has content-free ``erased`` tombstones.
+def _selection(
+    store: StoreCore,
+    table: HistoryTable,
+    namespaces: NamespaceSelector,
+    keys: Mapping[Namespace, Iterable[str]] | None,
+    user_id: str | None,
+    session_ids: Iterable[str],
+) -> Selection:
+    if callable(namespaces):
+        chosen = [ns for ns in table.namespaces(store.key_prefix) if namespaces(ns)]
+    else:
+        chosen = list(dict.fromkeys(tuple(ns) for ns in namespaces))
+    pairs = [(namespace_id(tuple(ns)), k) for ns, ks in (keys or {}).items() for k in ks]
+    subjects = [_session_subject(s) for s in session_ids]
+    if user_id is not None:
+        subjects.append(subject_hash(user_id))
+    return Selection([namespace_id(ns) for ns in chosen], pairs, subjects)
 
-        Args:
-            namespace: The memory's namespace (routed to the long-term tier).
-            key: The memory's key.
 
-        Raises:
-            ConfigurationError: the store records no history (`history=False`), or
-                `namespace` is routed to the short-term tier.
-        """
-        ns = tuple(namespace)
-        check_labels(ns)
-        validate_key(key)
-        if _core(self).tier_for(ns) != "long":
-            raise ConfigurationError(
-                f"Namespace {ns} is routed to the short-term tier; memory history is kept"
-                " for long-term memories only."
-            )
-        table = self._history_table()
-        return [
-            _memory_event(e)
-            for e in table.events(
-                _core(self).key_prefix, namespace_id(ns), key, _tombstone_key(ns, key)
-            )
-        ]
+def history_export(
+    store: StoreCore,
+    namespaces: NamespaceSelector,
+    *,
+    keys: Mapping[Namespace, Iterable[str]] | None = None,
+    user_id: str | None = None,
+    session_ids: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """The history of the selected memories, as JSON-ready data.
 
-    async def amemory_history(self, namespace: tuple[str, ...], key: str) -> list[MemoryEvent]:
-        """Async `memory_history` (the read runs in a worker thread)."""
-        return await asyncio.to_thread(self.memory_history, namespace, key)
+    Memories deleted since are included: their events still hold content until an
+    erasure makes them tombstones. Empty when the store records no history. The
+    arguments select as for `tombstone_history`.
 
-    def history_namespaces(self) -> list[Namespace]:
-        """Every namespace with history, including those whose memories are all gone."""
-        table = self._history_file() if self.history_enabled else None
-        return [] if table is None else table.namespaces(_core(self).key_prefix)
+    Returns:
+        ``[{"namespace": [...], "key": ..., "events": [MemoryEvent.to_dict(), ...]}]``.
+    """
+    table = store._history_file() if store.history_enabled else None
+    if table is None:
+        return []
+    chosen = _selection(store, table, namespaces, keys, user_id, session_ids)
+    out: dict[tuple[Namespace, str], list[dict[str, Any]]] = {}
+    for e in table.select(store.key_prefix, chosen):
+        assert e.namespace is not None  # tombstones are never selected
+        out.setdefault((e.namespace, e.key), []).append(_memory_event(e).to_dict())
+    return [{"namespace": list(ns), "key": k, "events": ev} for (ns, k), ev in out.items()]
 
-    def _selection(
-        self,
-        table: HistoryTable,
-        namespaces: NamespaceSelector,
-        keys: Mapping[Sequence[str], Iterable[str]] | None,
-        user_id: str | None,
-        session_ids: Iterable[str],
-    ) -> Selection:
-        if callable(namespaces):
-            chosen = [ns for ns in table.namespaces(_core(self).key_prefix) if namespaces(ns)]
-        else:
-            chosen = list(dict.fromkeys(tuple(ns) for ns in namespaces))
-        pairs = [(namespace_id(tuple(ns)), k) for ns, ks in (keys or {}).items() for k in ks]
-        subjects = [_session_subject(s) for s in session_ids]
-        if user_id is not None:
-            subjects.append(subject_hash(user_id))
-        return Selection([namespace_id(ns) for ns in chosen], pairs, subjects)
 
-    def history_export(
-        self,
-        namespaces: NamespaceSelector,
-        *,
-        keys: Mapping[Sequence[str], Iterable[str]] | None = None,
-        user_id: str | None = None,
-        session_ids: Iterable[str] = (),
-    ) -> list[dict[str, Any]]:
-        """The history of the selected memories, as JSON-ready data.
+def tombstone_history(
+    store: StoreCore,
+    namespaces: NamespaceSelector,
+    *,
+    keys: Mapping[Namespace, Iterable[str]] | None = None,
+    user_id: str | None = None,
+    session_ids: Iterable[str] = (),
+    dry_run: bool = False,
+) -> dict[str, list[tuple[str, ...]]]:
+    """Make the history of the selected memories content-free tombstones.
 
-        Memories deleted since are included: their events still hold content until an
-        erasure makes them tombstones. Empty when the store records no history. The
-        arguments select as for `tombstone_history`.
+    Each event keeps its position and time; its kind becomes ``"erased"``; its
+    namespace labels, actor, reason, content, hashes and provenance go, and its key
+    becomes `erasure.id_hash(*namespace, key)`, which `memory_history(store,
+    namespace, key)` still finds. One transaction; a rerun finds nothing left to do.
 
-        Returns:
-            ``[{"namespace": [...], "key": ..., "events": [MemoryEvent.to_dict(), ...]}]``.
-        """
-        table = self._history_file() if self.history_enabled else None
-        if table is None:
-            return []
-        chosen = self._selection(table, namespaces, keys, user_id, session_ids)
-        out: dict[tuple[Namespace, str], list[dict[str, Any]]] = {}
-        for e in table.select(_core(self).key_prefix, chosen):
-            assert e.namespace is not None  # tombstones are never selected
-            out.setdefault((e.namespace, e.key), []).append(_memory_event(e).to_dict())
-        return [{"namespace": list(ns), "key": k, "events": ev} for (ns, k), ev in out.items()]
+    Args:
+        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
+        namespaces: Namespaces, or a predicate over every namespace with history
+            (pass `UserNamespaces(user_id).owns`: it also reaches namespaces whose
+            memories are all gone, which no registry lists any more); `()` for none.
+        keys: Single memories besides, `{namespace: [key, ...]}` (shared-namespace
+            memories whose provenance names the user).
+        user_id: Also every memory with an event whose value's provenance named
+            this user (`provenance.provenance_of`), even one deleted since.
+        session_ids: Likewise for memories whose provenance named these sessions.
+        dry_run: Report what would change; change nothing.
 
-    # ------------------------------------------------------------------ erasure
-    def tombstone_history(
-        self,
-        namespaces: NamespaceSelector,
-        *,
-        keys: Mapping[Sequence[str], Iterable[str]] | None = None,
-        user_id: str | None = None,
-        session_ids: Iterable[str] = (),
-        dry_run: bool = False,
-    ) -> dict[str, list[tuple[str, ...]]]:
-        """Make the history of the selected memories content-free tombstones.
-
-        Each event keeps its position and time; its kind becomes ``"erased"``; its
-        namespace labels, actor, reason, content, hashes and provenance go, and its key
-        becomes `erasure.id_hash(*namespace, key)`, which `memory_history(namespace,
-        key)` still finds. One transaction; a rerun finds nothing left to do.
-
-        Args:
-            namespaces: Namespaces, or a predicate over every namespace with history
-                (pass `UserNamespaces(user_id).owns`: it also reaches namespaces whose
-                memories are all gone, which no registry lists any more); `()` for none.
-            keys: Single memories besides, `{namespace: [key, ...]}` (shared-namespace
-                memories whose provenance names the user).
-            user_id: Also every memory with an event whose value's provenance named
-                this user (`provenance.provenance_of`), even one deleted since.
-            session_ids: Likewise for memories whose provenance named these sessions.
-            dry_run: Report what would change; change nothing.
-
-        Returns:
-            ``{"history.events": [(*namespace, key), ...]}``, one entry per event (for
-            `ErasureReceipt.add`); empty when nothing was selected or the store records
-            no history.
-        """
-        table = self._history_file() if self.history_enabled else None
-        if table is None:
-            return {}
-        chosen = self._selection(table, namespaces, keys, user_id, session_ids)
-        done = table.tombstone(_core(self).key_prefix, chosen, _tombstone_key, dry_run=dry_run)
-        return {HISTORY_PLACE: [(*ns, key) for ns, key in done]} if done else {}
-
-    # ------------------------------------------------------------------ async attribution
-    # The async store gathers `aput`/`adelete` calls into batches run by a background
-    # task, outside the caller's context: a write made inside `acting(...)` would lose
-    # its actor, and the task would keep the actor of whoever started it. Attributed
-    # writes therefore run as their own batch in the caller's context, and the task is
-    # started in the default context.
-    def _ensure_task(self) -> None:
-        start = cast(Callable[[], None], getattr(super(), "_ensure_task"))  # noqa: B009
-        with acting("user"):
-            start()
-
-    async def aput(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
-    ) -> None:
-        """Store or update an item (see `BaseStore.aput`)."""
-        parent = cast(Any, super())
-        if current_actor() == ("user", None) and not in_event():
-            await parent.aput(namespace, key, value, index, ttl=ttl)
-            return
-        if ttl is NOT_PROVIDED:
-            ttl = (getattr(self, "ttl_config", None) or {}).get("default_ttl")
-        op = PutOp(tuple(namespace), key, dict(value), index, ttl=cast(Any, ttl))
-        await _core(self).abatch([op])
-
-    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
-        """Delete an item (see `BaseStore.adelete`)."""
-        if current_actor() == ("user", None) and not in_event():
-            await cast(Any, super()).adelete(namespace, key)
-            return
-        await _core(self).abatch([PutOp(tuple(namespace), key, None)])
+    Returns:
+        ``{"history.events": [(*namespace, key), ...]}``, one entry per event (for
+        `ErasureReceipt.add`); empty when nothing was selected or the store records
+        no history.
+    """
+    table = store._history_file() if store.history_enabled else None
+    if table is None:
+        return {}
+    chosen = _selection(store, table, namespaces, keys, user_id, session_ids)
+    done = table.tombstone(store.key_prefix, chosen, _tombstone_key, dry_run=dry_run)
+    return {HISTORY_PLACE: [(*ns, key) for ns, key in done]} if done else {}

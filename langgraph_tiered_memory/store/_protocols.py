@@ -20,6 +20,7 @@ from langgraph_tiered_memory.store.planning import Plan
 from langgraph_tiered_memory.store.routing import TierRouter
 from langgraph_tiered_memory.store.tiers._items import Namespace
 from langgraph_tiered_memory.store.tiers.base import MemoryTier, Tier
+from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
 
 
 class StoreCore(Protocol):
@@ -36,6 +37,10 @@ class StoreCore(Protocol):
     """The knowledge graph (`graph=`), or None when the store keeps none."""
     graph_extractor: Any
     """The `TripleExtractor` of memory writes (None without a graph)."""
+    key_prefix: str
+    """The prefix of the store's Redis keys and Chroma collections."""
+    history_enabled: bool
+    """Whether the store records memory history (the `history` option)."""
 
     @property
     def memory_mode(self) -> bool:
@@ -70,5 +75,9 @@ class StoreCore(Protocol):
     ) -> list[Result]: ...
 
     def _check_memory_namespace(self, namespace: Namespace) -> None: ...
+
+    def _history_table(self) -> HistoryTable: ...
+
+    def _history_file(self) -> HistoryTable | None: ...
 
     def _check_vectors(self, vectors: Sequence[Sequence[float]], what: str) -> None: ...

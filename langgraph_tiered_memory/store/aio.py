@@ -12,14 +12,13 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.ranking.scoring import RetrievalMode
-from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods
 from langgraph_tiered_memory.store.base import MemoryHit
 from langgraph_tiered_memory.store.sync import _TieredStore
 
 __all__ = ["AsyncTieredMemoryStore"]
 
 
-class AsyncTieredMemoryStore(AsyncMaintenanceMethods, _TieredStore, AsyncBatchedBaseStore):
+class AsyncTieredMemoryStore(_TieredStore, AsyncBatchedBaseStore):
     """The asyncio twin of `TieredMemoryStore`; same options, same behaviour.
 
     Concurrent `aget`/`aput`/`asearch` calls are gathered into batches by

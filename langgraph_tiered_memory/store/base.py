@@ -27,6 +27,7 @@ from langgraph.store.base import (
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, check_redis_timeout
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierName, TierPolicy
 from langgraph_tiered_memory.embeddings import embedder_name
+from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import memory_fields
@@ -77,6 +78,7 @@ from langgraph_tiered_memory.store.search import (
 from langgraph_tiered_memory.store.tiers._items import ItemWrite, StoredItem, to_datetime
 from langgraph_tiered_memory.store.tiers._namespaces import literal_prefix, select_namespaces
 from langgraph_tiered_memory.store.tiers.base import ContextInputs, MemoryTier, Tier
+from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
 
 __all__ = ["TieredStoreCore", "DEFAULT_CHROMA_PATH", "DEFAULT_KEY_PREFIX", "MemoryHit"]
 
@@ -111,6 +113,8 @@ class TieredStoreCore:
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
         redactor: Any = None,
         graph: Any = None,
+        short: Tier | None = None,
+        long: Tier | None = None,
     ) -> None:
         self._router = TierRouter(tiers)
         self.graph: GraphStore | None = None
@@ -157,6 +161,8 @@ class TieredStoreCore:
             memory_index_path=memory_index_path,
             redis_timeout=check_redis_timeout(redis_timeout),
             import_graph=lambda: self.graph,  # made below; the long tier opens later
+            short=short,
+            long=long,
         )
         if graph_spec is not None:
             try:
@@ -544,6 +550,45 @@ class TieredStoreCore:
             if behind is not None:
                 raise behind
         return results
+
+    # ------------------------------------------------------------------ history
+    history_enabled: bool = False
+    """Whether the store records memory history (the `history` option)."""
+
+    def _configure_history(self, history: bool) -> None:
+        """Turn recording on in the long tier (after the tiers are built)."""
+        self.history_enabled = history
+        tier: Any = self._tiers.get("long")
+        if tier is None:
+            return
+        inner = getattr(tier, "_synced_tier", tier)  # a `GraphSyncedTier` wraps it
+        inner.record_history = history
+
+    def _history_table(self) -> HistoryTable:
+        """The history table of the long tier's index (its SQLite file, or Redis).
+
+        Raises:
+            ConfigurationError: history is off, or the store has no long tier.
+        """
+        if not self.history_enabled:
+            raise ConfigurationError(
+                "This store was created with history=False: no memory history is recorded."
+                " Create it with history=True (the default) to record one."
+            )
+        table = self._history_file()
+        if table is None:
+            raise ConfigurationError(
+                "Memory history lives in the long tier's index (its SQLite file, or Redis"
+                " with a Chroma server); this store has no long tier (its tiers= policy"
+                " routes nothing to 'long')."
+            )
+        return table
+
+    def _history_file(self) -> HistoryTable | None:
+        tier: Any = self._tiers.get("long")
+        if tier is None:
+            return None
+        return cast("HistoryTable | None", tier.history_table())
 
     def _long(self) -> MemoryTier:
         # `build_tiers` makes the long tier a `MemoryTier` (checked by mypy there).

@@ -1,52 +1,61 @@
-"""Maintenance passes over long-term memories: forgetting and reinforcement.
+"""Maintenance of a tiered store's memories: forgetting, consolidation, promotion.
 
-Consolidation lives in `_consolidate` and promotion in `promotion`; both are
-re-exported here with the other passes.
-
-Each pass is a function of a store core (`StoreCore`) with the signature and
-docstring of the store method it is: `_maintain` makes each one a method of both
-stores, and derives the `a…` twins. Every write goes through the store's normal batch
-path, so vectors, keyword rows, statistics and the document copy stay in step.
+Each pass is a function whose first argument is the store (`TieredMemoryStore` or
+`AsyncTieredMemoryStore`): `garbage_collect(store, ...)`, `forget`, `consolidate`,
+`promote`. Every write goes through the store's normal batch path, so vectors, keyword
+rows, statistics and the document copy stay in step. The `a…` twins (`agarbage_collect`,
+`aforget`, `aconsolidate`, `apromote`) run the same pass in a worker thread (the passes
+are synchronous I/O), so the event loop never blocks; call the synchronous ones from a
+thread other than the event loop's. Reinforcement stays a store method
+(`store.update_importance`); the functions here are its implementation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
+import inspect
 import math
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.memory import memory_fields
-from langgraph_tiered_memory.privacy.history import acting, current_actor
+from langgraph_tiered_memory.privacy.history import Actor, acting, current_actor
 from langgraph_tiered_memory.ranking.forgetting import (
     PINNED_FIELD,
     ForgettingPolicy,
     ForgettingRules,
 )
+from langgraph_tiered_memory.store import promotion
 from langgraph_tiered_memory.store._consolidate import consolidate
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ForgottenRow, GCReport
 from langgraph_tiered_memory.store._validate import check_labels, validate_key
-from langgraph_tiered_memory.store.promotion import Promoted, _check_page_size, promote
+from langgraph_tiered_memory.store.promotion import Promoted, _check_page_size
 from langgraph_tiered_memory.store.tiers._history_events import as_event, reasons_for
 from langgraph_tiered_memory.store.tiers._items import StoredItem
 from langgraph_tiered_memory.store.tiers.base import MemoryStatsView
 
 __all__ = [
     "Promoted",
-    "aupdate_importance",
+    "aconsolidate",
+    "aforget",
+    "agarbage_collect",
+    "apromote",
     "consolidate",
     "forget",
     "garbage_collect",
     "promote",
-    "update_importance",
 ]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 PREVIEW_CHARS = 80
 _CHUNK = 1000
@@ -165,7 +174,7 @@ def _delete(core: StoreCore, ns: tuple[str, ...], rows: list[ForgottenRow]) -> N
 
 
 def garbage_collect(
-    core: StoreCore,
+    store: StoreCore,
     namespace_prefix: tuple[str, ...] = (),
     *,
     dry_run: bool = True,
@@ -188,7 +197,7 @@ def garbage_collect(
     memories beyond it, which go once the namespace has been read.
 
     Args:
-        core: The store (`self` of the stores' `garbage_collect` method).
+        store: The tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
         namespace_prefix: Only namespaces under this prefix (default: all).
         dry_run: Report only, delete nothing (the default).
         policy: Overrides of `DEFAULT_FORGETTING_POLICY`, e.g. `GARBAGE_COLLECT_POLICY`.
@@ -201,32 +210,32 @@ def garbage_collect(
         "content_preview", "reason"}, ...], "scanned": M, "dry_run": bool}`.
     """
     namespace_prefix = tuple(namespace_prefix)
-    _require_memory_mode(core, "Garbage collection")
+    _require_memory_mode(store, "Garbage collection")
     _check_page_size(page_size)
     check_labels(namespace_prefix)
     rules = ForgettingRules(policy)
-    now = core.clock() if now is None else float(now)
+    now = store.clock() if now is None else float(now)
     details: list[ForgottenRow] = []
     scanned = 0
-    for ns in _long_namespaces(core, namespace_prefix):
-        swept = _expired(core, ns, dry_run=dry_run)
+    for ns in _long_namespaces(store, namespace_prefix):
+        swept = _expired(store, ns, dry_run=dry_run)
         details.extend(swept)
         gone = {d["id"] for d in swept}  # in a dry run, still listed below: skip them
         scanned += len(gone)
         judge = _Judge(rules, now)
-        for listed in core._long().iter_memory_stats(ns, page_size):
+        for listed in store._long().iter_memory_stats(ns, page_size):
             page = [(k, st) for k, st in listed if k not in gone]
             scanned += len(page)
-            flagged = _reported(core, ns, judge.page(page))
+            flagged = _reported(store, ns, judge.page(page))
             details.extend(flagged)
             if not dry_run:
-                _delete(core, ns, flagged)
+                _delete(store, ns, flagged)
             if progress is not None:
                 progress(len(page))
-        evicted = _reported(core, ns, judge.over_capacity())
+        evicted = _reported(store, ns, judge.over_capacity())
         details.extend(evicted)
         if not dry_run:
-            _delete(core, ns, evicted)
+            _delete(store, ns, evicted)
     return {
         "forgotten_count": len(details),
         "details": details,
@@ -236,7 +245,7 @@ def garbage_collect(
 
 
 def forget(
-    core: StoreCore,
+    store: StoreCore,
     namespace: tuple[str, ...],
     keys: Collection[str],
     *,
@@ -250,7 +259,7 @@ def forget(
     `max_memories`, the namespace is judged again as a whole (statistics only).
 
     Args:
-        core: The store (`self` of the stores' `forget` method).
+        store: The tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
         namespace: The memories' namespace (long-term tier).
         keys: Candidate keys, e.g. the ids of a `garbage_collect` dry run.
         policy: Overrides of `DEFAULT_FORGETTING_POLICY`.
@@ -261,36 +270,36 @@ def forget(
         `reason`) of the deleted memories.
     """
     namespace = tuple(namespace)
-    core._check_memory_namespace(namespace)
+    store._check_memory_namespace(namespace)
     rules = ForgettingRules(policy)
-    now = core.clock() if now is None else float(now)
+    now = store.clock() if now is None else float(now)
     wanted = [validate_key(k) for k in dict.fromkeys(keys)]
     reasons: list[tuple[str, str]] = []
     if rules.max_memories is None:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
-            stats = core._long().memory_stats(namespace, chunk)
+            stats = store._long().memory_stats(namespace, chunk)
             reasons.extend(_Judge(rules, now).page([(k, stats[k]) for k in chunk if k in stats]))
     else:
         asked = set(wanted)
         judge = _Judge(rules, now)
-        for page in core._long().iter_memory_stats(namespace, _CHUNK):
+        for page in store._long().iter_memory_stats(namespace, _CHUNK):
             reasons.extend(r for r in judge.page(page) if r[0] in asked)
         reasons.extend(r for r in judge.over_capacity() if r[0] in asked)
-    out = _reported(core, namespace, reasons)
-    _delete(core, namespace, out)
-    return out + _expired(core, namespace, dry_run=False, keys=wanted)
+    out = _reported(store, namespace, reasons)
+    _delete(store, namespace, out)
+    return out + _expired(store, namespace, dry_run=False, keys=wanted)
 
 
 def update_importance(
-    core: StoreCore, namespace: tuple[str, ...], key: str, delta: float
+    store: StoreCore, namespace: tuple[str, ...], key: str, delta: float
 ) -> float | None:
     """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
 
     The value is written back with its statistics, TTL and expiry kept.
 
     Args:
-        core: The store (`self` of the stores' `update_importance` method).
+        store: The tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
         namespace: The memory's namespace (long-term tier).
         key: The memory's key.
         delta: Change of importance, e.g. 0.1 when an agent used the memory.
@@ -301,24 +310,24 @@ def update_importance(
     # Read and rewrite under the namespace's writer lock: a delete or put (of any
     # process sharing the long tier) lands before the read or after the rewrite, never
     # in between (where the rewrite would bring a deleted memory back, or undo the put).
-    with core._long().exclusive(tuple(namespace)):
-        rewrite = _reinforced(core, tuple(namespace), key, delta)
+    with store._long().exclusive(tuple(namespace)):
+        rewrite = _reinforced(store, tuple(namespace), key, delta)
         if rewrite is None:
             return None
         with redis_call(), _reinforcing(rewrite):
-            core._run_batch(rewrite.ops, keep=rewrite.keep)
+            store._run_batch(rewrite.ops, keep=rewrite.keep)
     return rewrite.importance
 
 
 async def aupdate_importance(
-    core: StoreCore, namespace: tuple[str, ...], key: str, delta: float
+    store: StoreCore, namespace: tuple[str, ...], key: str, delta: float
 ) -> float | None:
     """Async `update_importance` (same arguments and result).
 
     Read and rewrite run together in a worker thread, under the long tier's writer
     lock like `update_importance` (a lock cannot be held across an `await`).
     """
-    return await asyncio.to_thread(update_importance, core, namespace, key, delta)
+    return await asyncio.to_thread(update_importance, store, namespace, key, delta)
 
 
 class _Rewrite(NamedTuple):
@@ -354,3 +363,46 @@ def _reinforced(core: StoreCore, ns: tuple[str, ...], key: str, delta: float) ->
     importance = min(1.0, max(0.0, current + float(delta)))
     value = {**stored.value, "importance": importance}
     return _Rewrite([PutOp(ns, key, value)], {(ns, key): stored}, importance, current)
+
+
+# ------------------------------------------------------------------ the public passes
+
+
+def _in_thread(
+    method: Callable[Concatenate[StoreCore, _P], _R],
+) -> Callable[Concatenate[StoreCore, _P], Coroutine[Any, Any, _R]]:
+    """The async twin of a pass: the same call, in a worker thread.
+
+    The twin has the pass's signature and, under a first line naming it, its docstring.
+    """
+
+    async def twin(store: StoreCore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await asyncio.to_thread(method, store, *args, **kwargs)
+
+    functools.update_wrapper(twin, method)
+    twin.__name__ = twin.__qualname__ = f"a{method.__name__}"
+    twin.__doc__ = (
+        f"Async `{method.__name__}`: the same pass, run in a worker thread (callbacks such"
+        " as `progress` are called from that thread).\n\n" + inspect.cleandoc(method.__doc__ or "")
+    )
+    return twin
+
+
+def _acting(
+    method: Callable[Concatenate[StoreCore, _P], _R], actor: Actor, reason: str
+) -> Callable[Concatenate[StoreCore, _P], _R]:
+    """The pass with its writes attributed to `actor` in the memory history."""
+
+    def run(store: StoreCore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with acting(actor, reason):
+            return method(store, *args, **kwargs)
+
+    functools.update_wrapper(run, method)
+    return run
+
+
+promote = _acting(promotion.promote, "system", "promoted from the short-term tier")
+agarbage_collect = _in_thread(garbage_collect)
+aforget = _in_thread(forget)
+aconsolidate = _in_thread(consolidate)
+apromote = _in_thread(promote)

@@ -139,7 +139,7 @@ def _items_of(core: StoreCore, ns: tuple[str, ...], page_size: int) -> Iterator[
 
 
 def promote(
-    core: StoreCore,
+    store: StoreCore,
     namespace_prefix: tuple[str, ...],
     *,
     predicate: Callable[[Item], bool] | None = None,
@@ -158,7 +158,7 @@ def promote(
     content is already stored there is not written again, so reruns add nothing.
 
     Args:
-        core: The store (`self` of the stores' `promote` method).
+        store: The tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
         namespace_prefix: Short-term namespaces to scan (e.g. `("short_term",)`),
             taken literally (a `"*"` label is a label, not a wildcard).
         predicate: Which items to promote. Default: `importance >= 0.7` or
@@ -179,11 +179,11 @@ def promote(
     _check_page_size(page_size)
     prefix = tuple(namespace_prefix)
     check = predicate or worth_keeping
-    label = core.scoring.user_label
+    label = store.scoring.user_label
     skipped: list[PromotionSkip] = []
     plan: list[tuple[tuple[str, ...], Item, tuple[str, ...]]] = []
-    for ns in _short_namespaces(core, prefix):
-        for item in _items_of(core, ns, page_size):
+    for ns in _short_namespaces(store, prefix):
+        for item in _items_of(store, ns, page_size):
             if not check(item):
                 continue
             try:
@@ -193,13 +193,13 @@ def promote(
                     raise
                 skipped.append(_skip(ns, item.key, str(e)))
                 continue
-            if core.tier_for(dest) != "long":
+            if store.tier_for(dest) != "long":
                 raise ConfigurationError(
                     f"Promotion target {dest} is routed to the short-term tier;"
                     " pass target= a function returning a long-term namespace."
                 )
             try:
-                core._plan([PutOp(dest, item.key, dict(item.value))])  # validates, writes nothing
+                store._plan([PutOp(dest, item.key, dict(item.value))])  # validates, writes nothing
             except (InvalidItemError, InvalidNamespaceError) as e:
                 skipped.append(_skip(ns, item.key, str(e)))
                 continue
@@ -208,13 +208,13 @@ def promote(
         logger.warning(
             "Not promoting %s/%s: %s", tuple(row["namespace"]), row["key"], row["reason"]
         )
-    moves = _placed(core, plan, label)
+    moves = _placed(store, plan, label)
     promoted = Promoted(skipped=skipped)
     for start in range(0, len(moves), 500):
         chunk = moves[start : start + 500]
-        core._run_batch([op for _, op, _ in chunk if op is not None])  # copies stored first
+        store._run_batch([op for _, op, _ in chunk if op is not None])  # copies stored first
         if delete:
-            _delete_promoted(core, [source for source, _, _ in chunk])
+            _delete_promoted(store, [source for source, _, _ in chunk])
         promoted.extend(pair for _, _, pair in chunk)
     return promoted
 

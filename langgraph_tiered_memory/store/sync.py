@@ -2,43 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    IndexConfig,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    TTLConfig,
+)
 
 from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
 from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.memory import MemoryEntry
+from langgraph_tiered_memory.privacy.history import acting, current_actor
 from langgraph_tiered_memory.privacy.redaction import RedactorSpec
 from langgraph_tiered_memory.ranking.scoring import RetrievalMode
+from langgraph_tiered_memory.store import maintenance
 from langgraph_tiered_memory.store._config import GraphConfig
-from langgraph_tiered_memory.store._erase import ErasureMethods
-from langgraph_tiered_memory.store._export import ExportMethods
-from langgraph_tiered_memory.store._graph import GraphMethods
-from langgraph_tiered_memory.store._history import HistoryMethods, check_history
-from langgraph_tiered_memory.store._maintain import AsyncMaintenanceMethods, MaintenanceMethods
-from langgraph_tiered_memory.store._profile import ProfileMethods
-from langgraph_tiered_memory.store._retriever import RetrieverMethods
+from langgraph_tiered_memory.store._history import check_history
 from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
+from langgraph_tiered_memory.store.tiers._history_events import in_event
+from langgraph_tiered_memory.store.tiers.base import Tier
+
+if TYPE_CHECKING:
+    from langgraph_tiered_memory.retriever import MemoryRetriever
 
 __all__ = ["TieredMemoryStore"]
 
 
-class _TieredStore(
-    ErasureMethods,
-    ExportMethods,
-    GraphMethods,
-    ProfileMethods,
-    RetrieverMethods,
-    HistoryMethods,
-    TieredStoreCore,
-):
-    """What both stores share: the keyword-only constructor and the batch entry points.
+class _TieredStore(TieredStoreCore):
+    """What both stores share: constructor, batch entry points, retriever, overrides.
 
-    The options are documented on `TieredMemoryStore`.
+    Also `aupdate_importance` and the attributed `aput`/`adelete`. The options are
+    documented on `TieredMemoryStore`.
     """
 
     def __init__(
@@ -61,6 +64,8 @@ class _TieredStore(
         redactor: RedactorSpec = None,
         graph: bool | str | GraphConfig | GraphStore | None = None,
         history: bool = True,
+        short: Tier | None = None,
+        long: Tier | None = None,
     ) -> None:
         super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
         recording = check_history(history)
@@ -81,6 +86,8 @@ class _TieredStore(
             redis_timeout=redis_timeout,
             redactor=redactor,
             graph=graph,
+            short=short,
+            long=long,
         )
         self._configure_history(recording)
 
@@ -100,14 +107,142 @@ class _TieredStore(
         with redis_call():  # the batch's Redis round trips share one time budget
             return await self._arun_batch(ops)
 
+    def as_retriever(
+        self,
+        namespace: Sequence[str],
+        *,
+        user_id: str | None = None,
+        k: int = 4,
+        retrieval: RetrievalMode | None = None,
+        min_score: float | None = None,
+    ) -> MemoryRetriever:
+        """A LangChain `BaseRetriever` returning this store's memories as `Document`s.
 
-class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStore, BaseStore):
+        Each `Document` has the memory's text as `page_content` and `namespace`,
+        `key`, `memory_type`, `importance`, `score` and `score_breakdown` in its
+        metadata. Searches count as accesses, as `search_memories` does.
+
+        Args:
+            namespace: Namespace prefix to search; labels may hold `{name}`
+                placeholders such as `("users", "{user_id}")`.
+            user_id: The user the retriever serves: fills `{user_id}` and limits the
+                search to that user's memories (plus shared facts and skills outside
+                any user's namespace). None: read from each run's
+                `config["configurable"]["user_id"]`, when there is one.
+            k: Most memories per query (default 4).
+            retrieval: Retrieval mode of its searches (default: the store's).
+            min_score: Drop memories scoring below this (default: the store's).
+
+        Raises:
+            ConfigurationError: the namespace template, `k` or `user_id` is invalid,
+                the store does not rank memories, or the namespace belongs to another
+                user.
+        """
+        from langgraph_tiered_memory.retriever import MemoryRetriever
+
+        return MemoryRetriever(
+            store=self,
+            namespace=tuple(namespace),
+            user_id=user_id,
+            k=k,
+            retrieval=retrieval,
+            min_score=min_score,
+        )
+
+    def _search_memories_sync(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str,
+        *,
+        limit: int,
+        retrieval: RetrievalMode | None,
+        user_id: str | None,
+        min_score: float | None,
+    ) -> list[MemoryHit]:
+        """`search_memories` for the async store's sync callers (not on the event loop)."""
+        core: Any = self
+        core._check_search_text(namespace_prefix, query, None, user_id)
+        qv = None
+        if core.embeddings is not None and retrieval != "keyword":
+            qv = core.embeddings.embed_query(query)
+            core._check_vectors([qv], "search queries")
+        with redis_call():
+            hits: list[MemoryHit] = core._search_memories(
+                tuple(namespace_prefix),
+                query,
+                qv,
+                filter=None,
+                limit=limit,
+                offset=0,
+                retrieval=retrieval,
+                user_id=user_id,
+                min_score=min_score,
+            )
+        return hits
+
+    async def aupdate_importance(
+        self, namespace: tuple[str, ...], key: str, delta: float
+    ) -> float | None:
+        """Async `update_importance` (same arguments and result).
+
+        Read and rewrite run together in a worker thread, under the long tier's writer
+        lock like `update_importance` (a lock cannot be held across an `await`).
+        """
+        return await maintenance.aupdate_importance(self, namespace, key, delta)
+
+    # ------------------------------------------------------------------ async attribution
+    # The async store gathers `aput`/`adelete` calls into batches run by a background
+    # task, outside the caller's context: a write made inside `acting(...)` would lose
+    # its actor, and the task would keep the actor of whoever started it. Attributed
+    # writes therefore run as their own batch in the caller's context, and the task is
+    # started in the default context.
+    def _ensure_task(self) -> None:
+        start = cast(Callable[[], None], getattr(super(), "_ensure_task"))  # noqa: B009
+        with acting("user"):
+            start()
+
+    async def aput(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | None | NotProvided = NOT_PROVIDED,
+    ) -> None:
+        """Store or update an item (see `BaseStore.aput`)."""
+        parent = cast(Any, super())
+        if current_actor() == ("user", None) and not in_event():
+            await parent.aput(namespace, key, value, index, ttl=ttl)
+            return
+        if ttl is NOT_PROVIDED:
+            ttl = (getattr(self, "ttl_config", None) or {}).get("default_ttl")
+        op = PutOp(tuple(namespace), key, dict(value), index, ttl=cast(Any, ttl))
+        await cast(Any, self).abatch([op])
+
+    async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete an item (see `BaseStore.adelete`)."""
+        if current_actor() == ("user", None) and not in_event():
+            await cast(Any, super()).adelete(namespace, key)
+            return
+        await cast(Any, self).abatch([PutOp(tuple(namespace), key, None)])
+
+
+class TieredMemoryStore(_TieredStore, BaseStore):
     """A LangGraph `BaseStore` over two tiers: Redis (short-term) and Chroma (long-term).
 
     Namespaces are routed by a `TierPolicy`: by default those whose first label is
     `"short_term"` live in Redis, everything else in Chroma. Every `BaseStore`
     operation works on both tiers, with the same results as LangGraph's
     `InMemoryStore`.
+
+    Beyond `BaseStore`, the store's own methods are its memory methods
+    (`search_memories`, `get_memory`, `update_importance`) and `as_retriever`, which
+    stays a method as LangChain's vector stores have it. Every other capability is a
+    function taking the store: `privacy.erase_user(store, user_id)`,
+    `privacy.export_user`, `privacy.memory_history`, `graph.graph_triples(store, ...)`,
+    `graph.graph_neighbors`, `graph.rebuild_graph`, `store.maintenance.garbage_collect`,
+    `forget`, `consolidate`, `promote`, and `agent.profile.get_user_profile`.
 
     Args:
         redis_url: URL of the Redis used by the short-term tier. Defaults to the
@@ -170,11 +305,21 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
             `"falkordb"` with `url` and optional `graph_name`; extra `graph`) and the
             `extractor` (`"rules"`, a chat model or `init_chat_model` string). Or a
             `GraphStore` instance (the caller closes it). Query it with
-            `graph_triples` and `graph_neighbors`; `rebuild_graph` re-extracts.
+            `langgraph_tiered_memory.graph.graph_triples(store, ...)` and
+            `graph_neighbors`; `rebuild_graph` re-extracts.
         history: Record every change to a long-term memory (True, default): its
             time, actor, reason and content hashes, in the long tier's SQLite file in
-            the memory's own transaction; read them with `memory_history`. False:
-            nothing is recorded and `memory_history` raises `ConfigurationError`.
+            the memory's own transaction; read them with
+            `privacy.memory_history(store, ...)`. False: nothing is recorded and
+            `memory_history` raises `ConfigurationError`.
+        short: A tier instance for the short tier instead of Redis: any object with
+            the methods of the `Tier` protocol (`store.tiers.base.Tier`), so a new
+            backend needs no change to the store. Not with `redis_url`/`redis_client`.
+            The store calls its `setup()` and `close()`.
+        long: Likewise for the long tier instead of Chroma (not with `chroma_client`,
+            `chroma_path` or `memory_index_path`); it must be a `MemoryTier`
+            (`store.tiers.base.MemoryTier`), whose further methods the memory
+            ranking, maintenance and history use.
 
     Example:
         ```python
@@ -218,6 +363,21 @@ class TieredMemoryStore(MaintenanceMethods, AsyncMaintenanceMethods, _TieredStor
         self.close()
 
     # ------------------------------------------------------------------ memories
+    def update_importance(self, namespace: tuple[str, ...], key: str, delta: float) -> float | None:
+        """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
+
+        The value is written back with its statistics, TTL and expiry kept.
+
+        Args:
+            namespace: The memory's namespace (long-term tier).
+            key: The memory's key.
+            delta: Change of importance, e.g. 0.1 when an agent used the memory.
+
+        Returns:
+            The new importance, or None when the memory does not exist.
+        """
+        return maintenance.update_importance(self, namespace, key, delta)
+
     def get_memory(self, namespace: tuple[str, ...], key: str) -> MemoryEntry | None:
         """A long-term memory with its statistics, or None. Does not count as an access.
 

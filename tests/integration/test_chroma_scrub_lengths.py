@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import erase_user
 from langgraph_tiered_memory.store.tiers.chroma_scrub import scrub_hnsw_files, segment_spaces
 from tests.fakes import HashingEmbeddings
 
@@ -45,7 +46,7 @@ def test_unnormalised_lengths_are_zeroed_and_cosine_norms_kept(tmp_path: Path) -
     for user in ("a", "b"):
         for i in range(150):  # past Chroma's batch size: the indexes are persisted
             store.put(("users", user), f"k{i}", {"content": f"{user} likes tea number {i}"})
-    store.erase_user("a")
+    erase_user(store, "a")
     store.close()
 
     lengths = _lengths(path)

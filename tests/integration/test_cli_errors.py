@@ -304,7 +304,7 @@ def test_graph_of_a_store_without_a_graph_says_how_to_build_one(chroma_dir: str)
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "(no triples)"
     assert "holds no knowledge graph" in result.stderr
-    assert "graph=True" in result.stderr and "rebuild_graph()" in result.stderr
+    assert "graph=True" in result.stderr and "rebuild_graph(store)" in result.stderr
 
 
 def test_a_json_error_names_its_position(chroma_dir: str, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.cli.app import app
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.graph.render import mermaid_id
 
 runner = CliRunner()
@@ -45,7 +46,7 @@ def chroma_dir(tmp_path: Path) -> str:
     store = TieredMemoryStore(chroma_path=path, tiers={"default": "long"}, graph=True)
     try:
         _fill(store)
-        assert store.graph_triples(("users", "u1")), "the extractor found no triples"
+        assert graph_triples(store, ("users", "u1")), "the extractor found no triples"
     finally:
         store.close()  # the CLI opens the directory on its own
     return path

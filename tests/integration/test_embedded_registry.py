@@ -18,6 +18,7 @@ import pytest
 from chromadb.api.models.Collection import Collection
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import erase_user
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
@@ -154,7 +155,7 @@ def test_a_store_with_the_chroma_registry_opens_with_every_namespace(
             store.put(_in_bucket_of(("users", "ana", "notes"), 3), "k", {"content": "new"})
         assert dict(calls) == {"upsert": 1}
         old = tier.client.get_collection(f"{prefix}-registry")
-        erased = store.erase_user("cy")
+        erased = erase_user(store, "cy")
         assert ("users", "cy", "memories") not in store.list_namespaces()
         nsid = namespace_id(("users", "cy", "memories"))
         assert old.get(ids=[nsid])["ids"] == []  # gone from the old collection too

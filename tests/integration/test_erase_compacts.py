@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import erase_user
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.fakes import HashingEmbeddings
 
@@ -33,7 +34,7 @@ def test_erase_rebuilds_the_sqlite_files(tmp_path: Path) -> None:
         for i in range(150):
             store.put(mine, f"k{i}", {"content": f"note {i} about the harbour " * 8})
         store.put(("users", "cmp-bo"), "k", {"content": "stays"})
-        store.erase_user("cmp-ana")
+        erase_user(store, "cmp-ana")
         files = sorted(tmp_path.glob("tiered-memory-*.sqlite3"))
         assert files  # the document copy and the vector copy
         assert {f.name: _free_pages(f) for f in files} == {f.name: 0 for f in files}

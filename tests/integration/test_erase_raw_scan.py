@@ -6,7 +6,7 @@ in everything they say) and another user write through every public path
 consolidation, forgetting, promotion, the memory agent with its tools, summarizer,
 extraction and profile (also writing to a shared namespace), the memory tools in a
 shared namespace, the knowledge graph and a namespace big enough for its own Chroma
-collection and FTS5 table. Then `store.erase_user(uid, namespaces=..., checkpointer=saver)`
+collection and FTS5 table. Then `erase_user(store, uid, namespaces=..., checkpointer=saver)`
 and raw scans (`tests/erase_scan.py`, `tests/erase_env.py`): every Redis key of the
 server (RediSearch tag values and FalkorDB graphs included), every Chroma collection
 (API), every SQLite table (FTS5 shadow tables and terms included), the raw bytes of
@@ -47,6 +47,8 @@ from langgraph_tiered_memory.checkpoint import (
     ShallowRedisSessionSaver,
 )
 from langgraph_tiered_memory.cli.app import app as cli_app
+from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import aerase_user, erase_user, export_user, memory_history
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.conftest import DIMS
 from tests.erase_env import (
@@ -176,7 +178,7 @@ def test_erase_user_leaves_no_trace_anywhere(env: Env) -> None:
     assert vectors, "no vector of the user found before the erase"
     records_before = chroma_records(env.chroma)
 
-    receipt = env.store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+    receipt = erase_user(env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
 
     # Every check runs and the failure lists all that is wrong, place by place.
     problems: list[str] = []
@@ -199,7 +201,7 @@ def test_erase_user_leaves_no_trace_anywhere(env: Env) -> None:
     for t in subject.threads:
         check(env.saver.get_tuple({"configurable": {"thread_id": t}}) is None, f"thread {t} kept")
         check(env.saver.get_summary(t) is None, f"summary of thread {t} kept")
-    triples = env.store.graph_triples(("memories", subject.uid), limit=10)
+    triples = graph_triples(env.store, ("memories", subject.uid), limit=10)
     check(triples == [], f"graph_triples still has {triples}")
     for shared_ns in (SHARED_NS, TEAM_NS):
         found = env.store.search(shared_ns, query=subject.marker, limit=100)
@@ -209,10 +211,10 @@ def test_erase_user_leaves_no_trace_anywhere(env: Env) -> None:
         )
     # history keeps content-free tombstones only
     for ns, key in [(("memories", subject.uid), "sister"), (("memories", subject.uid), "doomed")]:
-        events = env.store.memory_history(ns, key)
+        events = memory_history(env.store, ns, key)
         leaked = [e for e in events if list(needles.find_text(repr(e)))]
         check(not leaked, f"memory_history{ns, key} still shows {leaked}")
-    exported = json.dumps(env.store.export_user(subject.uid, checkpointer=env.saver))
+    exported = json.dumps(export_user(env.store, subject.uid, checkpointer=env.saver))
     check(subject.marker not in exported.lower(), "export_user still exports the user's words")
 
     # the other user is whole
@@ -261,8 +263,8 @@ def test_erase_user_is_idempotent_and_a_dry_run_removes_nothing(env: Env) -> Non
     needles = needles_of(env, subject)
     before = places(scan_everything(env, needles, files=False))
 
-    dry = env.store.erase_user(
-        subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver, dry_run=True
+    dry = erase_user(
+        env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver, dry_run=True
     )
     assert dry.dry_run and dry.total > 0
     assert_receipt_has_no_content(dry, needles)
@@ -270,11 +272,11 @@ def test_erase_user_is_idempotent_and_a_dry_run_removes_nothing(env: Env) -> Non
     gone = before - places(scan_everything(env, needles, files=False))
     assert not gone, "the dry run removed:\n" + "\n".join(map(str, sorted(gone)))
 
-    real = env.store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+    real = erase_user(env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
     assert {p: n for p, n in real.counts.items() if n} == {p: n for p, n in dry.counts.items() if n}
     assert real.removed == dry.removed
 
-    again = env.store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+    again = erase_user(env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
     assert again.total == 0, f"a second erase still removed {again.counts}"
     assert_no_trace(scan_everything(env, needles, files=False), "after two erase_user runs")
 
@@ -330,13 +332,13 @@ def test_a_crash_midway_then_a_rerun_leaves_nothing(
     with monkeypatch.context() as m:
         crash(env, m)
         with pytest.raises(ConnectionError, match="went away"):
-            env.store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+            erase_user(env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
     assert scan_everything(env, needles, files=False), "the crash left nothing to find"
     # the re-run comes from a new process: a store opened afresh, no cache of the first run
     env.store.close()
     store = env.reopen()
     env = dataclasses.replace(env, store=store, chroma=store.tiers["long"].client)  # type: ignore[attr-defined]
-    store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+    erase_user(store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
     assert_no_trace(scan_everything(env, needles, files=False), "after a crash and a re-run")
     assert snapshot(env, other, subject) == other_before
     store.close()
@@ -374,8 +376,8 @@ async def test_async_erase_user_leaves_no_trace(
         assert kinds(before) == {"redis", "chroma", "sqlite"}, describe(before)
         other_sessions = sorted(s.session_id for s in await saver.alist_sessions(other.uid))
 
-        receipt = await store.aerase_user(
-            subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=saver
+        receipt = await aerase_user(
+            store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=saver
         )
 
         assert receipt.counts.get("sessions", 0) > 0 and receipt.counts.get("long.items", 0) > 0
@@ -383,7 +385,9 @@ async def test_async_erase_user_leaves_no_trace(
         after = await asyncio.to_thread(scan_everything, env, needles, files=False)
         assert_no_trace(after, "after aerase_user")
         assert sorted(s.session_id for s in await saver.alist_sessions(other.uid)) == other_sessions
-        again = await store.aerase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=saver)
+        again = await aerase_user(
+            store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=saver
+        )
         assert again.total == 0, f"a second aerase_user still removed {again.counts}"
     assert_no_trace(
         scan_everything(env, needles, apis=False), "after aerase_user and close (raw bytes)"
@@ -408,7 +412,7 @@ def test_a_guest_in_another_users_session_loses_the_participant_record(env: Env)
     meta = env.saver.get_session(thread)
     assert meta is not None and subject.uid in meta.participants
 
-    receipt = env.store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+    receipt = erase_user(env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
 
     assert receipt.counts.get("sessions.participations") == 1
     assert any("took part" in k or "other users" in k for k in receipt.kept), receipt.kept
@@ -436,7 +440,7 @@ def test_words_another_users_agent_retrieved_are_erased_or_declared_kept(env: En
     ]
     assert retrieved, "the other user's session never saw the user's shared memory"
 
-    receipt = env.store.erase_user(subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
+    receipt = erase_user(env.store, subject.uid, namespaces=EXTRA_TEMPLATES, checkpointer=env.saver)
 
     left = scan_everything(env, needles, files=False)
     in_other_sessions = [t for t in left if other.threads[0] in t.where]
@@ -495,7 +499,7 @@ async def test_shallow_savers_erase_the_users_sessions(
             before = await asyncio.to_thread(scan_everything, env, needles, files=False)
             assert kinds(before) >= {"redis", "chroma"}, describe(before)
 
-            receipt = await store.aerase_user(subject.uid, checkpointer=saver)
+            receipt = await aerase_user(store, subject.uid, checkpointer=saver)
 
             assert receipt.counts.get("sessions", 0) == 2, receipt.counts
             after = await asyncio.to_thread(scan_everything, env, needles, files=False)
@@ -511,7 +515,7 @@ async def test_shallow_savers_erase_the_users_sessions(
 
 
 def test_the_cli_erase_leaves_no_trace(redis_url: str, key_prefix: str, tmp_path: Path) -> None:
-    """`tiered-memory erase --user ID` reaches the same places as `store.erase_user`."""
+    """`tiered-memory erase --user ID` reaches the same places as `erase_user(store, ...)`."""
     chroma_path, sessions = str(tmp_path / "chroma"), f"{key_prefix}s"
 
     def open_store() -> TieredMemoryStore:

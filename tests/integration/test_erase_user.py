@@ -1,4 +1,4 @@
-"""`store.erase_user`: every place of a user's data, shared memories, sessions, re-runs."""
+"""`erase_user(store, ...)`: every place of a user's data, shared memories, sessions, re-runs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import aerase_user, erase_user, export_user, memory_history
 from langgraph_tiered_memory.privacy.erasure import subject_hash
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
@@ -89,7 +92,7 @@ def _fill(store: TieredMemoryStore, user: str, other: str, marker: str) -> None:
     store.put(SHARED, "by-thread", {"content": "a turn", "thread_id": f"t-{user}"})
     store.put(SHARED, "by-other", {"content": "other", "provenance": {"user_ids": [other]}})
     store.put(SHARED, "plain", {"content": "water boils at 100 C"})
-    store.get_user_profile(user)  # caches the profile in ("profiles", user)
+    get_user_profile(store, user)  # caches the profile in ("profiles", user)
 
 
 def _left(store: TieredMemoryStore, user: str) -> list[tuple[tuple[str, ...], str]]:
@@ -109,7 +112,7 @@ def test_erase_removes_every_namespace_layout_and_keeps_other_users(
     _fill(estore, user, other, marker)
     assert _left(estore, user)  # the layouts were written
 
-    receipt = estore.erase_user(user)
+    receipt = erase_user(estore, user)
 
     assert _left(estore, user) == []
     assert estore.get(("profiles", user), "profile") is None
@@ -121,10 +124,10 @@ def test_erase_removes_every_namespace_layout_and_keeps_other_users(
     assert receipt.counts["long.items"] >= 3 + 1  # 3 memories and the profile cache
     assert receipt.counts["short.items"] == 2  # the users scope and the promotion layout
     assert receipt.counts["graph.triples"] >= 1  # "I live in Porto"
-    assert estore.graph_triples(("users", user)) == []
-    assert estore.graph_triples(("users", other))  # Oslo is still known
+    assert graph_triples(estore, ("users", user)) == []
+    assert graph_triples(estore, ("users", other))  # Oslo is still known
     assert receipt.finished_at is not None
-    history = estore.memory_history(("users", user, "memories"), "m1")
+    history = memory_history(estore, ("users", user, "memories"), "m1")
     assert history and {e.event for e in history} == {"erased"}
     assert all(e.content is None for e in history)
 
@@ -135,7 +138,7 @@ def test_receipt_and_log_hold_no_raw_id_or_content(
     user, other, marker = users
     _fill(estore, user, other, marker)
     with caplog.at_level(logging.INFO, logger="langgraph_tiered_memory"):
-        receipt = estore.erase_user(user)
+        receipt = erase_user(estore, user)
     text = json.dumps(receipt.to_dict())
     assert receipt.total > 0
     assert user not in text and marker not in text
@@ -151,7 +154,7 @@ def test_shared_memories_go_by_provenance_and_unattributed_ones_are_kept(
     _fill(estore, user, other, marker)
     _chat(saver, user, f"t-{user}", f"remember {marker}")
 
-    receipt = estore.erase_user(user, checkpointer=saver)
+    receipt = erase_user(estore, user, checkpointer=saver)
 
     assert estore.get(SHARED, "by-user") is None
     assert estore.get(SHARED, "by-thread") is None  # named the user's session
@@ -167,7 +170,7 @@ def test_without_checkpointer_session_provenance_is_not_known(
 ) -> None:
     user, other, marker = users
     _fill(estore, user, other, marker)
-    receipt = estore.erase_user(user)
+    receipt = erase_user(estore, user)
     assert estore.get(SHARED, "by-user") is None
     assert estore.get(SHARED, "by-thread") is not None  # no session ids to match
     assert any("no session saver" in reason for reason in receipt.kept)
@@ -182,7 +185,7 @@ def test_checkpointer_sessions_are_erased_and_receipts_merged(
     _chat(saver, other, f"t-{other}", "hi")
     estore.put(("users", user), "m", {"content": "x"})
 
-    receipt = estore.erase_user(user, checkpointer=saver)
+    receipt = erase_user(estore, user, checkpointer=saver)
 
     assert saver.get_session(f"t-{user}") is None
     assert saver.get_summary(f"t-{user}") is None
@@ -201,13 +204,13 @@ def test_dry_run_removes_nothing_and_reports_the_same_counts(
     _chat(saver, user, f"t-{user}", "hello")
     before = _left(estore, user)
 
-    preview = estore.erase_user(user, dry_run=True, checkpointer=saver)
+    preview = erase_user(estore, user, dry_run=True, checkpointer=saver)
 
     assert preview.dry_run and preview.total > 0
     assert _left(estore, user) == before
     assert estore.get(SHARED, "by-user") is not None
     assert saver.get_session(f"t-{user}") is not None
-    real = estore.erase_user(user, checkpointer=saver)
+    real = erase_user(estore, user, checkpointer=saver)
     assert {k: v for k, v in preview.counts.items() if v} == {
         k: v for k, v in real.counts.items() if v
     }
@@ -220,8 +223,8 @@ def test_erase_is_idempotent(
     user, other, marker = users
     _fill(estore, user, other, marker)
     _chat(saver, user, f"t-{user}", "hello")
-    first = estore.erase_user(user, checkpointer=saver)
-    second = estore.erase_user(user, checkpointer=saver)
+    first = erase_user(estore, user, checkpointer=saver)
+    second = erase_user(estore, user, checkpointer=saver)
     assert first.total > 0
     assert second.total == 0
 
@@ -243,18 +246,18 @@ def test_a_crash_midway_is_finished_by_a_rerun(
     # Shared items and the long tier are gone when the short tier's step crashes.
     monkeypatch.setattr(short, "erase_namespaces", crash)
     with pytest.raises(RuntimeError, match="power cut"):
-        estore.erase_user(user, checkpointer=saver)
+        erase_user(estore, user, checkpointer=saver)
     assert estore.get(("users", user, "memories"), "m1") is None
     assert saver.get_session(f"t-{user}") is not None  # sessions go last
     monkeypatch.undo()
 
-    receipt = estore.erase_user(user, checkpointer=saver)
+    receipt = erase_user(estore, user, checkpointer=saver)
 
     assert receipt.counts["short.items"] >= 1
     assert receipt.counts["sessions"] == 1
     assert _left(estore, user) == []
     assert estore.get(SHARED, "by-thread") is None  # still found by session after the crash
-    assert estore.erase_user(user, checkpointer=saver).total == 0
+    assert erase_user(estore, user, checkpointer=saver).total == 0
 
 
 def test_history_keeps_only_content_free_tombstones(
@@ -267,13 +270,13 @@ def test_history_keeps_only_content_free_tombstones(
     estore.delete(ns, "m1")  # gone before the erase: only the history holds it
     estore.put(("users", other), "m", {"content": "kept"})
 
-    receipt = estore.erase_user(user)
+    receipt = erase_user(estore, user)
 
-    events = estore.memory_history(ns, "m1")
+    events = memory_history(estore, ns, "m1")
     assert events and all(e.event == "erased" for e in events)
     assert all(e.content is None and e.reason is None and e.actor is None for e in events)
     assert receipt.counts["history.events"] == 3
-    assert [e.event for e in estore.memory_history(("users", other), "m")] == ["add"]
+    assert [e.event for e in memory_history(estore, ("users", other), "m")] == ["add"]
 
 
 def test_extra_templates_reach_custom_layouts(
@@ -282,8 +285,8 @@ def test_extra_templates_reach_custom_layouts(
     user, other, _ = users
     estore.put(("notes", user), "n", {"content": "custom layout"})
     estore.put(("notes", other), "n", {"content": "custom layout"})
-    assert estore.erase_user(user).counts.get("long.items", 0) == 0
-    receipt = estore.erase_user(user, namespaces=[("notes", "{user_id}")])
+    assert erase_user(estore, user).counts.get("long.items", 0) == 0
+    receipt = erase_user(estore, user, namespaces=[("notes", "{user_id}")])
     assert receipt.counts["long.items"] == 1
     assert estore.get(("notes", user), "n") is None
     assert estore.get(("notes", other), "n") is not None
@@ -292,7 +295,7 @@ def test_extra_templates_reach_custom_layouts(
 def test_bad_user_ids_are_refused(estore: TieredMemoryStore) -> None:
     for bad in ("", " u1", None):
         with pytest.raises(ValueError, match="user_id"):
-            estore.erase_user(bad)  # type: ignore[arg-type]
+            erase_user(estore, bad)  # type: ignore[arg-type]
 
 
 def test_async_erase_with_an_async_saver(
@@ -318,7 +321,7 @@ def test_async_erase_with_an_async_saver(
             await asaver.aflush_sessions()
             await store.aput(("users", user), "m", {"content": marker})
             await store.aput(SHARED, "t", {"content": "turn", "thread_id": f"t-{user}"})
-            receipt = await store.aerase_user(user, checkpointer=asaver)
+            receipt = await aerase_user(store, user, checkpointer=asaver)
             return (
                 receipt,
                 await store.aget(("users", user), "m"),
@@ -342,7 +345,7 @@ def test_a_checkpointer_that_is_no_session_saver_is_refused_before_erasing(
     user, _, _ = users
     estore.put(("users", user), "m", {"content": "kept"})
     with pytest.raises(ConfigurationError, match="aerase_user"):
-        estore.erase_user(user, checkpointer=object())
+        erase_user(estore, user, checkpointer=object())
     assert estore.get(("users", user), "m") is not None
 
 
@@ -354,13 +357,13 @@ def test_graph_tables_are_erased_by_a_store_opened_without_a_graph(
     with TieredMemoryStore(**options) as store:
         store.put(("users", user), "home", {"content": "I live in Porto"})
         store.put(("users", other), "home", {"content": "I live in Oslo"})
-        assert store.graph_triples(("users", user))
+        assert graph_triples(store, ("users", user))
     with TieredMemoryStore(**{**options, "graph": None}) as plain:
-        receipt = plain.erase_user(user)
+        receipt = erase_user(plain, user)
     assert receipt.counts["graph.triples"] >= 1
     with TieredMemoryStore(**options) as store:
-        assert store.graph_triples(("users", user)) == []
-        assert store.graph_triples(("users", other))
+        assert graph_triples(store, ("users", user)) == []
+        assert graph_triples(store, ("users", other))
 
 
 def test_history_of_shared_memories_goes_too_even_when_deleted_earlier(
@@ -372,15 +375,15 @@ def test_history_of_shared_memories_goes_too_even_when_deleted_earlier(
     estore.delete(SHARED, "gone")  # only its history holds the words now
     estore.put(SHARED, "theirs", {"content": "theirs", "provenance": {"user_ids": [other]}})
 
-    receipt = estore.erase_user(user)
+    receipt = erase_user(estore, user)
 
     for key in ("live", "gone"):
-        events = estore.memory_history(SHARED, key)
+        events = memory_history(estore, SHARED, key)
         assert events and {e.event for e in events} == {"erased"}, key
         assert all(e.content is None for e in events)
-    assert [e.event for e in estore.memory_history(SHARED, "theirs")] == ["add"]
+    assert [e.event for e in memory_history(estore, SHARED, "theirs")] == ["add"]
     assert receipt.counts["history.events"] == 1 + 2  # live: add; gone: add, deleted
-    exported = json.dumps(estore.export_user(user))
+    exported = json.dumps(export_user(estore, user))
     assert marker not in exported
 
 
@@ -402,14 +405,14 @@ def test_a_falkordb_graph_loses_the_triples_of_erased_shared_memories(
         store.put(SHARED, "mine", mine)
         store.put(SHARED, "theirs", theirs)
         store.put(("users", user), "home", {"content": "I live in Lisbon"})
-        assert {r.object for r in store.graph_triples(SHARED)} == {"porto", "oslo"}
+        assert {r.object for r in graph_triples(store, SHARED)} == {"porto", "oslo"}
 
-        preview = store.erase_user(user, dry_run=True)
-        assert {r.object for r in store.graph_triples(SHARED)} == {"porto", "oslo"}
-        receipt = store.erase_user(user)
+        preview = erase_user(store, user, dry_run=True)
+        assert {r.object for r in graph_triples(store, SHARED)} == {"porto", "oslo"}
+        receipt = erase_user(store, user)
 
-        assert {r.object for r in store.graph_triples(SHARED)} == {"oslo"}
-        assert store.graph_triples(("users", user)) == []
+        assert {r.object for r in graph_triples(store, SHARED)} == {"oslo"}
+        assert graph_triples(store, ("users", user)) == []
         assert receipt.counts["graph.shared_supports"] == 1
         assert preview.counts == receipt.counts
 
@@ -441,15 +444,15 @@ def test_a_put_that_lands_while_erase_runs_leaves_no_triple_of_a_deleted_memory(
         def put_then_erase(namespaces: Any, *, dry_run: bool = False) -> Any:
             # The user's agent writes once more, just before the memories go.
             store.put(ns, "late", {"content": "I work at Acme"})
-            assert store.graph_triples(ns, object="acme")
+            assert graph_triples(store, ns, object="acme")
             return erase_namespaces(namespaces, dry_run=dry_run)
 
         monkeypatch.setattr(long_tier, "erase_namespaces", put_then_erase)
-        store.erase_user(user)
+        erase_user(store, user)
         monkeypatch.undo()
 
         assert store.get(ns, "late") is None  # the memory step took the late memory
-        left = store.graph_triples((), limit=1000)
+        left = graph_triples(store, (), limit=1000)
         orphans = [
             (r.namespace, key)
             for r in left

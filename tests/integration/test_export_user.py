@@ -1,4 +1,4 @@
-"""`store.export_user`: everything held about a user, as JSON, and nothing of anyone else."""
+"""`export_user(store, ...)`: everything held about a user, as JSON, and nothing of anyone else."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from langgraph_tiered_memory import (
     RedisSessionSaver,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.agent.profile import get_user_profile
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.graph.types import Namespace, Triple
+from langgraph_tiered_memory.privacy import aexport_user, erase_user, export_user
 from tests.conftest import DIMS, drop_redis_keys
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -69,7 +72,7 @@ def _fill(store: TieredMemoryStore, user: str, other: str) -> None:
     store.put(("users", other, "memories"), "home", {"content": "I live in Oslo"})
     store.put(SHARED, "from-user", {"content": "trivia", "provenance": {"user_ids": [user]}})
     store.put(SHARED, "plain", {"content": "water boils at 100 C"})
-    store.get_user_profile(user)
+    get_user_profile(store, user)
 
 
 def test_export_holds_every_kind_of_data_as_json(
@@ -90,7 +93,7 @@ def test_export_holds_every_kind_of_data_as_json(
     saver.flush_sessions()
     saver.set_summary(f"t-{user}", "the user said hi")
 
-    data = xstore.export_user(user, checkpointer=saver)
+    data = export_user(xstore, user, checkpointer=saver)
 
     text = json.dumps(data, allow_nan=False)  # JSON as is
     assert other not in text and "Oslo" not in text
@@ -118,8 +121,8 @@ def test_export_counts_no_access(xstore: TieredMemoryStore, users: tuple[str, st
     user, other = users
     _fill(xstore, user, other)
     ns = ("users", user, "memories")
-    xstore.export_user(user)
-    second = xstore.export_user(user)
+    export_user(xstore, user)
+    second = export_user(xstore, user)
     assert all(m["statistics"]["access_count"] == 0 for m in second["memories"])
     entry = xstore.get_memory(ns, "home")
     assert entry is not None and entry.access_count == 0
@@ -128,8 +131,8 @@ def test_export_counts_no_access(xstore: TieredMemoryStore, users: tuple[str, st
 def test_export_after_erase_is_empty(xstore: TieredMemoryStore, users: tuple[str, str]) -> None:
     user, other = users
     _fill(xstore, user, other)
-    xstore.erase_user(user)
-    data = xstore.export_user(user)
+    erase_user(xstore, user)
+    data = export_user(xstore, user)
     for name in ("memories", "shared_memories", "short_items", "profile", "triples"):
         assert data[name] == [], name
     assert data["sessions"] is None  # no checkpointer given
@@ -147,13 +150,13 @@ def test_async_export_matches_the_sync_one(
 ) -> None:
     user, other = users
     _fill(xstore, user, other)
-    expected = xstore.export_user(user)
+    expected = export_user(xstore, user)
 
     async def main() -> dict[str, Any]:
         async with AsyncTieredMemoryStore.from_conn_string(
             **_options(redis_url, key_prefix, tmp_path, clock)
         ) as store:
-            return await store.aexport_user(user)
+            return await aexport_user(store, user)
 
     data = asyncio.run(main())
     assert expected["memories"] and expected["triples"]  # the comparison covers real data
@@ -182,7 +185,7 @@ def test_async_export_reads_sessions_of_an_async_saver(
             )
             await saver.aflush_sessions()
             await saver.aset_summary(f"t-{user}", "said hi")
-            return await store.aexport_user(user, checkpointer=saver)
+            return await aexport_user(store, user, checkpointer=saver)
 
     try:
         data = asyncio.run(main())
@@ -227,7 +230,7 @@ def test_export_holds_the_messages_of_every_session_erase_removes(
         client.delete(saver.sessions.keys.session(threads[1]))
     assert sorted(saver.user_sessions(user)) == threads
 
-    data = xstore.export_user(user, checkpointer=saver)
+    data = export_user(xstore, user, checkpointer=saver)
 
     json.dumps(data, allow_nan=False)
     sessions = {s["session_id"]: s for s in data["sessions"]}
@@ -243,9 +246,9 @@ def test_export_holds_the_messages_of_every_session_erase_removes(
     assert sessions[threads[0]]["summary"] == "lives in Porto"  # the saver's
     assert sessions[threads[1]]["summary"] == "said where they live"  # the state's
     assert sessions[threads[1]]["status"] is None  # no registry entry left
-    receipt = xstore.erase_user(user, checkpointer=saver)
+    receipt = erase_user(xstore, user, checkpointer=saver)
     assert receipt.counts["sessions"] == 1 and receipt.counts["checkpoints"] >= 2 * 2
-    assert xstore.export_user(user, checkpointer=saver)["sessions"] == []
+    assert export_user(xstore, user, checkpointer=saver)["sessions"] == []
 
 
 # ----------------------------------------------------------------- one rule of triples
@@ -256,7 +259,7 @@ def _links(store: TieredMemoryStore) -> set[tuple[Namespace, str, Triple]]:
     """Every (namespace, memory key, triple) support link of the store's graph."""
     return {
         (r.namespace, key, r.triple)
-        for r in store.graph_triples((), limit=10_000)
+        for r in graph_triples(store, (), limit=10_000)
         for key in r.memory_keys
     }
 
@@ -278,10 +281,10 @@ def test_export_lists_exactly_the_triples_erase_takes(
 
     exported = {
         (tuple(t["namespace"]), Triple(t["subject"], t["relation"], t["object"]))
-        for t in xstore.export_user(user, **names)["triples"]
+        for t in export_user(xstore, user, **names)["triples"]
     }
     before = _links(xstore)
-    xstore.erase_user(user, **names)
+    erase_user(xstore, user, **names)
     taken = {(ns, t) for ns, _, t in before - _links(xstore)}
 
     assert exported == taken

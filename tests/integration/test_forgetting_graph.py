@@ -17,6 +17,7 @@ from langgraph_tiered_memory import (
     TieredMemoryStore,
     create_forgetting_graph,
 )
+from langgraph_tiered_memory.store.maintenance import consolidate, forget, garbage_collect
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -85,10 +86,10 @@ def test_delete_judges_again_so_a_memory_used_since_the_scan_stays(
     mstore.put(("u",), "idle", {"content": "the wifi password is on the fridge"})
     mstore.put(("u",), "used", {"content": "the door code is 4711"})
     clock.now += 100 * DAY
-    report = mstore.garbage_collect(("u",), dry_run=True)
+    report = garbage_collect(mstore, ("u",), dry_run=True)
     assert {d["id"] for d in report["details"]} == {"idle", "used"}
     assert mstore.get(("u",), "used") is not None  # used after the scan
-    gone = mstore.forget(("u",), ["idle", "used", "missing"])
+    gone = forget(mstore, ("u",), ["idle", "used", "missing"])
     assert [d["id"] for d in gone] == ["idle"]
     assert mstore.get(("u",), "used") is not None and mstore.get(("u",), "idle") is None
 
@@ -97,9 +98,9 @@ def test_themes_merge_what_is_about_them(mstore: TieredMemoryStore, clock: Clock
     mstore.put(("u",), "t1", {"content": "green tea in the morning", "importance": 0.7})
     mstore.put(("u",), "t2", {"content": "green tea after lunch", "importance": 0.5})
     mstore.put(("u",), "x", {"content": "invoice XK-9 was paid on Monday"})
-    plan = mstore.consolidate(("u",), query="green tea", min_similarity=0.6, dry_run=True)
+    plan = consolidate(mstore, ("u",), query="green tea", min_similarity=0.6, dry_run=True)
     assert [sorted(r["sources"]) for r in plan] == [["t1", "t2"]]
-    assert mstore.consolidate(("u",), query="green tea", min_similarity=0.99) == []
+    assert consolidate(mstore, ("u",), query="green tea", min_similarity=0.99) == []
     graph = create_forgetting_graph(consolidate=False, min_similarity=0.6, clock=clock)
     report = graph.compile(store=mstore).invoke({"themes": ["green tea"]})["report"]
     (merged,) = report["consolidated"]
@@ -108,7 +109,7 @@ def test_themes_merge_what_is_about_them(mstore: TieredMemoryStore, clock: Clock
     assert "morning" in content and "lunch" in content
     assert mstore.get(("u",), "x") is not None
     with pytest.raises(ValueError, match="theme"):
-        mstore.consolidate(("u",), query="  ")
+        consolidate(mstore, ("u",), query="  ")
 
 
 def test_a_model_merges_and_originals_can_be_downweighted(
@@ -135,7 +136,7 @@ def test_the_graph_needs_a_tiered_store(mstore: TieredMemoryStore) -> None:
     with pytest.raises(ConfigurationError, match="originals"):
         create_forgetting_graph(originals="archive")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="page_size"):
-        mstore.garbage_collect(page_size=0)
+        garbage_collect(mstore, page_size=0)
 
 
 def test_progress_counts_every_scanned_memory(mstore: TieredMemoryStore, clock: Clock) -> None:
@@ -190,11 +191,11 @@ def test_a_crash_after_the_merge_loses_nothing(
 
     monkeypatch.setattr(mstore, "_run_batch", crash_on_delete)
     with pytest.raises(RuntimeError, match="power cut"):
-        mstore.consolidate(("u",))
+        consolidate(mstore, ("u",))
     monkeypatch.undo()
     keys = {item.key for item in mstore.search(("u",))}
     assert {"a", "b"} <= keys and len(keys) == 3  # the merged memory and both sources
-    (record,) = mstore.consolidate(("u",))  # a rerun finishes the job
+    (record,) = consolidate(mstore, ("u",))  # a rerun finishes the job
     assert {item.key for item in mstore.search(("u",))} == {record["key"]}
     merged = mstore.get_memory(("u",), record["key"])
     assert merged is not None and merged.importance == 0.9
@@ -207,10 +208,10 @@ def test_consolidation_limit_keeps_the_newest_memories(mstore: TieredMemoryStore
     mstore.put(("u",), "b", {"content": "Finn owns a kayak."})
     mstore.put(("u",), "c", {"content": "Gus grows tomatoes."})
     mstore.put(("u",), "d", {"content": "Gus grows tomatoes."})
-    plan = mstore.consolidate(("u",), limit=2, dry_run=True)
+    plan = consolidate(mstore, ("u",), limit=2, dry_run=True)
     assert [r["sources"] for r in plan] == [["c", "d"]]
     with pytest.raises(ValueError, match="limit"):
-        mstore.consolidate(("u",), limit=1)
+        consolidate(mstore, ("u",), limit=1)
 
 
 def test_max_memories_keeps_the_least_decayed_of_each_namespace(
@@ -225,12 +226,12 @@ def test_max_memories_keeps_the_least_decayed_of_each_namespace(
     mstore.put(("cap", "a"), "old", {"content": "the oldest", "importance": 0.9})
     clock.now += 60 * DAY
     policy: Any = {"max_memories": 3}
-    report = mstore.garbage_collect(("cap",), policy=policy)
+    report = garbage_collect(mstore, ("cap",), policy=policy)
     reasons = {d["id"]: d["reason"] for d in report["details"]}
     assert set(reasons) == {"old", "k0", "k1", "k2"}  # "pin" is pinned: never forgotten
     assert all(r.startswith("beyond max_memories 3") for r in reasons.values())
     mstore.get(("cap", "a"), "k0")  # used since the scan: now among the freshest
-    gone = mstore.forget(("cap", "a"), list(reasons), policy=policy)
+    gone = forget(mstore, ("cap", "a"), list(reasons), policy=policy)
     assert {d["id"] for d in gone} == {"old", "k1", "k2", "k3"} & set(reasons)
 
     def left() -> set[str]:  # get_memory is not an access, so it changes no ranking
@@ -244,7 +245,7 @@ def test_max_memories_keeps_the_least_decayed_of_each_namespace(
     assert left() == {"k0", "k4", "pin"}
     assert mstore.get_memory(("cap", "b"), "only") is not None
     with pytest.raises(ConfigurationError, match="max_memories"):
-        mstore.garbage_collect(policy={"max_memories": 0})
+        garbage_collect(mstore, policy={"max_memories": 0})
 
 
 def test_a_forgotten_memory_leaves_the_keyword_index_entirely(mstore: TieredMemoryStore) -> None:

@@ -25,8 +25,10 @@ from typer.testing import CliRunner
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from langgraph_tiered_memory.cli.app import app
 from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
+from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
+from langgraph_tiered_memory.privacy import erase_user, export_user
 from tests.conftest import DIMS
 from tests.fakes import HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401
@@ -38,7 +40,7 @@ BEN = ("users", "ben", "memories")
 def _facts(store: TieredMemoryStore, prefix: tuple[str, ...] = ()) -> set[tuple[Any, ...]]:
     return {
         (r.namespace, r.subject, r.relation, r.object, r.memory_keys)
-        for r in store.graph_triples(prefix)
+        for r in graph_triples(store, prefix)
     }
 
 
@@ -153,13 +155,13 @@ def test_export_and_erase_reach_the_users_triples_in_the_stores_redis(
     one, two = replicas.open(prefix), replicas.open(prefix)
     one.put(ANNA, "m1", {"content": "Anna lives in Paris."})
     one.put(BEN, "m2", {"content": "Ben works at Acme."})
-    exported = two.export_user("anna")["triples"]
+    exported = export_user(two, "anna")["triples"]
     assert [(t["subject"], t["relation"], t["object"]) for t in exported] == [
         ("anna", "lives_in", "paris")
     ]
-    two.erase_user("anna")
+    erase_user(two, "anna")
     assert _facts(one) == {(BEN, "ben", "works_at", "acme", ("m2",))}
-    assert one.export_user("anna")["triples"] == []
+    assert export_user(one, "anna")["triples"] == []
 
 
 def test_a_redis_without_falkordb_gets_an_error_naming_both_fixes(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_neighbors
 from langgraph_tiered_memory.graph.types import Triple
 
 U1 = ("users", "u1", "memories")
@@ -54,7 +55,7 @@ def store(
 
 
 def _two_hops(store: TieredMemoryStore, user: str, entity: str) -> dict[str, Any]:
-    return {n.entity: n for n in store.graph_neighbors(("users", user), entity, hops=2)}
+    return {n.entity: n for n in graph_neighbors(store, ("users", user), entity, hops=2)}
 
 
 @pytest.mark.parametrize(
@@ -99,6 +100,6 @@ def test_another_users_facts_are_not_reached(store: TieredMemoryStore) -> None:
     assert "paris" not in emma and "lima" not in emma
     theirs = _two_hops(store, "u2", "dave")
     assert set(theirs) == {"nurse", "mercy hospital"}
-    assert {n.entity for n in store.graph_neighbors(("users", "u2"), "google", hops=2)} == {
+    assert {n.entity for n in graph_neighbors(store, ("users", "u2"), "google", hops=2)} == {
         "zurich"
     }

@@ -19,6 +19,7 @@ import redis
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples, rebuild_graph
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.store._graph_write import GraphSyncError
 from tests.integration.test_graph_default_server import (  # noqa: F401
@@ -39,7 +40,7 @@ SLOW = 0.15
 def _triples(store: TieredMemoryStore, key: str, ns: tuple[str, ...] = ANNA) -> set[Triple]:
     return {
         Triple(r.subject, r.relation, r.object)
-        for r in store.graph_triples(ns, limit=1000)
+        for r in graph_triples(store, ns, limit=1000)
         if key in r.memory_keys
     }
 
@@ -204,6 +205,6 @@ def test_rebuild_graph_repairs_the_due_memories_under_its_prefix(
         store.delete(ANNA, "m1")
     assert len(_due(redis_url, prefix)) == 1
     down[0] = False
-    assert store.rebuild_graph(("users", "anna")) == 0  # nothing live: m1 was deleted
+    assert rebuild_graph(store, ("users", "anna")) == 0  # nothing live: m1 was deleted
     assert _triples(store, "m1") == set()
     assert _due(redis_url, prefix) == set()

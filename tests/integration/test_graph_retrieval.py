@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -62,7 +63,7 @@ def test_a_two_hop_answer_sharing_no_word_with_the_query_is_found_by_the_graph(
 ) -> None:
     store = _graph_store(make_store, clock)
     _fill(store, U1, clock)
-    assert store.graph_triples(U1, subject="tomas")  # the extractor saw the fact
+    assert graph_triples(store, U1, subject="tomas")  # the extractor saw the fact
     hits = store.search_memories(U1, QUESTION, limit=5)
     found = {h.entry.id: h.breakdown for h in hits}
     assert "home" in found

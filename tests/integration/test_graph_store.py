@@ -14,8 +14,16 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.graph import (
+    agraph_neighbors,
+    agraph_triples,
+    graph_neighbors,
+    graph_triples,
+    rebuild_graph,
+)
 from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple, TripleRecord
+from langgraph_tiered_memory.store.maintenance import consolidate, forget, garbage_collect
 from tests.fakes import Clock
 
 U1 = ("users", "u1", "memories")
@@ -111,16 +119,16 @@ def test_put_then_query_triples_and_neighbors(open_store: Callable[..., TieredMe
     store = open_store()
     store.put(U1, "m1", {"content": "My sister Anna lives in Paris."})
 
-    records = store.graph_triples(("users", "u1"))
+    records = graph_triples(store, ("users", "u1"))
     assert _facts(records) == {("user", "has_sister", "anna"), ("anna", "lives_in", "paris")}
     assert all(r.namespace == U1 and r.user_id == "u1" for r in records)
     assert _keys(records, ("anna", "lives_in", "paris")) == ("m1",)
     # Pattern parts are normalised like stored triples.
-    (rec,) = store.graph_triples(("users", "u1"), subject="  ANNA ", relation="Lives In")
+    (rec,) = graph_triples(store, ("users", "u1"), subject="  ANNA ", relation="Lives In")
     assert rec.object == "paris"
-    assert store.graph_triples(("users", "u1"), object="berlin") == []
+    assert graph_triples(store, ("users", "u1"), object="berlin") == []
 
-    near = store.graph_neighbors(("users", "u1"), "Anna")
+    near = graph_neighbors(store, ("users", "u1"), "Anna")
     assert {(n.entity, n.hops) for n in near} == {("user", 1), ("paris", 1)}
     paris = next(n for n in near if n.entity == "paris")
     assert paris.memory_keys == ((U1, "m1"),)
@@ -131,9 +139,9 @@ def test_two_hop_facts_join_memories(open_store: Callable[..., TieredMemoryStore
     store.put(U1, "sister", {"content": "My sister Anna lives in Paris."})
     store.put(U1, "job", {"content": "Anna works at Google."})
 
-    one = {n.entity for n in store.graph_neighbors(("users", "u1"), "user")}
+    one = {n.entity for n in graph_neighbors(store, ("users", "u1"), "user")}
     assert one == {"anna"}
-    two = {n.entity: n for n in store.graph_neighbors(("users", "u1"), "user", hops=2)}
+    two = {n.entity: n for n in graph_neighbors(store, ("users", "u1"), "user", hops=2)}
     assert set(two) == {"anna", "paris", "google"}
     google = two["google"]
     assert google.hops == 2
@@ -142,7 +150,7 @@ def test_two_hop_facts_join_memories(open_store: Callable[..., TieredMemoryStore
         Triple("anna", "works_at", "google"),
     ]
     assert set(google.memory_keys) == {(U1, "sister"), (U1, "job")}
-    only = store.graph_neighbors(("users", "u1"), "user", hops=2, relation="has sister")
+    only = graph_neighbors(store, ("users", "u1"), "user", hops=2, relation="has sister")
     assert {n.entity for n in only} == {"anna"}
 
 
@@ -152,16 +160,16 @@ def test_no_triple_crosses_users(open_store: Callable[..., TieredMemoryStore]) -
     store.put(U2, "m", {"content": "My sister lives in Madrid."})
     store.put(("users", "u10", "memories"), "m", {"content": "My sister lives in Rome."})
 
-    mine = store.graph_triples(("users", "u1"))
+    mine = graph_triples(store, ("users", "u1"))
     assert {r.user_id for r in mine} == {"u1"}
     assert "madrid" not in {r.object for r in mine} | {r.subject for r in mine}
     assert "rome" not in {r.object for r in mine}
     for hops in (1, 2):
-        near = store.graph_neighbors(("users", "u1"), "user", hops=hops)
+        near = graph_neighbors(store, ("users", "u1"), "user", hops=hops)
         assert {n.entity for n in near} <= {"user's sister", "lisbon"}
         assert "lisbon" in {n.entity for n in near} or hops == 1
     # Under a prefix covering every user, a path still never joins two users' triples.
-    everyone = store.graph_neighbors(("users",), "user's sister", hops=2)
+    everyone = graph_neighbors(store, ("users",), "user's sister", hops=2)
     for n in everyone:
         assert len({r.user_id for r in n.path}) == 1
     assert {n.entity for n in everyone} >= {"lisbon", "madrid", "rome"}
@@ -177,12 +185,12 @@ async def test_async_store_extracts_and_queries(
         await store.aput(U1, "m1", {"content": "I live in Oslo.", "speaker": "Bob"})
         await store.aput(U1, "m2", {"content": "Bob works at Equinor."})
         assert rules.calls[0][1] == ["Bob"]  # the memory's speaker is who "I" is
-        records = await store.agraph_triples(("users", "u1"), subject="bob")
+        records = await agraph_triples(store, ("users", "u1"), subject="bob")
         assert _facts(records) == {("bob", "lives_in", "oslo"), ("bob", "works_at", "equinor")}
-        near = await store.agraph_neighbors(("users", "u1"), "oslo", hops=2)
+        near = await agraph_neighbors(store, ("users", "u1"), "oslo", hops=2)
         assert {n.entity: n.hops for n in near} == {"bob": 1, "equinor": 2}
         await store.adelete(U1, "m2")
-        assert _facts(await store.agraph_triples(("users", "u1"))) == {("bob", "lives_in", "oslo")}
+        assert _facts(await agraph_triples(store, ("users", "u1"))) == {("bob", "lives_in", "oslo")}
 
 
 # ------------------------------------------------------------------ deletes
@@ -193,31 +201,31 @@ def test_delete_removes_only_triples_no_other_memory_supports(
     store.put(U1, "a", {"content": "Anna lives in Paris."})
     store.put(U1, "b", {"content": "Anna lives in Paris."})
     store.put(U1, "c", {"content": "Anna works at Google."})
-    assert _keys(store.graph_triples(U1), ("anna", "lives_in", "paris")) == ("a", "b")
+    assert _keys(graph_triples(store, U1), ("anna", "lives_in", "paris")) == ("a", "b")
 
     store.delete(U1, "a")
-    records = store.graph_triples(U1)
+    records = graph_triples(store, U1)
     assert _keys(records, ("anna", "lives_in", "paris")) == ("b",)
     assert _keys(records, ("anna", "works_at", "google")) == ("c",)
     store.delete(U1, "b")
     store.delete(U1, "c")
-    assert store.graph_triples(U1) == []
+    assert graph_triples(store, U1) == []
 
 
 def test_update_replaces_the_memory_triples(open_store: Callable[..., TieredMemoryStore]) -> None:
     store = open_store()
     store.put(U1, "home", {"content": "I live in Berlin."})
     store.put(U1, "home", {"content": "I live in Vienna."})
-    assert _facts(store.graph_triples(U1)) == {("user", "lives_in", "vienna")}
+    assert _facts(graph_triples(store, U1)) == {("user", "lives_in", "vienna")}
 
 
 def test_forgetting_removes_triples(open_store: Callable[..., TieredMemoryStore]) -> None:
     store = open_store()
     store.put(U1, "weak", {"content": "Anna lives in Paris.", "importance": 0.05})
     store.put(U1, "strong", {"content": "Anna works at Google.", "importance": 0.9})
-    rows = store.forget(U1, ["weak", "strong"])
+    rows = forget(store, U1, ["weak", "strong"])
     assert [r["id"] for r in rows] == ["weak"]
-    assert _facts(store.graph_triples(U1)) == {("anna", "works_at", "google")}
+    assert _facts(graph_triples(store, U1)) == {("anna", "works_at", "google")}
 
 
 def test_ttl_sweep_removes_triples(
@@ -226,10 +234,10 @@ def test_ttl_sweep_removes_triples(
     store = open_store()
     store.put(U1, "brief", {"content": "Anna lives in Paris."}, ttl=1)
     store.put(U1, "kept", {"content": "Anna works at Google."})
-    assert len(store.graph_triples(U1)) == 2
+    assert len(graph_triples(store, U1)) == 2
     clock.now += 120
     assert store.sweep_ttl() == 1
-    assert _facts(store.graph_triples(U1)) == {("anna", "works_at", "google")}
+    assert _facts(graph_triples(store, U1)) == {("anna", "works_at", "google")}
 
 
 def test_garbage_collection_removes_triples_of_expired_and_forgotten_memories(
@@ -240,9 +248,9 @@ def test_garbage_collection_removes_triples_of_expired_and_forgotten_memories(
     store.put(U1, "weak", {"content": "Bob lives in Rome.", "importance": 0.05})
     store.put(U1, "kept", {"content": "Anna works at Google.", "importance": 0.9})
     clock.now += 120
-    report = store.garbage_collect(("users",), dry_run=False)
+    report = garbage_collect(store, ("users",), dry_run=False)
     assert sorted(d["id"] for d in report["details"]) == ["brief", "weak"]
-    assert _facts(store.graph_triples(U1)) == {("anna", "works_at", "google")}
+    assert _facts(graph_triples(store, U1)) == {("anna", "works_at", "google")}
 
 
 def test_short_tier_items_never_get_triples(open_store: Callable[..., TieredMemoryStore]) -> None:
@@ -251,7 +259,7 @@ def test_short_tier_items_never_get_triples(open_store: Callable[..., TieredMemo
     store.put(("short_term", "s1"), "turn", {"content": "I live in Berlin."})
     assert store.tier_for(("short_term", "s1")) == "short"
     assert rules.calls == []
-    assert store.graph_triples(()) == []
+    assert graph_triples(store, ()) == []
 
 
 # ------------------------------------------------------------------ consolidation
@@ -273,15 +281,15 @@ def test_consolidation_repoints_triples_to_the_merged_memory(
     open_store: Callable[..., TieredMemoryStore],
 ) -> None:
     store, _ = _merge_setup(open_store)
-    (record,) = store.consolidate(U1)
+    (record,) = consolidate(store, U1)
     merged = record["key"]
-    records = store.graph_triples(U1)
+    records = graph_triples(store, U1)
     assert _keys(records, ("anna", "lives_in", "paris")) == (merged,)
     assert _keys(records, ("anna", "visited", "louvre")) == (merged,)
     assert _keys(records, ("anna", "likes", "paris")) == (merged,)
     # The merged memory owns them now: deleting it leaves nothing behind.
     store.delete(U1, merged)
-    assert store.graph_triples(U1) == []
+    assert graph_triples(store, U1) == []
 
 
 def test_consolidation_interrupted_keeps_the_sources_triples(
@@ -300,10 +308,10 @@ def test_consolidation_interrupted_keeps_the_sources_triples(
 
     monkeypatch.setattr(store, "_run_batch", crash_on_second)
     with pytest.raises(RuntimeError, match="^injected crash deleting the sources$"):
-        store.consolidate(U1)
+        consolidate(store, U1)
     monkeypatch.undo()
     (merged,) = [it.key for it in store.search(U1) if it.key.startswith("consolidated-")]
-    records = store.graph_triples(U1)
+    records = graph_triples(store, U1)
     assert _keys(records, ("anna", "lives_in", "paris")) == tuple(sorted(("m1", merged)))
     assert _keys(records, ("anna", "visited", "louvre")) == tuple(sorted(("m2", merged)))
     assert _keys(records, ("anna", "likes", "paris")) == (merged,)
@@ -314,10 +322,10 @@ def test_downweighted_sources_keep_their_triples_without_extraction(
 ) -> None:
     store, rules = _merge_setup(open_store)
     before = len(rules.texts)
-    (record,) = store.consolidate(U1, originals="downweight")
+    (record,) = consolidate(store, U1, originals="downweight")
     assert len(rules.texts) == before + 1  # the merged memory only
     merged = record["key"]
-    records = store.graph_triples(U1)
+    records = graph_triples(store, U1)
     assert _keys(records, ("anna", "lives_in", "paris")) == tuple(sorted(("m1", merged)))
     assert _keys(records, ("anna", "visited", "louvre")) == tuple(sorted(("m2", merged)))
 
@@ -334,10 +342,10 @@ def test_internal_rewrites_do_not_call_the_extractor(
     store.search(U1, query="Anna")  # counts an access
     assert store.get(U1, "m1") is not None
     assert len(rules.calls) == 1
-    assert _keys(store.graph_triples(U1), ("anna", "lives_in", "paris")) == ("m1",)
+    assert _keys(graph_triples(store, U1), ("anna", "lives_in", "paris")) == ("m1",)
     store.put(U1, "m1", {"content": "Anna lives in Rome."})  # a real rewrite extracts
     assert len(rules.calls) == 2
-    assert _facts(store.graph_triples(U1)) == {("anna", "lives_in", "rome")}
+    assert _facts(graph_triples(store, U1)) == {("anna", "lives_in", "rome")}
 
 
 def test_redacted_text_never_reaches_the_graph(
@@ -348,9 +356,9 @@ def test_redacted_text_never_reaches_the_graph(
     secret = "anna.smith@example.com"
     store.put(U1, "m1", {"content": f"Anna lives in Paris. Anna's email is {secret}"})
     assert rules.texts and all(secret not in t for t in rules.texts)
-    parts = {p for r in store.graph_triples(()) for p in (r.subject, r.object)}
+    parts = {p for r in graph_triples(store, ()) for p in (r.subject, r.object)}
     assert not any("example.com" in p for p in parts)
-    assert ("anna", "lives_in", "paris") in _facts(store.graph_triples(U1))
+    assert ("anna", "lives_in", "paris") in _facts(graph_triples(store, U1))
 
 
 def test_triples_survive_reopening(
@@ -360,12 +368,12 @@ def test_triples_survive_reopening(
     with TieredMemoryStore.from_conn_string(**store_options, graph=option) as store:
         store.put(U1, "m1", {"content": "My sister Anna lives in Paris."})
     with TieredMemoryStore.from_conn_string(**store_options, graph=option) as store:
-        assert _facts(store.graph_triples(U1)) == {
+        assert _facts(graph_triples(store, U1)) == {
             ("user", "has_sister", "anna"),
             ("anna", "lives_in", "paris"),
         }
         store.delete(U1, "m1")
-        assert store.graph_triples(U1) == []
+        assert graph_triples(store, U1) == []
 
 
 def test_rebuild_builds_the_graph_of_earlier_memories(
@@ -375,11 +383,11 @@ def test_rebuild_builds_the_graph_of_earlier_memories(
         plain.put(U1, "m1", {"content": "Anna lives in Paris."})
         plain.put(U2, "m1", {"content": "Bob works at Google."})
     with TieredMemoryStore.from_conn_string(**store_options, graph=graph_for()) as store:
-        assert store.graph_triples(()) == []
-        assert store.rebuild_graph(("users", "u1")) == 1
-        assert _facts(store.graph_triples(())) == {("anna", "lives_in", "paris")}
-        assert store.rebuild_graph() == 2
-        assert _facts(store.graph_triples(())) == {
+        assert graph_triples(store, ()) == []
+        assert rebuild_graph(store, ("users", "u1")) == 1
+        assert _facts(graph_triples(store, ())) == {("anna", "lives_in", "paris")}
+        assert rebuild_graph(store) == 2
+        assert _facts(graph_triples(store, ())) == {
             ("anna", "lives_in", "paris"),
             ("bob", "works_at", "google"),
         }

@@ -13,6 +13,12 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
+from langgraph_tiered_memory.graph import (
+    agraph_triples,
+    arebuild_graph,
+    graph_triples,
+    rebuild_graph,
+)
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.store._graph_write import GraphSyncError
 from tests.fakes import Clock
@@ -49,7 +55,7 @@ class Outage:
 
 
 def _facts(store: TieredMemoryStore, prefix: tuple[str, ...] = ()) -> set[tuple[str, str, str]]:
-    return {(r.subject, r.relation, r.object) for r in store.graph_triples(prefix)}
+    return {(r.subject, r.relation, r.object) for r in graph_triples(store, prefix)}
 
 
 def test_store_uses_falkordb_and_closes_it(options: dict[str, Any]) -> None:
@@ -76,7 +82,7 @@ def test_failed_graph_update_says_the_memories_are_stored_and_rebuild_repairs(
             store.put(U1, "m1", {"content": "Anna lives in Paris."})
         message = str(err.value)
         assert "memories were stored" in message
-        assert "rebuild_graph(namespace_prefix=('users', 'u1', 'memories'))" in message
+        assert "rebuild_graph(store, namespace_prefix=('users', 'u1', 'memories'))" in message
         assert "s3cret" not in message
         assert store.get(U1, "m1") is not None  # the memory is there
         with pytest.raises(GraphSyncError):
@@ -84,8 +90,8 @@ def test_failed_graph_update_says_the_memories_are_stored_and_rebuild_repairs(
         assert store.get(U1, "old") is None
         assert _facts(store) == {("anna", "works_at", "google")}  # out of date
         outage.down = False
-        assert store.rebuild_graph(("users", "u1")) == 1
-        records = store.graph_triples(())
+        assert rebuild_graph(store, ("users", "u1")) == 1
+        records = graph_triples(store, ())
         assert {(r.subject, r.relation, r.object, r.memory_keys) for r in records} == {
             ("anna", "lives_in", "paris", ("m1",))
         }
@@ -98,10 +104,10 @@ async def test_async_failed_update_and_arebuild(
         outage = Outage(store.graph, monkeypatch)
         with pytest.raises(GraphSyncError, match="rebuild_graph"):
             await store.aput(U1, "m1", {"content": "Anna lives in Paris."})
-        assert await store.agraph_triples(U1) == []
+        assert await agraph_triples(store, U1) == []
         outage.down = False
-        assert await store.arebuild_graph() == 1
-        found = await store.agraph_triples(U1)
+        assert await arebuild_graph(store) == 1
+        found = await agraph_triples(store, U1)
         assert [(r.subject, r.object) for r in found] == [("anna", "paris")]
 
 
@@ -116,7 +122,7 @@ def test_failed_sweep_update_names_the_repair(
             store.sweep_ttl()
         monkeypatch.undo()
         assert _facts(store) == {("anna", "lives_in", "paris")}
-        assert store.rebuild_graph() == 0  # drops the triples of the swept memory
+        assert rebuild_graph(store) == 0  # drops the triples of the swept memory
         assert _facts(store) == set()
 
 

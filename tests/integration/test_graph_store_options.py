@@ -10,6 +10,14 @@ import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import (
+    agraph_neighbors,
+    agraph_triples,
+    arebuild_graph,
+    graph_neighbors,
+    graph_triples,
+    rebuild_graph,
+)
 from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.store._config import check_graph
@@ -91,9 +99,9 @@ def test_graph_methods_without_a_graph_name_the_option(
 ) -> None:
     store = _memory(make_store)
     for call in (
-        lambda: store.graph_triples(U1),
-        lambda: store.graph_neighbors(U1, "anna"),
-        lambda: store.rebuild_graph(),
+        lambda: graph_triples(store, U1),
+        lambda: graph_neighbors(store, U1, "anna"),
+        lambda: rebuild_graph(store),
     ):
         with pytest.raises(ConfigurationError, match="graph="):
             call()
@@ -104,11 +112,11 @@ async def test_async_graph_methods_without_a_graph_name_the_option(
 ) -> None:
     store = _memory(make_store)
     with pytest.raises(ConfigurationError, match="graph="):
-        await store.agraph_triples(U1)
+        await agraph_triples(store, U1)
     with pytest.raises(ConfigurationError, match="graph="):
-        await store.agraph_neighbors(U1, "anna")
+        await agraph_neighbors(store, U1, "anna")
     with pytest.raises(ConfigurationError, match="graph="):
-        await store.arebuild_graph()
+        await arebuild_graph(store)
 
 
 def test_graph_method_arguments_are_checked(
@@ -116,22 +124,22 @@ def test_graph_method_arguments_are_checked(
 ) -> None:
     store = _memory(make_store, graph=True)
     with pytest.raises(ValueError, match="hops must be 1 or 2"):
-        store.graph_neighbors(U1, "anna", hops=3)
+        graph_neighbors(store, U1, "anna", hops=3)
     with pytest.raises(ValueError, match="hops must be 1 or 2"):
-        store.graph_neighbors(U1, "anna", hops=True)
+        graph_neighbors(store, U1, "anna", hops=True)
     with pytest.raises(ValueError, match="limit must be a positive int"):
-        store.graph_neighbors(U1, "anna", limit=0)
+        graph_neighbors(store, U1, "anna", limit=0)
     with pytest.raises(ValueError, match="limit must be a positive int"):
-        store.graph_triples(U1, limit=-1)
+        graph_triples(store, U1, limit=-1)
     with pytest.raises(ValueError, match="namespace prefix tuple"):
-        store.graph_triples("users/u1")  # type: ignore[arg-type]
+        graph_triples(store, "users/u1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="labels must be strings"):
-        store.graph_triples(("users", 1))  # type: ignore[arg-type]
+        graph_triples(store, ("users", 1))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="entity"):
-        store.graph_neighbors(U1, "  ")
+        graph_neighbors(store, U1, "  ")
     with pytest.raises(ValueError, match="relation must be a string"):
-        store.graph_triples(U1, relation=3)  # type: ignore[arg-type]
+        graph_triples(store, U1, relation=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="namespace_prefix"):
-        store.rebuild_graph("users")  # type: ignore[arg-type]
-    assert store.graph_triples(U1) == []
-    assert store.graph_neighbors(U1, "anna", hops=2) == []
+        rebuild_graph(store, "users")  # type: ignore[arg-type]
+    assert graph_triples(store, U1) == []
+    assert graph_neighbors(store, U1, "anna", hops=2) == []

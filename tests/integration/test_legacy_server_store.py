@@ -25,6 +25,8 @@ import redis
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import memory_history
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
@@ -140,7 +142,7 @@ def _counts(store: TieredMemoryStore, expected: dict[str, Any]) -> dict[str, lis
 def _history(store: TieredMemoryStore, expected: dict[str, Any]) -> dict[str, list[Any]]:
     return {
         f"{'/'.join(ns)}/{key}": [
-            [e.event, e.at, e.actor, e.content_hash] for e in store.memory_history(ns, key)
+            [e.event, e.at, e.actor, e.content_hash] for e in memory_history(store, ns, key)
         ]
         for ns, key in _keys(expected)
     }
@@ -149,7 +151,7 @@ def _history(store: TieredMemoryStore, expected: dict[str, Any]) -> dict[str, li
 def _triples(store: TieredMemoryStore) -> list[list[Any]]:
     return sorted(
         [list(t.namespace), t.subject, t.relation, t.object]
-        for t in store.graph_triples(("users",), limit=1000)
+        for t in graph_triples(store, ("users",), limit=1000)
     )
 
 
@@ -209,7 +211,7 @@ def test_memories_deleted_since_the_file_was_written_are_not_brought_back(
     m4 = store.get_memory(ALICE, "m4")
     assert m4 is not None
     assert m4.access_count == legacy.expected["counts"]["users/alice/memories/m4"][0]
-    assert [e.event for e in store.memory_history(ALICE, "m3")] == ["add", "deleted"]
+    assert [e.event for e in memory_history(store, ALICE, "m3")] == ["add", "deleted"]
     hits = store.search(("users",), query="Quokka", filter={"$count_access": False})
     assert "m3" not in {h.key for h in hits}
 
@@ -239,4 +241,4 @@ def test_a_replica_without_its_file_opens_with_what_chroma_holds(
     assert not missing.exists()
     counts = _counts(store, legacy.expected)
     assert counts == {name: [0, None] for name in legacy.expected["counts"]}
-    assert store.memory_history(ALICE, "m1") == [] and _triples(store) == []
+    assert memory_history(store, ALICE, "m1") == [] and _triples(store) == []

@@ -48,7 +48,7 @@ def _embedded(path: Path, clock: Clock, **kwargs: Any) -> TieredMemoryStore:
         tiers={"default": "long"},
         index={"dims": DIMS, "embed": HashingEmbeddings(DIMS), "fields": ["content"]},
         clock=clock,
-        history=False,  # memory history has its own erase (store.tombstone_history)
+        history=False,  # memory history has its own erase (privacy.tombstone_history)
         **kwargs,
     )
     store.setup()

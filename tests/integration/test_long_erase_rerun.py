@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import erase_user
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
@@ -48,7 +49,7 @@ def test_a_rerun_that_finds_nothing_still_scrubs_the_index_files(tmp_path: Path,
         for i in range(12):
             store.put(("users", "u1", "notes"), f"k{i}", {"content": f"note {i} of u1"})
             store.put(("users", "u2", "notes"), f"k{i}", {"content": f"note {i} of u2"})
-        store.erase_user("u1")
+        erase_user(store, "u1")
     finally:
         store.close()
     tails = _tails(tmp_path)  # as if Chroma persisted heap bytes after the last scrub

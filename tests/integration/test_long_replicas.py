@@ -18,6 +18,7 @@ from chromadb.config import Settings
 
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from langgraph_tiered_memory.errors import NamespaceLockedError
+from langgraph_tiered_memory.privacy import memory_history
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
 from langgraph_tiered_memory.store.tiers.redis_locks import NamespaceLocks
 from tests.conftest import DIMS
@@ -271,14 +272,14 @@ def test_memory_mode_replicas_agree_on_scores_counts_history_and_deletes(
         entry = store.get_memory(ns, "tea")
         assert entry is not None and entry.access_count == 3
     # One history, with the events of both replicas' writes.
-    events_a, events_b = a.memory_history(ns, "tea"), b.memory_history(ns, "tea")
+    events_a, events_b = memory_history(a, ns, "tea"), memory_history(b, ns, "tea")
     assert [e.event for e in events_a] == ["add", "update"]
     assert events_a == events_b
     # A delete by one replica leaves the other's keyword search at once.
     a.delete(ns, "tea")
     assert "tea" not in found(b, "XK-4471")
     assert found(b, "invoice")[0] == "cake"
-    assert [e.event for e in b.memory_history(ns, "tea")] == ["add", "update", "deleted"]
+    assert [e.event for e in memory_history(b, ns, "tea")] == ["add", "update", "deleted"]
 
 
 def test_similarity_mode_on_a_chroma_server_records_memory_history(
@@ -288,5 +289,5 @@ def test_similarity_mode_on_a_chroma_server_records_memory_history(
     ns = ("users", "plain")
     a.put(ns, "k", {"text": "one"})
     b.put(ns, "k", {"text": "two"})
-    assert [e.event for e in b.memory_history(ns, "k")] == ["add", "update"]
-    assert a.memory_history(ns, "k") == b.memory_history(ns, "k")
+    assert [e.event for e in memory_history(b, ns, "k")] == ["add", "update"]
+    assert memory_history(a, ns, "k") == memory_history(b, ns, "k")

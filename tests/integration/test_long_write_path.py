@@ -24,6 +24,7 @@ from chromadb.config import Settings
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import memory_history
 from langgraph_tiered_memory.ranking.keys import context_text
 from langgraph_tiered_memory.store.tiers._namespaces import encode_namespace, namespace_id
 from langgraph_tiered_memory.store.tiers.chroma_layout import bucket_of
@@ -326,7 +327,7 @@ def test_a_put_to_a_store_without_headers_in_redis_reads_them_once_and_backfills
         assert [rid for rid in after if rid.endswith(":b")] != [
             rid for rid in before if rid.endswith(":b")
         ]
-        assert [e.event for e in store.memory_history(NS, "b")] == ["add", "update"]
+        assert [e.event for e in memory_history(store, NS, "b")] == ["add", "update"]
         headers = r.hgetall(f"{key_prefix}:lt:{{{nsid}}}:h")
         assert sorted(headers) == [b"a", b"b", b"c"]
         assert int(r.hget(f"{key_prefix}:lt:{{{nsid}}}:s", "recs")) == len(before)  # type: ignore[arg-type]
@@ -362,7 +363,7 @@ def test_recovery_at_open_leaves_a_namespace_another_writer_holds(
             assert r.smembers(f"{base[free]}:i") == set()  # repaired under its lock
             assert r.sismember(f"{key_prefix}:lt:intents", namespace_id(held))
             assert not r.sismember(f"{key_prefix}:lt:intents", namespace_id(free))
-            assert [e.event for e in store.memory_history(held, "k")] == ["add"]
+            assert [e.event for e in memory_history(store, held, "k")] == ["add"]
             assert r.get(f"{base[free]}:lock") is None  # the repair released it
         finally:
             store.close()

@@ -19,6 +19,12 @@ from langgraph_tiered_memory.store import (
     ForgottenRow,
     GCReport,
 )
+from langgraph_tiered_memory.store.maintenance import (
+    aforget,
+    agarbage_collect,
+    consolidate,
+    garbage_collect,
+)
 from tests.fakes import Clock, HashingEmbeddings
 
 DIMS = 16
@@ -44,11 +50,11 @@ def test_reports_at_run_time_are_dicts_with_exactly_the_declared_keys(tmp_path: 
         store.put(NS, "weak", {"content": "said teh instead of the", "importance": 0.1})
         store.put(NS, "a", {"content": "Likes green tea in the morning."})
         store.put(NS, "b", {"content": "Likes green tea in the morning."})
-        report = store.garbage_collect(dry_run=True)
+        report = garbage_collect(store, dry_run=True)
         assert type(report) is dict and set(report) == _keys(GCReport)
         assert [d["id"] for d in report["details"]] == ["weak"]
         assert set(report["details"][0]) == _keys(ForgottenRow)
-        (merged,) = store.consolidate(NS, dry_run=True)
+        (merged,) = consolidate(store, NS, dry_run=True)
         assert type(merged) is dict and set(merged) == _keys(ConsolidationRecord)
         assert sorted(merged["sources"]) == ["a", "b"]
         graph = create_forgetting_graph(store=store, consolidate=True, clock=clock).compile()
@@ -72,8 +78,8 @@ def test_async_twins_run_the_same_passes(tmp_path: Path) -> None:
             await store.aput(NS, "weak", {"content": "typo", "importance": 0.1})
             await store.aput(NS, "m", {"content": "likes tea", "importance": 0.5})
             raised = await store.aupdate_importance(NS, "m", 0.25)
-            report = await store.agarbage_collect(dry_run=True)
-            gone = await store.aforget(NS, ["weak", "m"])
+            report = await agarbage_collect(store, dry_run=True)
+            gone = await aforget(store, NS, ["weak", "m"])
             return raised, report, gone, await store.aget(NS, "weak")
         finally:
             store.close()

@@ -18,6 +18,7 @@ from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import TieredMemoryStore, create_forgetting_graph
 from langgraph_tiered_memory.store.consolidation import merge_contents
+from langgraph_tiered_memory.store.maintenance import consolidate, forget, garbage_collect, promote
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -49,11 +50,11 @@ def test_a_pinned_memory_is_never_merged_away(mstore: TieredMemoryStore) -> None
     mstore.put(ns, "pin", pinned)
     mstore.put(ns, "a", {"content": "Ana is allergic to peanuts.", "importance": 0.5})
     mstore.put(ns, "b", {"content": "Ana is allergic to peanuts.", "importance": 0.4})
-    (record,) = mstore.consolidate(ns)
+    (record,) = consolidate(mstore, ns)
     assert sorted(record["sources"]) == ["a", "b"]  # the pinned memory is no source
     kept = mstore.get(ns, "pin")
     assert kept is not None and kept.value == pinned
-    assert mstore.consolidate(ns) == []  # the pinned memory and the merged one stay apart
+    assert consolidate(mstore, ns) == []  # the pinned memory and the merged one stay apart
     assert _keys(mstore, ns) == {"pin", record["key"]}
 
 
@@ -61,11 +62,11 @@ def test_merged_keys_never_collide_when_source_keys_are_reused(mstore: TieredMem
     ns = ("users", "u1")
     mstore.put(ns, "m1", {"content": "Ana drives a blue van."})
     mstore.put(ns, "m2", {"content": "Ana drives a blue van."})
-    (first,) = mstore.consolidate(ns)
+    (first,) = consolidate(mstore, ns)
     mstore.put(ns, "m1", {"content": "Ben plays the cello."})
     mstore.put(ns, "m2", {"content": "Ben plays the cello."})
-    (planned,) = mstore.consolidate(ns, dry_run=True)
-    (second,) = mstore.consolidate(ns)
+    (planned,) = consolidate(mstore, ns, dry_run=True)
+    (second,) = consolidate(mstore, ns)
     assert planned["key"] == second["key"] != first["key"]  # a dry run names the real key
     earlier = mstore.get_memory(ns, first["key"])
     assert earlier is not None and earlier.content == "Ana drives a blue van."
@@ -89,12 +90,12 @@ def test_a_rerun_after_a_crash_finishes_the_same_merge(
 
     monkeypatch.setattr(mstore, "_run_batch", crash_on_delete)
     with pytest.raises(RuntimeError, match="power cut"):
-        mstore.consolidate(ns)
+        consolidate(mstore, ns)
     monkeypatch.undo()
     (merged_key,) = _keys(mstore, ns) - {"a", "b"}
     stored = mstore.get(ns, merged_key)
     assert stored is not None
-    (record,) = mstore.consolidate(ns)
+    (record,) = consolidate(mstore, ns)
     assert record["key"] == merged_key  # the same merged memory, not a second one
     assert _keys(mstore, ns) == {merged_key}
     again = mstore.get(ns, merged_key)
@@ -105,10 +106,10 @@ def test_downweight_reruns_add_no_duplicates(mstore: TieredMemoryStore) -> None:
     ns = ("users", "u1")
     mstore.put(ns, "a", {"content": "Cara swims on Fridays.", "importance": 0.8})
     mstore.put(ns, "b", {"content": "Cara swims on Fridays.", "importance": 0.6})
-    (record,) = mstore.consolidate(ns, originals="downweight")
+    (record,) = consolidate(mstore, ns, originals="downweight")
     before = {k: mstore.get(ns, k).value for k in _keys(mstore, ns)}  # type: ignore[union-attr]
     for _ in range(3):
-        assert mstore.consolidate(ns, originals="downweight") == []
+        assert consolidate(mstore, ns, originals="downweight") == []
     after = {k: mstore.get(ns, k).value for k in _keys(mstore, ns)}  # type: ignore[union-attr]
     assert after == before and set(after) == {"a", "b", record["key"]}
     assert after["a"]["importance"] == 0.4  # halved once, not once per run
@@ -120,7 +121,7 @@ def test_memories_of_different_visibility_are_never_merged(pstore: TieredMemoryS
     secret = "Dana likes green tea and her door code is 4711."
     pstore.put(shared, "e", {"content": secret, "memory_type": "experience"})
     pstore.put(shared, "e2", {"content": secret, "memory_type": "experience"})
-    records = pstore.consolidate(shared, threshold=0.5)
+    records = consolidate(pstore, shared, threshold=0.5)
     assert [sorted(r["sources"]) for r in records] == [["e", "e2"]]
     merged = pstore.get_memory(shared, records[0]["key"])
     assert merged is not None and merged.memory_type == "experience"
@@ -135,7 +136,7 @@ def test_shared_and_private_types_stay_apart_in_a_user_namespace_too(
     mstore.put(ns, "f", fact)
     mstore.put(ns, "e", {"content": "Eve owns a red kayak.", "memory_type": "experience"})
     mstore.put(ns, "p", {"content": "Eve owns a red kayak.", "memory_type": "preference"})
-    (record,) = mstore.consolidate(ns)
+    (record,) = consolidate(mstore, ns)
     assert sorted(record["sources"]) == ["e", "p"]
     merged = mstore.get_memory(ns, record["key"])
     assert merged is not None and merged.memory_type == "experience"
@@ -158,18 +159,18 @@ def test_promotion_never_overwrites_a_long_term_memory(pstore: TieredMemoryStore
     session = ("short_term", "u1")
     allergy = {"content": "Ana is allergic to shellfish.", "importance": 0.9}
     pstore.put(session, "turn-1", allergy)
-    (first,) = pstore.promote(("short_term",), delete=True)
+    (first,) = promote(pstore, ("short_term",), delete=True)
     dest, key = first
     assert key == "turn-1"
     jazz = {"content": "Ana likes jazz.", "importance": 0.9}
     pstore.put(session, "turn-1", jazz)  # the next session reuses the key
-    (second,) = pstore.promote(("short_term",))
+    (second,) = promote(pstore, ("short_term",))
     assert second[0] == dest and second[1] != "turn-1"
     kept = pstore.get(dest, "turn-1")
     assert kept is not None and kept.value == allergy
     renamed = pstore.get(dest, second[1])
     assert renamed is not None and renamed.value == jazz
-    assert pstore.promote(("short_term",)) == [second]  # idempotent: the same copy
+    assert promote(pstore, ("short_term",)) == [second]  # idempotent: the same copy
     assert _keys(pstore, dest) == {"turn-1", second[1]}
 
 
@@ -178,14 +179,14 @@ def test_promotion_skips_and_reports_invalid_items(pstore: TieredMemoryStore) ->
     pstore.put(session, "a", {"content": "Ana lives in Porto.", "importance": 0.9})
     pstore.put(session, "bad", {"content": "Ana said hi.", "importance": 7})
     pstore.put(session, "c", {"content": "Ana works nights.", "importance": 0.8})
-    result = pstore.promote(("short_term",), delete=True, page_size=1)
+    result = promote(pstore, ("short_term",), delete=True, page_size=1)
     assert sorted(k for _, k in result) == ["a", "c"]
     (skipped,) = result.skipped
     assert skipped["key"] == "bad" and skipped["namespace"] == list(session)
     assert "importance" in skipped["reason"]
     assert pstore.get(session, "bad") is not None  # left where it was
     assert pstore.get(session, "a") is None and pstore.get(session, "c") is None
-    again = pstore.promote(("short_term",), delete=True)
+    again = promote(pstore, ("short_term",), delete=True)
     assert list(again) == [] and [s["key"] for s in again.skipped] == ["bad"]
 
 
@@ -193,7 +194,7 @@ def test_promoted_memories_stay_private_to_their_user(pstore: TieredMemoryStore)
     pin = {"content": "my bank PIN is 1234", "memory_type": "fact", "importance": 0.9}
     pstore.put(("short_term", "u1"), "pin", pin)
     pstore.put(("short_term", "u1", "s7"), "pin", pin)
-    promoted = set(pstore.promote(("short_term",)))
+    promoted = set(promote(pstore, ("short_term",)))
     assert len(promoted) == 2
 
     def found(user: str) -> set[tuple[tuple[str, ...], str]]:
@@ -207,10 +208,10 @@ def test_promoted_memories_stay_private_to_their_user(pstore: TieredMemoryStore)
 
 def test_promotion_of_a_namespace_without_a_user_is_skipped(pstore: TieredMemoryStore) -> None:
     pstore.put(("short_term",), "k", {"content": "my bank PIN is 1234", "importance": 0.9})
-    result = pstore.promote(("short_term",))
+    result = promote(pstore, ("short_term",))
     assert list(result) == [] and [s["key"] for s in result.skipped] == ["k"]
     assert "target=" in result.skipped[0]["reason"]
-    moved = pstore.promote(("short_term",), target=lambda ns: ("users", "ops", "memories"))
+    moved = promote(pstore, ("short_term",), target=lambda ns: ("users", "ops", "memories"))
     assert list(moved) == [(("users", "ops", "memories"), "k")]
 
 
@@ -245,17 +246,17 @@ def test_a_wildcard_label_is_literal_in_every_maintenance_path(
     report = graph.invoke({})["report"]
     assert [sorted(r["sources"]) for r in report["consolidated"]] == [["x", "y"]]
     assert {tuple(r["namespace"]) for r in report["consolidated"]} == {star}
-    assert pstore.garbage_collect(star, dry_run=False)["scanned"] == 1  # the merged one
-    assert pstore.forget(star, ["typo", "a"]) == []
-    assert pstore.consolidate(star) == []
-    assert list(pstore.promote(("short_term", "*"))) == []
+    assert garbage_collect(pstore, star, dry_run=False)["scanned"] == 1  # the merged one
+    assert forget(pstore, star, ["typo", "a"]) == []
+    assert consolidate(pstore, star) == []
+    assert list(promote(pstore, ("short_term", "*"))) == []
     assert _snapshot(pstore, spaces) == before
 
 
 def test_promotion_scope_is_the_namespace_prefix(pstore: TieredMemoryStore) -> None:
     pstore.put(("short_term", "u1"), "k", {"content": "Ida hikes.", "importance": 0.9})
     pstore.put(("short_term", "u10"), "k", {"content": "Jo rows.", "importance": 0.9})
-    promoted = pstore.promote(("short_term", "u1"))
+    promoted = promote(pstore, ("short_term", "u1"))
     assert list(promoted) == [(("users", "u1", "memories"), "k")]
 
 
@@ -368,14 +369,14 @@ def _random_maintenance(
         before = _raw(store)
         if op in ("gc", "gc_ahead"):
             ahead = clock.now + 30 * DAY if op == "gc_ahead" else None
-            store.garbage_collect(scope, dry_run=dry, now=ahead)
+            garbage_collect(store, scope, dry_run=dry, now=ahead)
         elif op == "forget" and not dry and store.tier_for(scope) == "long":
-            store.forget(scope, [f"k{i}" for i in range(len(writes))])
+            forget(store, scope, [f"k{i}" for i in range(len(writes))])
         elif op in ("consolidate", "downweight") and store.tier_for(scope) == "long":
             originals: Any = "delete" if op == "consolidate" else "downweight"
-            store.consolidate(scope, threshold=0.8, dry_run=dry, originals=originals)
+            consolidate(store, scope, threshold=0.8, dry_run=dry, originals=originals)
         elif op == "promote" and not dry:
-            store.promote(("short_term", *scope[1:2]) if scope[0] == "users" else scope)
+            promote(store, ("short_term", *scope[1:2]) if scope[0] == "users" else scope)
         elif op in ("graph", "graph_ahead"):
             shift = 30 * DAY if op == "graph_ahead" else 0.0
             graph = create_forgetting_graph(
@@ -417,11 +418,11 @@ def test_maintenance_refuses_text_utf8_cannot_encode_before_touching_anything(
     mstore.put(ns, "a", {"content": "Ana likes tea.", "importance": 0.0})
     before = mstore.search(ns, limit=10)
     with pytest.raises(InvalidItemError, match="UTF-8"):
-        mstore.forget(ns, ["a", "\ud800"])
+        forget(mstore, ns, ["a", "\ud800"])
     with pytest.raises(InvalidNamespaceError, match="UTF-8"):
-        mstore.garbage_collect(("users", "\ud800"), dry_run=False)
+        garbage_collect(mstore, ("users", "\ud800"), dry_run=False)
     with pytest.raises(InvalidFilterError, match="UTF-8"):
-        mstore.consolidate(ns, query="tea \ud800")
+        consolidate(mstore, ns, query="tea \ud800")
     assert [i.key for i in mstore.search(ns, limit=10)] == [i.key for i in before]
 
 
@@ -483,7 +484,7 @@ def test_promotion_never_deletes_a_short_term_item_written_after_its_read(
         return out
 
     monkeypatch.setattr(promotion, "_placed", placed_then_a_write)
-    moved = pstore.promote(("short_term",), delete=True)
+    moved = promote(pstore, ("short_term",), delete=True)
     dest = ("users", "u1", "memories", "s1")
     assert sorted(moved) == [(dest, "fact"), (dest, "other")]
     kept = pstore.get(short, "fact", refresh_ttl=False)

@@ -14,7 +14,7 @@ from langgraph_tiered_memory import (
     TieredMemoryStore,
     create_forgetting_graph,
 )
-from langgraph_tiered_memory.store.maintenance import TTL_EXPIRED
+from langgraph_tiered_memory.store.maintenance import TTL_EXPIRED, consolidate, garbage_collect
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -46,7 +46,7 @@ def test_a_dry_run_with_a_clock_ahead_deletes_nothing(mstore: TieredMemoryStore)
     )
     mstore.put(NS, "keep", {"content": "Ana likes tea.", "importance": 0.9})
     before = _raw(mstore, NS)
-    report = mstore.garbage_collect(NS, dry_run=True, now=mstore.clock() + 7 * DAY)
+    report = garbage_collect(mstore, NS, dry_run=True, now=mstore.clock() + 7 * DAY)
     assert _raw(mstore, NS) == before
     assert mstore.get(NS, "ttl") is not None  # three days have not passed on the store
     assert report["forgotten_count"] == 0 and report["scanned"] == 2
@@ -58,7 +58,7 @@ def test_a_real_run_with_a_clock_ahead_never_sweeps_on_that_clock(
     mstore.put(
         NS, "ttl", {"content": "Parking spot B7 this week.", "importance": 0.9}, ttl=3 * 24 * 60
     )
-    report = mstore.garbage_collect(NS, dry_run=False, now=mstore.clock() + 7 * DAY)
+    report = garbage_collect(mstore, NS, dry_run=False, now=mstore.clock() + 7 * DAY)
     assert report["details"] == []
     assert mstore.get(NS, "ttl") is not None
 
@@ -85,10 +85,10 @@ def test_expired_memories_are_reported_by_a_dry_run_and_swept_by_a_real_one(
     mstore.put(NS, "ttl", {"content": "Door code 4471 today.", "importance": 0.9}, ttl=60)
     mstore.put(NS, "keep", {"content": "Ana likes tea.", "importance": 0.9})
     clock.now += 2 * 60 * MINUTE
-    dry = mstore.garbage_collect(NS, dry_run=True)
+    dry = garbage_collect(mstore, NS, dry_run=True)
     assert [(d["id"], d["reason"]) for d in dry["details"]] == [("ttl", TTL_EXPIRED)]
     assert "ttl" in _raw(mstore, NS)  # reported, not deleted
-    real = mstore.garbage_collect(NS, dry_run=False)
+    real = garbage_collect(mstore, NS, dry_run=False)
     assert real["details"] == dry["details"]  # a dry run reports what a real run deletes
     assert set(_raw(mstore, NS)) == {"keep"}
 
@@ -201,7 +201,7 @@ def test_a_swept_memory_leaves_no_context_vector_behind(
     if how == "sweep_ttl":
         assert mstore.sweep_ttl() == 1
     else:
-        assert [d["id"] for d in mstore.garbage_collect(swept, dry_run=False)["details"]] == ["a"]
+        assert [d["id"] for d in garbage_collect(mstore, swept, dry_run=False)["details"]] == ["a"]
     assert score(swept) == pytest.approx(score(deleted))
     tier: Any = mstore._long()
     records = {
@@ -262,7 +262,7 @@ def test_consolidation_keeps_expiries(
     clock.now += 10 * MINUTE
     mstore.put(NS, "b", {"content": text}, ttl=60)
     ends = {k: _expiry(mstore, NS, k) for k in ("a", "b")}
-    (record,) = mstore.consolidate(NS, originals=originals)
+    (record,) = consolidate(mstore, NS, originals=originals)
     assert _expiry(mstore, NS, record["key"]) == max(ends.values())  # the last source's
     if originals == "downweight":
         assert {k: _expiry(mstore, NS, k) for k in ("a", "b")} == ends
@@ -276,7 +276,7 @@ def test_memories_with_and_without_a_ttl_are_never_merged(mstore: TieredMemorySt
     mstore.put(NS, "temp2", {"content": text}, ttl=60)
     mstore.put(NS, "kept1", {"content": text})
     mstore.put(NS, "kept2", {"content": text})
-    records = mstore.consolidate(NS)
+    records = consolidate(mstore, NS)
     groups = sorted(sorted(r["sources"]) for r in records)
     assert groups == [["kept1", "kept2"], ["temp1", "temp2"]]
     by_sources = {tuple(sorted(r["sources"])): r["key"] for r in records}

@@ -21,6 +21,7 @@ from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
 from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.graph import graph_triples, queries
 from tests.conftest import DIMS
 from tests.fake_models import RecordedChatModel, RecordingChatModel, prompt_text
 from tests.fakes import Clock, HashingEmbeddings
@@ -83,7 +84,7 @@ def test_a_fact_of_one_session_reaches_the_next_as_a_known_fact_never_another_us
     assert f"{BLOCK}\n" in prompt and FACT in prompt.split(BLOCK)[1].splitlines()
     assert FACT in out["known_facts"]
     # the facts come from the user's own namespace only
-    triples = graph_store.graph_triples(("memories", "ana"))
+    triples = graph_triples(graph_store, ("memories", "ana"))
     assert ("anna", "lives_in", "porto") in {r.triple for r in triples}
 
     graph.invoke({"messages": QUESTION}, _config("bob"))
@@ -147,13 +148,13 @@ def test_the_triples_are_written_in_the_deferred_storage_not_before_the_reply(
     for update in stream:
         if "agent" in update:  # the reply, while the storage waits at the gate
             assert writing.wait(10)
-            seen_at_reply.append(len(graph_store.graph_triples(("memories", "ana"))))
+            seen_at_reply.append(len(graph_triples(graph_store, ("memories", "ana"))))
             break
     opened.set()
     for _ in stream:
         pass
     assert seen_at_reply == [0]
-    triples = {r.triple for r in graph_store.graph_triples(("memories", "ana"))}
+    triples = {r.triple for r in graph_triples(graph_store, ("memories", "ana"))}
     assert ("anna", "lives_in", "porto") in triples
 
 
@@ -176,16 +177,16 @@ async def agraph_store(
 
 
 async def test_async_runs_read_the_facts_through_agraph_neighbors(
-    agraph_store: AsyncTieredMemoryStore,
+    agraph_store: AsyncTieredMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real = agraph_store.agraph_neighbors
+    real = queries.agraph_neighbors
 
     async def spy(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args[1])
+        calls.append(args[2])  # (store, namespace, entity)
         return await real(*args, **kwargs)
 
-    agraph_store.agraph_neighbors = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(queries, "agraph_neighbors", spy)
     model = RecordingChatModel(replies=["Noted.", "She lives in Porto.", "No idea."])
     graph = _agent(model, _extractor()).compile(store=agraph_store, checkpointer=InMemorySaver())
     await graph.ainvoke({"messages": STATEMENT}, _config("ana"))

@@ -16,8 +16,15 @@ from chromadb.config import Settings
 from langgraph_tiered_memory import AsyncTieredMemoryStore, ConfigurationError, TieredMemoryStore
 from langgraph_tiered_memory.agent.extraction import extract_memories
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
+from langgraph_tiered_memory.privacy import (
+    amemory_history,
+    history_export,
+    memory_history,
+    tombstone_history,
+)
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces, id_hash
 from langgraph_tiered_memory.privacy.history import acting, content_hash
+from langgraph_tiered_memory.store.maintenance import consolidate, garbage_collect, promote
 from langgraph_tiered_memory.store.tiers.doc_mirror import MIRROR_FILE
 from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
 from tests.conftest import DIMS, drop_redis_keys
@@ -29,7 +36,7 @@ NS = ("users", "u1")
 
 
 def _events(store: Any, ns: tuple[str, ...], key: str) -> list[tuple[str, str | None, str | None]]:
-    return [(e.event, e.actor, e.reason) for e in store.memory_history(ns, key)]
+    return [(e.event, e.actor, e.reason) for e in memory_history(store, ns, key)]
 
 
 def _rows(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
@@ -53,7 +60,7 @@ def test_put_update_delete_and_ttl_expiry_leave_their_events(
     clock.now += 120
     assert mstore.sweep_ttl() == 1
 
-    events = mstore.memory_history(NS, "k")
+    events = memory_history(mstore, NS, "k")
     assert [(e.seq, e.event, e.actor, e.at) for e in events] == [
         (1, "add", "user", 1_700_000_000.0),
         (2, "update", "user", 1_700_000_010.0),
@@ -66,7 +73,7 @@ def test_put_update_delete_and_ttl_expiry_leave_their_events(
         (green, None, None),
     ]
     assert _events(mstore, NS, "t") == [("add", "user", None), ("expired", "system", "ttl expired")]
-    assert mstore.memory_history(NS, "never-stored") == []
+    assert memory_history(mstore, NS, "never-stored") == []
 
 
 def test_history_is_written_in_the_memorys_own_transaction_and_repaired_on_open(
@@ -91,14 +98,14 @@ def test_history_is_written_in_the_memorys_own_transaction_and_repaired_on_open(
     # still hold the first write, and no event was recorded.
     entry = store.get_memory(NS, "k")
     assert entry is not None and entry.importance == 0.5
-    assert [e.event for e in store.memory_history(NS, "k")] == ["add"]
+    assert [e.event for e in memory_history(store, NS, "k")] == ["add"]
     store.close()
 
     # Opening again repairs the keys from Chroma, and records what happened.
     store = make_store("long", **options)
     entry = store.get_memory(NS, "k")
     assert entry is not None and entry.importance == 0.9
-    (_, repaired) = store.memory_history(NS, "k")
+    (_, repaired) = memory_history(store, NS, "k")
     assert (repaired.event, repaired.actor, repaired.reason) == (
         "update",
         "system",
@@ -106,7 +113,7 @@ def test_history_is_written_in_the_memorys_own_transaction_and_repaired_on_open(
     )
     assert repaired.at == clock.now  # the interrupted write's time
     assert (repaired.previous_hash, repaired.content) == (content_hash("likes tea"), "likes coffee")
-    (_, deleted) = store.memory_history(NS, "d")
+    (_, deleted) = memory_history(store, NS, "d")
     assert (deleted.event, deleted.previous_hash) == ("deleted", content_hash("lives in Oslo"))
     assert store.get(NS, "d") is None
 
@@ -117,9 +124,9 @@ def test_history_false_records_nothing_and_memory_history_says_so(
     store = make_store("long", scoring=None, history=False)
     store.put(NS, "k", {"content": "likes tea"})
     with pytest.raises(ConfigurationError, match="history=False"):
-        store.memory_history(NS, "k")
-    assert store.tombstone_history([NS]) == {}
-    assert store.history_export([NS]) == []
+        memory_history(store, NS, "k")
+    assert tombstone_history(store, [NS]) == {}
+    assert history_export(store, [NS]) == []
     assert _rows(tmp_path / "chroma" / MIRROR_FILE, "SELECT count(*) FROM m_history") == [(0,)]
 
 
@@ -128,10 +135,10 @@ def test_similarity_stores_and_short_namespaces(
 ) -> None:
     store = make_store()  # similarity scoring; short_term -> Redis, the rest -> Chroma
     store.put(NS, "k", {"text": "no content field"})  # similarity scoring: the mirror keeps it
-    (event,) = store.memory_history(NS, "k")
+    (event,) = memory_history(store, NS, "k")
     assert event.event == "add" and event.content == '{"text":"no content field"}'
     with pytest.raises(ConfigurationError, match="short-term tier"):
-        store.memory_history(("short_term", "x"), "k")
+        memory_history(store, ("short_term", "x"), "k")
 
 
 @pytest.mark.parametrize("scoring", [None, {"mode": "similarity"}], ids=["memory", "similarity"])
@@ -156,7 +163,7 @@ def test_an_in_memory_chroma_records_history_like_an_embedded_one(
             ("update", "user", None),
             ("deleted", "user", None),
         ]
-        assert len(store.tombstone_history([NS])["history.events"]) == 3
+        assert len(tombstone_history(store, [NS])["history.events"]) == 3
     finally:
         store.close()
 
@@ -165,7 +172,7 @@ def test_library_passes_attribute_their_writes(mstore: TieredMemoryStore, clock:
     # reinforcement: same content, importance moved, the caller's actor
     mstore.put(NS, "r", {"content": "drinks tea daily", "importance": 0.5})
     mstore.update_importance(NS, "r", 0.25)
-    (_, reinforced) = mstore.memory_history(NS, "r")
+    (_, reinforced) = memory_history(mstore, NS, "r")
     assert (reinforced.event, reinforced.actor) == ("reinforced", "user")
     assert reinforced.reason == "importance 0.50 -> 0.75"
     assert reinforced.previous_hash == reinforced.content_hash
@@ -173,7 +180,7 @@ def test_library_passes_attribute_their_writes(mstore: TieredMemoryStore, clock:
     # consolidation: the merged memory and its sources
     mstore.put(NS, "a", {"content": "Ana drives a blue van."})
     mstore.put(NS, "b", {"content": "Ana drives a blue van."})
-    (record,) = mstore.consolidate(NS)
+    (record,) = consolidate(mstore, NS)
     merged = record["key"]
     assert _events(mstore, NS, merged) == [("merged", "consolidation", "merged from a, b")]
     for source in ("a", "b"):
@@ -182,14 +189,14 @@ def test_library_passes_attribute_their_writes(mstore: TieredMemoryStore, clock:
 
     # forgetting: each memory's own reason
     mstore.put(NS, "weak", {"content": "said teh once", "importance": 0.05})
-    report = mstore.garbage_collect(NS, dry_run=False, policy={"min_importance": 0.1})
+    report = garbage_collect(mstore, NS, dry_run=False, policy={"min_importance": 0.1})
     (row,) = [d for d in report["details"] if d["id"] == "weak"]
     assert _events(mstore, NS, "weak")[-1] == ("forgotten", "forgetting", row["reason"])
 
     # TTL expiry found by a forgetting pass
     mstore.put(NS, "ttl", {"content": "parked on level 2"}, ttl=1)
     clock.now += 120
-    mstore.garbage_collect(NS, dry_run=False)
+    garbage_collect(mstore, NS, dry_run=False)
     assert _events(mstore, NS, "ttl")[-1] == ("expired", "forgetting", "ttl expired")
 
 
@@ -212,8 +219,8 @@ def test_tool_and_extraction_writes_name_their_actor(
 def test_promotion_is_the_systems(make_store: Callable[..., TieredMemoryStore]) -> None:
     store = make_store(scoring=None)  # short_term -> Redis, the rest -> Chroma
     store.put(("short_term", "s1"), "turn", {"content": "Ana moved to Porto", "importance": 0.9})
-    ((ns, key),) = store.promote(("short_term",), target=lambda ns: ("users", "u1"))
-    (event,) = store.memory_history(ns, key)
+    ((ns, key),) = promote(store, ("short_term",), target=lambda ns: ("users", "u1"))
+    (event,) = memory_history(store, ns, key)
     assert (event.event, event.actor, event.reason) == (
         "add",
         "system",
@@ -235,7 +242,7 @@ async def test_async_writes_keep_their_actor_and_the_batch_task_keeps_none(
             await store.adelete(NS, "never-stored")
         await store.aput(NS, "u", {"content": "from the user"})
         await store.adelete(NS, "t")
-        assert await store.amemory_history(NS, "u") == store.memory_history(NS, "u")
+        assert await amemory_history(store, NS, "u") == memory_history(store, NS, "u")
         assert _events(store, NS, "u") == [("add", "user", None)]
         assert _events(store, NS, "t") == [
             ("add", "tool", "the tool's writes"),
@@ -258,28 +265,28 @@ def test_tombstones_keep_no_content_and_are_found_by_namespace_and_key(
     mstore.put(other, "k", {"content": "u2 likes coffee"})
     owns = UserNamespaces("u1").owns
 
-    exported = mstore.history_export(owns)
+    exported = history_export(mstore, owns)
     assert {(tuple(m["namespace"]), m["key"]) for m in exported} == {
         (mine, "k"),
         (mine, "gone"),
         (mine, "k2"),
     }
-    planned = mstore.tombstone_history(owns, dry_run=True)
-    assert mstore.memory_history(mine, "k")[0].content == f"u1 likes {marker}"  # dry: unchanged
-    done = mstore.tombstone_history(owns)
+    planned = tombstone_history(mstore, owns, dry_run=True)
+    assert memory_history(mstore, mine, "k")[0].content == f"u1 likes {marker}"  # dry: unchanged
+    done = tombstone_history(mstore, owns)
     assert done == planned
     assert sorted(done["history.events"]) == sorted(
         [(*mine, "k")] * 2 + [(*mine, "gone")] * 2 + [(*mine, "k2")] * 2
     )
-    assert mstore.tombstone_history(owns) == {}  # idempotent
+    assert tombstone_history(mstore, owns) == {}  # idempotent
 
-    events = mstore.memory_history(mine, "k")
+    events = memory_history(mstore, mine, "k")
     assert [(e.seq, e.event, e.actor, e.reason, e.content, e.content_hash) for e in events] == [
         (1, "erased", None, None, None, None),
         (2, "erased", None, None, None, None),
     ]
-    assert [e.event for e in mstore.memory_history(mine, "gone")] == ["erased", "erased"]
-    assert [e.content for e in mstore.memory_history(other, "k")] == ["u2 likes coffee"]
+    assert [e.event for e in memory_history(mstore, mine, "gone")] == ["erased", "erased"]
+    assert [e.content for e in memory_history(mstore, other, "k")] == ["u2 likes coffee"]
 
     path = tmp_path / "chroma" / MIRROR_FILE
     rows = _rows(path, "SELECT * FROM m_history WHERE nsid=''")
@@ -295,7 +302,7 @@ def test_tombstones_keep_no_content_and_are_found_by_namespace_and_key(
     # the key written again starts a new history after its tombstones (the memory
     # itself is still stored: erasing it is the erasure's other steps)
     mstore.put(mine, "k", {"content": "u1 likes jazz"})
-    assert [(e.seq, e.event) for e in mstore.memory_history(mine, "k")] == [
+    assert [(e.seq, e.event) for e in memory_history(mstore, mine, "k")] == [
         (1, "erased"),
         (2, "erased"),
         (1, "update"),
@@ -351,13 +358,13 @@ def test_with_a_chroma_server_history_lives_in_redis_in_either_mode(
             ("expired", "system", "ttl expired"),
         ]
         assert not path.exists()
-        done = store.tombstone_history([NS])
+        done = tombstone_history(store, [NS])
         assert len(done["history.events"]) == 5
-        assert {e.event for e in store.memory_history(NS, "k")} == {"erased"}
+        assert {e.event for e in memory_history(store, NS, "k")} == {"erased"}
 
         plain.setup()
         plain.put(NS, "k", {"content": "likes tea"})
-        assert [e.event for e in plain.memory_history(NS, "k")] == ["add"]
+        assert [e.event for e in memory_history(plain, NS, "k")] == ["add"]
     finally:
         store.close()
         plain.close()
@@ -376,13 +383,13 @@ def test_shared_memories_are_selected_by_key_or_by_the_provenance_of_any_event(
     mstore.put(team, "picked", {"content": "matched by the caller"})
     mstore.put(team, "u2-note", {"content": "u2's", "provenance": {"user_ids": ["u2"]}})
 
-    exported = mstore.history_export((), user_id="u1", session_ids=["s9"])
+    exported = history_export(mstore, (), user_id="u1", session_ids=["s9"])
     assert {m["key"]: len(m["events"]) for m in exported} == {"u1-note": 2, "s9-note": 1}
-    done = mstore.tombstone_history((), keys={team: ["picked"]}, user_id="u1", session_ids=["s9"])
+    done = tombstone_history(mstore, (), keys={team: ["picked"]}, user_id="u1", session_ids=["s9"])
     assert sorted(done["history.events"]) == sorted(
         [(*team, "u1-note"), (*team, "u1-note"), (*team, "s9-note"), (*team, "picked")]
     )
     for key in ("u1-note", "s9-note", "picked"):
-        assert {e.event for e in mstore.memory_history(team, key)} == {"erased"}
-    assert [e.content for e in mstore.memory_history(team, "u2-note")] == ["u2's"]
-    assert mstore.tombstone_history((), user_id="u1", session_ids=["s9"]) == {}
+        assert {e.event for e in memory_history(mstore, team, key)} == {"erased"}
+    assert [e.content for e in memory_history(mstore, team, "u2-note")] == ["u2's"]
+    assert tombstone_history(mstore, (), user_id="u1", session_ids=["s9"]) == {}

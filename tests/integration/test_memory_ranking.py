@@ -17,6 +17,7 @@ from langgraph_tiered_memory import (
     MemoryEntry,
     TieredMemoryStore,
 )
+from langgraph_tiered_memory.store.maintenance import consolidate, garbage_collect, promote
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -292,20 +293,20 @@ def test_garbage_collection_dry_run_then_real_run(mstore: TieredMemoryStore, clo
     clock.now += 100 * DAY
     mstore.put(("g", "b"), "fresh", {"content": "invoice XK-4 is fresh", "importance": 0.9})
     seen: list[int] = []
-    report = mstore.garbage_collect(("g",), progress=seen.append, page_size=2)
+    report = garbage_collect(mstore, ("g",), progress=seen.append, page_size=2)
     assert report["dry_run"] is True and report["scanned"] == 4 and sum(seen) == 4
     assert {d["id"] for d in report["details"]} == {"trivial", "old"}
     assert report["forgotten_count"] == 2
     reasons = {d["id"]: d["reason"] for d in report["details"]}
     assert "importance 0.1" in reasons["trivial"] or "decay" in reasons["trivial"]
     assert mstore.get_memory(("g", "a"), "old") is not None  # dry run deleted nothing
-    real = mstore.garbage_collect(("g",), dry_run=False)
+    real = garbage_collect(mstore, ("g",), dry_run=False)
     assert real["forgotten_count"] == 2 and real["details"] == report["details"]
     assert mstore.get(("g", "a"), "old") is None and mstore.get_memory(("g", "a"), "old") is None
     hits = mstore.search(("g",), query="XK-2", filter={"$retrieval": "keyword"})
     assert "old" not in [h.key for h in hits]  # gone from the keyword index too
     assert mstore.get(("g", "b"), "pinned") is not None
-    preset = mstore.garbage_collect(("g",), policy=GARBAGE_COLLECT_POLICY)
+    preset = garbage_collect(mstore, ("g",), policy=GARBAGE_COLLECT_POLICY)
     assert {d["id"] for d in preset["details"]} == set()  # fresh is young and important
 
 
@@ -315,10 +316,10 @@ def test_consolidation_merges_near_duplicates_and_keeps_provenance(
     mstore.put(("c",), "a", {"content": "Ana lives in Porto. She has a cat.", "importance": 0.4})
     mstore.put(("c",), "b", {"content": "Ana lives in Porto.", "importance": 0.8})
     mstore.put(("c",), "x", {"content": "The invoice XK-9 was paid on Monday."})
-    plan = mstore.consolidate(("c",), threshold=0.85, dry_run=True)
+    plan = consolidate(mstore, ("c",), threshold=0.85, dry_run=True)
     assert [sorted(r["sources"]) for r in plan] == [["a", "b"]]
     assert mstore.get_memory(("c",), "a") is not None  # dry run writes nothing
-    (record,) = mstore.consolidate(("c",), threshold=0.85)
+    (record,) = consolidate(mstore, ("c",), threshold=0.85)
     merged = mstore.get_memory(("c",), record["key"])
     assert merged is not None and merged.importance == 0.8
     assert merged.content == "Ana lives in Porto. She has a cat."
@@ -337,14 +338,14 @@ def test_consolidation_can_downweight_originals_and_use_a_model(
     mstore.put(("d",), "a", {"content": "Ben likes green tea.", "importance": 0.6})
     mstore.put(("d",), "b", {"content": "Ben likes green tea a lot.", "importance": 0.2})
     model = FakeMessagesListChatModel(responses=[AIMessage(content="Ben loves green tea.")])
-    (record,) = mstore.consolidate(("d",), threshold=0.7, model=model, originals="downweight")
+    (record,) = consolidate(mstore, ("d",), threshold=0.7, model=model, originals="downweight")
     assert record["content"] == "Ben loves green tea."
     assert mstore.get_memory(("d",), record["key"]).importance == 0.6  # type: ignore[union-attr]
     kept = mstore.get_memory(("d",), "a")
     assert kept is not None and kept.importance == 0.3
     assert kept.metadata["consolidated_into"] == record["key"]
     with pytest.raises(ValueError, match="originals"):
-        mstore.consolidate(("d",), originals="archive")
+        consolidate(mstore, ("d",), originals="archive")
 
 
 def test_promotion_copies_worthy_short_term_items_to_long_term(
@@ -355,13 +356,14 @@ def test_promotion_copies_worthy_short_term_items_to_long_term(
     store.put(("short_term", "s1"), "pref", {"content": "likes jazz", "importance": 0.9}, ttl=5)
     store.put(("short_term", "s1"), "again", {"content": "lives in Porto", "mentions": 2}, ttl=5)
     store.put(("short_term", "s1"), "noise", {"content": "ok thanks"}, ttl=5)
-    promoted = store.promote(("short_term",), page_size=2)
+    promoted = promote(store, ("short_term",), page_size=2)
     assert sorted(k for _, k in promoted) == ["again", "pref"]
     assert {ns for ns, _ in promoted} == {("users", "s1", "memories")}  # the user's own
     entry = store.get_memory(("users", "s1", "memories"), "pref")
     assert entry is not None and entry.content == "likes jazz"
     assert store.get(("short_term", "s1"), "pref") is not None  # copied, not moved
-    moved = store.promote(
+    moved = promote(
+        store,
         ("short_term",),
         predicate=lambda item: item.key == "noise",
         target=lambda ns: ("archive", *ns[1:]),
@@ -371,7 +373,7 @@ def test_promotion_copies_worthy_short_term_items_to_long_term(
     assert moved == [(("archive", "s1"), "noise")]
     assert store.get(("short_term", "s1"), "noise") is None
     with pytest.raises(ConfigurationError, match="short-term"):
-        store.promote(("short_term",), target=lambda ns: ns)
+        promote(store, ("short_term",), target=lambda ns: ns)
 
 
 def test_clock_may_return_numpy_numbers_but_not_text(

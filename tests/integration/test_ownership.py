@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 
 from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.agent.builder import MemoryWriter, create_memory_agent
+from langgraph_tiered_memory.agent.profile import get_user_profile
 from langgraph_tiered_memory.agent.tools import create_manage_memory_tool
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import erase_user, export_user
 from langgraph_tiered_memory.privacy.erasure import UserNamespaces
 from langgraph_tiered_memory.privacy.ownership import namespace_owner
 from langgraph_tiered_memory.ranking.scoring import UserScope
@@ -74,10 +77,10 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
     store.put(BOB, "k1", {"content": "bob's diagnosis is diabetes", "importance": 0.9})
     store.put(("memories", "users"), "own", {"content": "the users account's own note"})
 
-    exported = store.export_user("users")
+    exported = export_user(store, "users")
     assert [tuple(m["namespace"]) for m in exported["memories"]] == [("memories", "users")]
-    assert BOB in [tuple(m["namespace"]) for m in store.export_user("bob")["memories"]]
-    assert "diabetes" not in str(store.get_user_profile("users"))
+    assert BOB in [tuple(m["namespace"]) for m in export_user(store, "bob")["memories"]]
+    assert "diabetes" not in str(get_user_profile(store, "users"))
 
     model = RecordingChatModel(replies=["ok", "ok"])
     agent = create_memory_agent(
@@ -90,7 +93,7 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
     )
     assert "diabetes" not in prompt_text(model.prompts[-1])
 
-    store.erase_user("users")
+    erase_user(store, "users")
     assert store.get(BOB, "k1") is not None
     assert store.get(("memories", "users"), "own") is None
 
@@ -98,8 +101,8 @@ def test_a_user_named_like_the_user_label_gets_nothing_of_another_user(
 def test_nor_another_users_graph_facts(make_store: Callable[..., TieredMemoryStore]) -> None:
     store = make_store(scoring=None, index=_index(), graph=True)
     store.put(BOB, "k2", {"content": "My sister Anna lives in Paris.", "importance": 0.9})
-    assert store.graph_triples(("memories",))  # bob's memory gave the graph its facts
-    assert "anna" not in str(store.get_user_profile("users")).lower()
+    assert graph_triples(store, ("memories",))  # bob's memory gave the graph its facts
+    assert "anna" not in str(get_user_profile(store, "users")).lower()
     model = RecordingChatModel(replies=["ok"])
     agent = create_memory_agent(
         model, writer=MemoryWriter(retry_wait=0.0), extraction=False, profile=False

@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 
 from langgraph_tiered_memory import AsyncTieredMemoryStore, TieredMemoryStore
-from langgraph_tiered_memory.agent.profile import PROFILE_CACHE_LABEL, get_user_profile
+from langgraph_tiered_memory.agent.profile import (
+    PROFILE_CACHE_LABEL,
+    aget_user_profile,
+    get_user_profile,
+)
+from langgraph_tiered_memory.graph import rebuild_graph
 from langgraph_tiered_memory.graph.extract import RuleExtractor
 from langgraph_tiered_memory.graph.types import Triple
 from tests.fake_models import RecordedChatModel, prompt_text
@@ -82,9 +87,9 @@ def test_profile_lists_the_users_triples_and_the_model_sees_them(
 ) -> None:
     _put_alice_and_bob(gstore)
 
-    plain = gstore.get_user_profile("alice")
+    plain = get_user_profile(gstore, "alice")
     model = RecordedChatModel(structured=[_reply(basics=["Lives in Porto"])])
-    built = gstore.get_user_profile("alice", model=model)
+    built = get_user_profile(gstore, "alice", model=model)
 
     assert plain.known_facts == ALICE_FACTS and plain.source == "memories"
     assert built.known_facts == ALICE_FACTS and built.basics == ["Lives in Porto"]
@@ -94,7 +99,7 @@ def test_profile_lists_the_users_triples_and_the_model_sees_them(
     assert "oslo" not in prompt.casefold()
     assert "Known facts about the user:\n- works at siemens" in plain.to_text()
     # another user's profile holds only their own triples
-    bob = gstore.get_user_profile("bob")
+    bob = get_user_profile(gstore, "bob")
     assert bob.known_facts == ["lives in oslo"]
     assert get_user_profile(gstore, "alice") == plain  # the function shares the cache
 
@@ -102,18 +107,18 @@ def test_profile_lists_the_users_triples_and_the_model_sees_them(
 def test_cached_profile_follows_triples_of_changed_memories(gstore: TieredMemoryStore) -> None:
     _put_alice_and_bob(gstore)
     model = RecordedChatModel(structured=[_reply(basics=["v1"]), _reply(basics=["v2"])])
-    first = gstore.get_user_profile("alice", model=model)
-    assert gstore.get_user_profile("alice", model=model) == first  # cached: no model call
+    first = get_user_profile(gstore, "alice", model=model)
+    assert get_user_profile(gstore, "alice", model=model) == first  # cached: no model call
     assert len(model.structured_prompts) == 1
 
     gstore.put(ALICE, "city", {"content": "I moved to Lisbon", "memory_type": "fact"})
     gstore.delete(ALICE, "job")
-    moved = gstore.get_user_profile("alice", model=model)
+    moved = get_user_profile(gstore, "alice", model=model)
 
     assert moved.basics == ["v2"] and len(model.structured_prompts) == 2
     assert moved.known_facts == ["likes green tea", "moved to lisbon"]
     assert "lives in porto" not in prompt_text(model.structured_prompts[-1])
-    assert gstore.get_user_profile("alice").known_facts == moved.known_facts
+    assert get_user_profile(gstore, "alice").known_facts == moved.known_facts
 
 
 def test_cached_profile_is_rebuilt_when_only_the_graph_changed(
@@ -121,21 +126,21 @@ def test_cached_profile_is_rebuilt_when_only_the_graph_changed(
 ) -> None:
     _put_alice_and_bob(gstore)
     model = RecordedChatModel(structured=[_reply(basics=["v1"]), _reply(basics=["v2"])])
-    assert gstore.get_user_profile("alice", model=model).basics == ["v1"]
-    plain = gstore.get_user_profile("alice")
+    assert get_user_profile(gstore, "alice", model=model).basics == ["v1"]
+    plain = get_user_profile(gstore, "alice")
     memories_before = gstore.search(ALICE, limit=10)
 
     # Re-extracting with another extractor changes the triples, not the memories.
     extractor.extra = Triple.of("user", "speaks", "Portuguese")
-    assert gstore.rebuild_graph(ALICE) == 3
+    assert rebuild_graph(gstore, ALICE) == 3
     assert gstore.search(ALICE, limit=10) == memories_before
 
-    rebuilt = gstore.get_user_profile("alice", model=model)
+    rebuilt = get_user_profile(gstore, "alice", model=model)
     assert rebuilt.basics == ["v2"] and "speaks portuguese" in rebuilt.known_facts
     assert "- speaks portuguese" in prompt_text(model.structured_prompts[-1])
-    again = gstore.get_user_profile("alice")
+    again = get_user_profile(gstore, "alice")
     assert again != plain and "speaks portuguese" in again.known_facts
-    assert "speaks portuguese" not in gstore.get_user_profile("bob").known_facts
+    assert "speaks portuguese" not in get_user_profile(gstore, "bob").known_facts
 
 
 def test_without_a_graph_the_profile_and_its_cache_are_as_before(
@@ -146,7 +151,7 @@ def test_without_a_graph_the_profile_and_its_cache_are_as_before(
     try:
         _put_alice_and_bob(store)
         model = RecordedChatModel(structured=[_reply(basics=["Lives in Porto"])])
-        profile = store.get_user_profile("alice", model=model)
+        profile = get_user_profile(store, "alice", model=model)
         assert store.graph is None and profile.known_facts == []
         assert "Known facts" not in prompt_text(model.structured_prompts[0])
         assert "Known facts" not in profile.to_text()
@@ -172,9 +177,9 @@ def test_async_profile_has_the_same_known_facts(
             ):
                 await store.aput(ns, key, {"content": text, "memory_type": "fact"})
             model = RecordedChatModel(structured=[_reply(basics=["Porto"])])
-            built = await store.aget_user_profile("alice", model=model)
+            built = await aget_user_profile(store, "alice", model=model)
             await store.aput(ALICE, "city", {"content": "I moved to Lisbon"})
-            plain = await store.aget_user_profile("alice")
+            plain = await aget_user_profile(store, "alice")
             return built.known_facts, plain.known_facts, prompt_text(model.structured_prompts[0])
         finally:
             await asyncio.to_thread(store.close)

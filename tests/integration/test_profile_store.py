@@ -19,6 +19,7 @@ from langgraph_tiered_memory.agent.profile import (
     get_user_profile,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
+from langgraph_tiered_memory.store.maintenance import forget, garbage_collect
 from tests.fake_models import RecordedChatModel
 from tests.fakes import Clock
 from tests.memory_tools_support import indexed_store_options
@@ -100,7 +101,7 @@ def test_profile_without_model_groups_memories_by_type_importance_then_recency(
     pstore.put(ns, "met", {"content": "met the assistant on Monday"})  # experience
     pstore.put(ns, "raw", {"note": "not a memory text"})  # listed, but has no content
 
-    profile = pstore.get_user_profile("u1")
+    profile = get_user_profile(pstore, "u1")
 
     assert profile.source == "memories" and profile.user_id == "u1"
     assert list(profile.memories_by_type) == ["preference", "fact", "experience", "skill"]
@@ -111,12 +112,12 @@ def test_profile_without_model_groups_memories_by_type_importance_then_recency(
     assert profile.memories_by_type["skill"] == ["plays chess"]
     assert profile.basics == [] and profile.interaction_history == []
     assert profile.memory_count == 7
-    capped = pstore.get_user_profile("u1", max_per_type=2)
+    capped = get_user_profile(pstore, "u1", max_per_type=2)
     assert capped.preferences == ["needs large fonts", "likes techno"]
 
 
 def test_profile_of_a_user_without_memories_is_empty(pstore: ProfileStore) -> None:
-    profile = pstore.get_user_profile("nobody")
+    profile = get_user_profile(pstore, "nobody")
     assert profile.memory_count == 0
     assert all(texts == [] for texts in profile.memories_by_type.values())
 
@@ -138,7 +139,7 @@ def test_model_profile_comes_from_structured_output_over_the_users_memories(
         ]
     )
 
-    profile = pstore.get_user_profile("alice", model=model)
+    profile = get_user_profile(pstore, "alice", model=model)
 
     assert profile.source == "model"
     assert profile.basics == ["Lives in Berlin"]
@@ -165,14 +166,14 @@ def test_malformed_model_output_warns_and_returns_the_memories_profile(
         ]
     )
     with caplog.at_level(logging.WARNING, logger="langgraph_tiered_memory.agent.profile"):
-        first = pstore.get_user_profile("alice", model=model)
-        second = pstore.get_user_profile("alice", model=model)
+        first = get_user_profile(pstore, "alice", model=model)
+        second = get_user_profile(pstore, "alice", model=model)
     warnings = [r for r in caplog.records if "malformed" in r.getMessage()]
     assert len(warnings) == 2 and all(r.levelno == logging.WARNING for r in warnings)
     assert first.source == second.source == "memories"
     assert first.basics == [] and first.facts == ["Alice lives in Berlin"]
     # A fallback is not cached as the model's profile: the next read asks the model again.
-    third = pstore.get_user_profile("alice", model=model)
+    third = get_user_profile(pstore, "alice", model=model)
     assert third.source == "model" and third.basics == ["Lives in Berlin"]
     assert len(model.structured_prompts) == 3
 
@@ -183,7 +184,7 @@ def test_model_errors_other_than_malformed_output_propagate(
     _put_alice(pstore, clock)
     model = RecordedChatModel(structured=[ConnectionError("provider down")])
     with pytest.raises(ConnectionError, match="provider down"):
-        pstore.get_user_profile("alice", model=model)
+        get_user_profile(pstore, "alice", model=model)
 
 
 # ---------------------------------------------------------------------------- cache
@@ -194,18 +195,18 @@ def test_cached_profile_is_returned_without_calling_the_model_again(
 ) -> None:
     _put_alice(pstore, clock)
     model = RecordedChatModel(structured=[_reply(basics=["Lives in Berlin"])])
-    first = pstore.get_user_profile("alice", model=model)
+    first = get_user_profile(pstore, "alice", model=model)
     clock.now += DAY
-    second = pstore.get_user_profile("alice", model=model)
+    second = get_user_profile(pstore, "alice", model=model)
     assert len(model.structured_prompts) == 1
     assert second == first
     # refresh=True rebuilds even though nothing changed
     model.structured.append(_reply(basics=["Lives in Berlin", "Drinks tea"]))
-    third = pstore.get_user_profile("alice", model=model, refresh=True)
+    third = get_user_profile(pstore, "alice", model=model, refresh=True)
     assert len(model.structured_prompts) == 2 and third.basics[-1] == "Drinks tea"
     # the profile without a model has its own cache entry
-    assert pstore.get_user_profile("alice").source == "memories"
-    assert pstore.get_user_profile("alice", model=model) == third
+    assert get_user_profile(pstore, "alice").source == "memories"
+    assert get_user_profile(pstore, "alice", model=model) == third
     assert len(model.structured_prompts) == 2
 
 
@@ -217,8 +218,8 @@ def test_profile_is_rebuilt_when_the_users_memories_change(
     ns = ("memories", "alice")
     pstore.put(ns, "trivial", {"content": "Alice saw a cloud", "importance": 0.1})
     model = RecordedChatModel(structured=[_reply(basics=["v1"]), _reply(basics=["v2"])])
-    assert pstore.get_user_profile("alice", model=model).basics == ["v1"]
-    assert pstore.get_user_profile("alice").memories_by_type["experience"] == [
+    assert get_user_profile(pstore, "alice", model=model).basics == ["v1"]
+    assert get_user_profile(pstore, "alice").memories_by_type["experience"] == [
         "Alice planned a trip to Rome",
         "Alice saw a cloud",
     ]
@@ -233,15 +234,15 @@ def test_profile_is_rebuilt_when_the_users_memories_change(
         pstore.delete(ns, "tea")
         expect_in, expect_out = "Alice wants short answers", "Alice drinks green tea"
     else:
-        forgotten = pstore.forget(ns, ["trivial"])
+        forgotten = forget(pstore, ns, ["trivial"])
         assert [row["id"] for row in forgotten] == ["trivial"]
         expect_in, expect_out = "Alice planned a trip to Rome", "Alice saw a cloud"
 
-    rebuilt = pstore.get_user_profile("alice", model=model)
+    rebuilt = get_user_profile(pstore, "alice", model=model)
 
     assert rebuilt.basics == ["v2"] and len(model.structured_prompts) == 2
     assert expect_in in _prompt_text(model)
-    plain = pstore.get_user_profile("alice")
+    plain = get_user_profile(pstore, "alice")
     texts = [t for group in plain.memories_by_type.values() for t in group]
     assert expect_in in texts
     if expect_out is not None:
@@ -253,11 +254,11 @@ def test_profile_reads_do_not_count_as_memory_accesses(pstore: ProfileStore, clo
     pstore.put(ns, "m", {"content": "likes jazz", "memory_type": "preference"})
     clock.now += 91 * DAY
     for _ in range(3):
-        assert pstore.get_user_profile("u1").preferences == ["likes jazz"]
+        assert get_user_profile(pstore, "u1").preferences == ["likes jazz"]
     entry = pstore.get_memory(ns, "m")
     assert entry is not None and entry.access_count == 0 and entry.last_accessed is None
     # so reading the profile does not keep a never-used memory from being forgotten
-    report = pstore.garbage_collect(ns)
+    report = garbage_collect(pstore, ns)
     assert [row["id"] for row in report["details"]] == ["m"]
 
 
@@ -266,8 +267,8 @@ def test_cached_profile_stays_out_of_the_users_memory_searches(
 ) -> None:
     _put_alice(pstore, clock)
     model = RecordedChatModel(structured=[_reply(basics=["Alice lives in Berlin"])])
-    pstore.get_user_profile("alice", model=model)
-    pstore.get_user_profile("alice")
+    get_user_profile(pstore, "alice", model=model)
+    get_user_profile(pstore, "alice")
     ns = ("memories", "alice")
     keys = {it.key for it in pstore.search(ns, limit=100)}
     assert keys == {"tea", "berlin", "brief", "trip"}
@@ -289,10 +290,10 @@ def test_a_users_profile_never_contains_another_users_memories(
     pstore.put(("memories", "alice-2"), "own", {"content": "plays the cello"})
     pstore.put(("memories", "alice", "archive"), "old", {"content": "Alice once lived in Oslo"})
     alice_texts = ["green tea", "Berlin", "short answers", "Rome", "Oslo"]
-    pstore.get_user_profile("alice", model=RecordedChatModel(structured=[_reply(basics=["x"])]))
+    get_user_profile(pstore, "alice", model=RecordedChatModel(structured=[_reply(basics=["x"])]))
     for uid in neighbours:
         model = RecordedChatModel(structured=[_reply(basics=["the model's summary"])])
-        for profile in (pstore.get_user_profile(uid, model=model), pstore.get_user_profile(uid)):
+        for profile in (get_user_profile(pstore, uid, model=model), get_user_profile(pstore, uid)):
             dumped = profile.model_dump_json()
             assert profile.user_id == uid
             assert not any(t in dumped for t in alice_texts), (uid, dumped)
@@ -300,9 +301,9 @@ def test_a_users_profile_never_contains_another_users_memories(
         for item in pstore.search((PROFILE_CACHE_LABEL, uid), limit=10):
             assert tuple(item.namespace) == (PROFILE_CACHE_LABEL, uid)
             assert not any(t in str(item.value) for t in alice_texts)
-    assert pstore.get_user_profile("alice-2").memories_by_type["experience"] == ["plays the cello"]
+    assert get_user_profile(pstore, "alice-2").memories_by_type["experience"] == ["plays the cello"]
     # alice's own profile covers her sub-namespaces
-    assert "Alice once lived in Oslo" in pstore.get_user_profile("alice").to_text()
+    assert "Alice once lived in Oslo" in get_user_profile(pstore, "alice").to_text()
 
 
 @pytest.mark.parametrize(
@@ -314,7 +315,7 @@ def test_crafted_user_ids_are_refused_before_anything_is_read(
 ) -> None:
     model = RecordedChatModel()
     with pytest.raises(InvalidNamespaceError, match="user_id"):
-        pstore.get_user_profile(user_id, model=model)
+        get_user_profile(pstore, user_id, model=model)
     with pytest.raises(InvalidNamespaceError, match="user_id"):
         get_user_profile(pstore, user_id)
     assert model.prompts == []
@@ -325,19 +326,19 @@ def test_namespaces_that_would_reach_the_cache_or_all_users_are_refused(
     pstore: ProfileStore, clock: Clock
 ) -> None:
     _put_alice(pstore, clock)
-    pstore.get_user_profile("alice")  # alice's cached profile now exists
+    get_user_profile(pstore, "alice")  # alice's cached profile now exists
     # With a namespace of just the user id, the user "profiles" would list every cache.
     with pytest.raises(ConfigurationError, match="profile cache"):
-        pstore.get_user_profile("profiles", namespace=("{user_id}",))
+        get_user_profile(pstore, "profiles", namespace=("{user_id}",))
     with pytest.raises(ConfigurationError, match="user_id"):
-        pstore.get_user_profile("bob", namespace=("memories",))  # not scoped to a user
+        get_user_profile(pstore, "bob", namespace=("memories",))  # not scoped to a user
     with pytest.raises(ConfigurationError, match="placeholder"):
-        pstore.get_user_profile("bob", namespace=("{org}", "{user_id}"))
+        get_user_profile(pstore, "bob", namespace=("{org}", "{user_id}"))
     with pytest.raises(ConfigurationError, match="max_per_type"):
-        pstore.get_user_profile("bob", max_per_type=0)
+        get_user_profile(pstore, "bob", max_per_type=0)
     # Another template works and gets its own cache entry.
     pstore.put(("users", "bob", "memories"), "m", {"content": "Bob likes rain"})
-    bob = pstore.get_user_profile("bob", namespace=("users", "{user_id}", "memories"))
+    bob = get_user_profile(pstore, "bob", namespace=("users", "{user_id}", "memories"))
     assert bob.memories_by_type["experience"] == ["Bob likes rain"]
     assert "green tea" not in bob.model_dump_json()
 
@@ -348,7 +349,7 @@ def test_the_public_function_works_on_the_store_and_shares_its_cache(
     _put_alice(pstore, clock)
     model = RecordedChatModel(structured=[_reply(basics=["Lives in Berlin"])])
     built = get_user_profile(pstore, "alice", model=model)
-    assert pstore.get_user_profile("alice", model=model) == built
+    assert get_user_profile(pstore, "alice", model=model) == built
     assert len(model.structured_prompts) == 1
     # the function defers to the store's method, which does not count accesses
     entry = pstore.get_memory(("memories", "alice"), "tea")
@@ -371,14 +372,14 @@ def test_async_profile_matches_sync_and_refreshes_after_aput(
             model = RecordedChatModel(
                 structured=[_reply(basics=["Berlin"]), _reply(basics=["Lisbon"])]
             )
-            first = await store.aget_user_profile("alice", model=model)
-            cached = await store.aget_user_profile("alice", model=model)
+            first = await aget_user_profile(store, "alice", model=model)
+            cached = await aget_user_profile(store, "alice", model=model)
             await store.aput(ns, "city", {"content": "moved to Lisbon", "memory_type": "fact"})
-            rebuilt = await store.aget_user_profile("alice", model=model)
+            rebuilt = await aget_user_profile(store, "alice", model=model)
             entry = await store.aget_memory(ns, "tea")
             assert entry is not None and entry.access_count == 0  # the store's reads
             plain = await aget_user_profile(store, "alice")  # defers to the store's method
-            other = await store.aget_user_profile("bob", model=RecordedChatModel(structured=[{}]))
+            other = await aget_user_profile(store, "bob", model=RecordedChatModel(structured=[{}]))
             assert len(model.structured_prompts) == 2
             assert "moved to Lisbon" in _prompt_text(model)
             entry = await store.aget_memory(ns, "tea")

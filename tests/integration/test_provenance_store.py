@@ -11,7 +11,9 @@ from collections.abc import Callable
 import pytest
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.privacy import erase_user, export_user
 from langgraph_tiered_memory.privacy.provenance import PROVENANCE_FIELD, names_user
+from langgraph_tiered_memory.store.maintenance import consolidate, promote
 from tests.conftest import DIMS
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -30,7 +32,7 @@ def test_a_copy_promoted_to_a_shared_namespace_names_its_user(pstore: TieredMemo
     pstore.put(("short_term", "u2"), "b", {"importance": 0.9, "note": "no content field"})
     scoped = ("short_term", "users", "u3")  # the user after the "users" label
     pstore.put(scoped, "c", {"content": "Bo likes tea.", "importance": 0.9})
-    moved = pstore.promote(("short_term",), target=lambda ns: TEAM)
+    moved = promote(pstore, ("short_term",), target=lambda ns: TEAM)
     assert sorted(moved) == [(TEAM, "a"), (TEAM, "b"), (TEAM, "c")]
     values = {key: pstore.get(TEAM, key).value for key in "abc"}  # type: ignore[union-attr]
     assert values["a"][PROVENANCE_FIELD] == {"user_ids": ["u1"]}
@@ -38,11 +40,11 @@ def test_a_copy_promoted_to_a_shared_namespace_names_its_user(pstore: TieredMemo
     assert values["c"][PROVENANCE_FIELD] == {"user_ids": ["u3"]}
     assert names_user(values["b"], "u2") and not names_user(values["b"], "u1")
     # Reruns find the copies already stored (a value without content included).
-    assert sorted(pstore.promote(("short_term",), target=lambda ns: TEAM)) == sorted(moved)
+    assert sorted(promote(pstore, ("short_term",), target=lambda ns: TEAM)) == sorted(moved)
     assert sorted(i.key for i in pstore.search(TEAM, limit=20)) == ["a", "b", "c"]
     # The default target is the user's own namespace: the copy is the item as it was.
     pstore.put(("short_term", "u4"), "d", {"content": "Cy swims.", "importance": 0.9})
-    [(dest, key)] = pstore.promote(("short_term", "u4"))
+    [(dest, key)] = promote(pstore, ("short_term", "u4"))
     assert dest == ("users", "u4", "memories")
     assert pstore.get(dest, key).value == {"content": "Cy swims.", "importance": 0.9}  # type: ignore[union-attr]
 
@@ -52,7 +54,7 @@ def test_a_merged_shared_memory_names_every_sources_user(mstore: TieredMemorySto
     mstore.put(TEAM, "a", {"content": fact, PROVENANCE_FIELD: {"user_ids": ["u1"]}})
     mstore.put(TEAM, "b", {"content": fact, PROVENANCE_FIELD: {"session_ids": ["t2"]}})
     mstore.put(TEAM, "c", {"content": fact, "user_id": "u3"})  # a caller's own field
-    (record,) = mstore.consolidate(TEAM)
+    (record,) = consolidate(mstore, TEAM)
     merged = mstore.get(TEAM, record["key"])
     assert merged is not None
     assert merged.value[PROVENANCE_FIELD] == {"user_ids": ["u1", "u3"], "session_ids": ["t2"]}
@@ -62,7 +64,7 @@ def test_a_merged_shared_memory_names_every_sources_user(mstore: TieredMemorySto
     ns = ("users", "u1")
     for key in "ab":
         mstore.put(ns, key, {"content": "Ana is allergic to peanuts.", "thread_id": "t1"})
-    (mine,) = mstore.consolidate(ns)
+    (mine,) = consolidate(mstore, ns)
     plain = mstore.get(ns, mine["key"])
     assert plain is not None and PROVENANCE_FIELD not in plain.value
     assert plain.value["thread_id"] == "t1"
@@ -78,16 +80,16 @@ def test_private_memories_of_two_users_in_a_shared_namespace_are_never_merged(
     address = "I like green tea; my home address is 5 Main St"
     mstore.put(team, "b1", {**tool_value, "content": address, "user_id": "bob"})
     for query in [None, "green tea"]:
-        records = mstore.consolidate(team, query=query, min_similarity=0.0, threshold=0.0)
+        records = consolidate(mstore, team, query=query, min_similarity=0.0, threshold=0.0)
         for record in records:  # alice's two memories may merge; bob's never joins them
             assert "b1" not in record["sources"] and "Main St" not in record["content"]
-    exported = [m["value"]["content"] for m in mstore.export_user("alice")["shared_memories"]]
+    exported = [m["value"]["content"] for m in export_user(mstore, "alice")["shared_memories"]]
     assert exported and not any("Main St" in text for text in exported)
-    mstore.erase_user("alice")
+    erase_user(mstore, "alice")
     assert mstore.get(team, "b1") is not None
     # Shared types still merge across users: every user can read them anyway.
     fact = {"memory_type": "fact", "content": "The office opens at nine."}
     mstore.put(team, "f1", {**fact, "user_id": "carol"})
     mstore.put(team, "f2", {**fact, "user_id": "dan"})
-    (merged,) = mstore.consolidate(team, threshold=0.99)
+    (merged,) = consolidate(mstore, team, threshold=0.99)
     assert sorted(merged["sources"]) == ["f1", "f2"]

@@ -1,4 +1,4 @@
-"""The maintenance methods: one definition for both stores, typed reports, no graph import.
+"""The maintenance passes: functions of either store with async twins, typed reports.
 
 Signatures and types only; the passes run on Chroma in
 tests/integration/test_maintenance_reports.py.
@@ -18,40 +18,41 @@ from langgraph_tiered_memory.store import (
     ForgottenRow,
     GCReport,
     PromotionSkip,
+    maintenance,
 )
-from langgraph_tiered_memory.store.promotion import Promoted
+from langgraph_tiered_memory.store.maintenance import Promoted
 from tests.unit.test_import_graph import import_graph
 
-SYNC = ("update_importance", "garbage_collect", "forget", "consolidate", "promote")
+SYNC = ("garbage_collect", "forget", "consolidate", "promote")
 
 
 def _keys(typed_dict: Any) -> set[str]:
     return set(get_type_hints(typed_dict))
 
 
-@pytest.mark.parametrize("store_class", [TieredMemoryStore, AsyncTieredMemoryStore])
 @pytest.mark.parametrize("name", SYNC)
-def test_every_maintenance_method_has_an_async_twin_with_its_signature(
-    store_class: type, name: str
-) -> None:
-    twin = getattr(store_class, f"a{name}")
+def test_every_maintenance_pass_has_an_async_twin_with_its_signature(name: str) -> None:
+    twin = getattr(maintenance, f"a{name}")
     assert inspect.iscoroutinefunction(twin)
-    sync = inspect.signature(getattr(TieredMemoryStore, name))
+    sync = inspect.signature(getattr(maintenance, name))
     signature = inspect.signature(twin)
-    assert list(signature.parameters.values())[1:] == list(sync.parameters.values())[1:]
+    assert list(signature.parameters) == list(sync.parameters)
+    assert list(signature.parameters)[0] == "store"
     assert signature.return_annotation == sync.return_annotation
-    assert name in (twin.__doc__ or "")  # the twin's docstring names the sync method
-    # One definition: both stores share the same function objects.
-    assert twin is getattr(AsyncTieredMemoryStore, f"a{name}")
+    assert name in (twin.__doc__ or "")  # the twin's docstring names the sync pass
 
 
-def test_the_async_store_has_no_blocking_maintenance_methods() -> None:
-    for name in SYNC:
-        assert not hasattr(AsyncTieredMemoryStore, name), name
+def test_reinforcement_stays_a_method_with_an_async_twin_on_both_stores() -> None:
+    sync = inspect.signature(TieredMemoryStore.update_importance)
+    for store_class in (TieredMemoryStore, AsyncTieredMemoryStore):
+        twin = store_class.aupdate_importance
+        assert inspect.iscoroutinefunction(twin)
+        assert inspect.signature(twin).parameters.keys() == sync.parameters.keys()
+    assert not hasattr(AsyncTieredMemoryStore, "update_importance")  # it would block
 
 
-def test_maintenance_methods_declare_their_reports() -> None:
-    hints = {name: get_type_hints(getattr(TieredMemoryStore, name)) for name in SYNC}
+def test_maintenance_passes_declare_their_reports() -> None:
+    hints = {name: get_type_hints(getattr(maintenance, name)) for name in SYNC}
     assert hints["garbage_collect"]["return"] is GCReport
     assert hints["forget"]["return"] == list[ForgottenRow]
     assert hints["consolidate"]["return"] == list[ConsolidationRecord]

@@ -30,7 +30,7 @@ from langgraph_tiered_memory.agent._profile_plan import (
 from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import TripleRecord
-from tests.fake_models import RecordedChatModel, prompt_text
+from tests.fake_models import RecordedChatModel
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -216,31 +216,6 @@ def _record(subject: str, relation: str, obj: str, keys: tuple[str, ...] = ("m1"
     return TripleRecord(subject, relation, obj, ("memories", "ana"), None, keys)
 
 
-class GraphInMemoryStore(InMemoryStore):
-    """LangGraph's store with the tiered stores' graph queries over a fixed list of triples."""
-
-    def __init__(self, records: list[TripleRecord]) -> None:
-        super().__init__()
-        self.graph = object()  # not None: the store has a graph
-        self.records = records
-        self.queries: list[tuple[tuple[str, ...], str | None]] = []
-
-    def graph_triples(
-        self, namespace: tuple[str, ...], *, subject: str | None = None, limit: int = 100
-    ) -> list[TripleRecord]:
-        self.queries.append((namespace, subject))
-        n = len(namespace)
-        found = [
-            r for r in self.records if r.namespace[:n] == namespace and subject in (None, r.subject)
-        ]
-        return found[:limit]
-
-    async def agraph_triples(
-        self, namespace: tuple[str, ...], *, subject: str | None = None, limit: int = 100
-    ) -> list[TripleRecord]:
-        return self.graph_triples(namespace, subject=subject, limit=limit)
-
-
 def test_the_users_subjects_are_their_entity_name_and_user() -> None:
     assert fact_subjects("ana") == ["ana", "user"]
     assert fact_subjects("Ana Maria") == ["ana maria", "user"]
@@ -272,26 +247,3 @@ def test_prompt_and_text_show_known_facts_only_when_there_are_some() -> None:
     assert with_facts.to_text().endswith("Known facts about the user:\n- lives in porto")
     human = str(profile_prompt(with_facts)[1].content)
     assert "Known facts about the user (from the knowledge graph):\n- lives in porto" in human
-
-
-def test_a_store_with_a_graph_gives_known_facts_and_the_cache_follows_the_triples() -> None:
-    records = [_record("user", "lives_in", "porto"), _record("bob", "lives_in", "oslo")]
-    store = GraphInMemoryStore(records)
-    store.put(("memories", "ana"), "m1", {"content": "I live in Porto", "memory_type": "fact"})
-    model = RecordedChatModel(structured=[{"basics": ["v1"]}, {"basics": ["v2"]}])
-
-    first = get_user_profile(store, "ana", model=model)
-    assert first.known_facts == ["lives in porto"]
-    assert "- lives in porto" in prompt_text(model.structured_prompts[0])
-    assert store.queries == [(("memories", "ana"), "ana"), (("memories", "ana"), "user")]
-    assert get_user_profile(store, "ana", model=model) == first  # cached
-    # The triples change while the memories do not: the cached profile is stale.
-    store.records.append(_record("ana", "speaks", "portuguese", ("m1",)))
-    second = get_user_profile(store, "ana", model=model)
-    assert second.basics == ["v2"] and second.known_facts == ["speaks portuguese", "lives in porto"]
-    assert len(model.structured_prompts) == 2
-
-    async def read() -> list[str]:
-        return (await aget_user_profile(store, "ana")).known_facts
-
-    assert asyncio.run(read()) == ["speaks portuguese", "lives in porto"]

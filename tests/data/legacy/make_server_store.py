@@ -25,6 +25,8 @@ import chromadb
 from chromadb.config import Settings
 
 from langgraph_tiered_memory import TieredMemoryStore
+from langgraph_tiered_memory.graph import graph_triples
+from langgraph_tiered_memory.privacy import memory_history
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -119,14 +121,14 @@ def main(out: Path) -> None:
         expected["counts"] = counts
         expected["history"] = {
             f"{'/'.join(ns)}/{key}": [
-                [e.event, e.at, e.actor, e.content_hash] for e in store.memory_history(ns, key)
+                [e.event, e.at, e.actor, e.content_hash] for e in memory_history(store, ns, key)
             ]
             for ns, items in TEXTS.items()
             for key, _ in items
         }
         expected["triples"] = sorted(
             [list(t.namespace), t.subject, t.relation, t.object]
-            for t in store.graph_triples(("users",), limit=1000)
+            for t in graph_triples(store, ("users",), limit=1000)
         )
         store.close()
         (out / "expected.json").write_text(json.dumps(expected, indent=1, sort_keys=True))
