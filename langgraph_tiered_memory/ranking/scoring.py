@@ -348,13 +348,7 @@ def recency(last_touched: float, now: float, half_life_days: float) -> float:
 
 
 def _ranks(values: Sequence[float | None]) -> list[int | None]:
-    """1-based ranks by descending value; equal values share a rank.
-
-    Equal is within a relative 1e-6: BM25 scores of a small store are themselves tiny
-    (SQLite FTS5 floors the IDF of a term found in half the documents or more at 1e-6),
-    so an absolute tolerance would tie a memory matching two query terms with one
-    matching a single term.
-    """
+    """1-based ranks by descending value; equal values (within 1e-6) share a rank."""
     order = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: -values[i])  # type: ignore[operator]
     ranks: list[int | None] = [None] * len(values)
     prev: float | None = None
@@ -362,7 +356,7 @@ def _ranks(values: Sequence[float | None]) -> list[int | None]:
     for position, i in enumerate(order, start=1):
         value = values[i]
         assert value is not None
-        if prev is None or prev - value > 1e-6 * max(abs(prev), abs(value)):
+        if prev is None or prev - value > 1e-6:
             rank, prev = position, value
         ranks[i] = rank
     return ranks
