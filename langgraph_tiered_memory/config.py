@@ -102,8 +102,8 @@ class ScoringConfig(TypedDict, total=False):
                 scoring=scoring,
             ) as store,
         ):
-            store.put(("users", "u1"), "tea", {"content": "Ana drinks green tea"})
             store.put(("users", "u1"), "car", {"content": "Ana drives a red Fiat"})
+            store.put(("users", "u1"), "tea", {"content": "Ana drinks green tea"})
             hits = store.search(("users", "u1"), query="What does Ana drink?")
             assert hits[0].key == "tea"
         ```

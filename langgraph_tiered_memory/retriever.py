@@ -113,10 +113,12 @@ class MemoryRetriever(BaseRetriever):
 
     Example:
         ```python
+        import tempfile
+
         from langgraph_tiered_memory import TieredMemoryStore
 
-        with TieredMemoryStore.from_conn_string(
-            chroma_path="./chroma-db", tiers={"default": "long"}
+        with tempfile.TemporaryDirectory() as folder, TieredMemoryStore.from_conn_string(
+            chroma_path=folder, tiers={"default": "long"}
         ) as store:
             store.put(("users", "u1"), "tea", {"content": "Ana drinks green tea"})
             retriever = store.as_retriever(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -97,13 +97,38 @@ def key_prefix(redis_url: str) -> Iterator[str]:
     drop_redis_keys(redis_url, prefix)
 
 
+def delete_keys(client: Any, keys: Sequence[Any]) -> None:
+    """Delete `keys`; knowledge graphs (FalkorDB keys) through `GRAPH.DELETE`.
+
+    A plain `DEL` of a graph key can crash FalkorDB 4.16's server (a segfault in
+    `Globals_RemoveGraphByName`, seen on DEL of a graph and its telemetry stream), and
+    with it the session's Redis and every later test of that worker.
+    """
+    rest = []
+    for key in keys:
+        kind = client.type(key)
+        if kind in (b"graphdata", "graphdata"):
+            client.execute_command("GRAPH.DELETE", key)
+        elif kind not in (b"none", "none"):
+            rest.append(key)
+    if rest:
+        client.delete(*rest)
+
+
+def drop_graph(redis_url: str, name: str) -> None:
+    """Delete the FalkorDB graph `name` and its telemetry stream, if they exist."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        delete_keys(client, [name, f"telemetry{{{name}}}"])
+    finally:
+        client.close()
+
+
 def drop_redis_keys(redis_url: str, prefix: str) -> None:
     """Delete every Redis key a store with `prefix` created."""
     client = redis.Redis.from_url(redis_url)
     try:
-        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-        if keys:
-            client.delete(*keys)
+        delete_keys(client, list(client.scan_iter(match=f"{prefix}:*", count=1000)))
     finally:
         client.close()
 

@@ -567,16 +567,19 @@ class MemoryNodes:
     def _settled(
         self, turns: list[UnstoredTurn], done: list[bool], config: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """The `memory_storage` update: turns still unstored, and what this run stored."""
+        """The `memory_storage` update: turns still unstored, and what this run stored.
+
+        `stored_memories` holds keys only: the namespace names the user, and a user id
+        kept in a checkpoint channel would outlive that user's erasure in the sessions
+        of others they took part in.
+        """
         if not turns:
             return {"stored_memories": []}
-        owner, namespace = self._owner(config), "/".join(fill_namespace(self.namespace, config))
+        owner = self._owner(config)
         return {
             "unstored_turns": [t for t, ok in zip(turns, done, strict=True) if not ok],
             "stored_memories": [
-                f"{namespace}/{t['key']}"
-                for t, ok in zip(turns, done, strict=True)
-                if ok and t["owner"] == owner
+                t["key"] for t, ok in zip(turns, done, strict=True) if ok and t["owner"] == owner
             ],
         }
 

@@ -498,11 +498,13 @@ def erase_user(
 
     Example:
         ```python
+        import tempfile
+
         from langgraph_tiered_memory import TieredMemoryStore
         from langgraph_tiered_memory.privacy import erase_user
 
-        with TieredMemoryStore.from_conn_string(
-            chroma_path="./chroma-db", tiers={"default": "long"}
+        with tempfile.TemporaryDirectory() as folder, TieredMemoryStore.from_conn_string(
+            chroma_path=folder, tiers={"default": "long"}
         ) as store:
             store.put(("users", "u9", "memories"), "m1", {"content": "likes tea"})
             receipt = erase_user(store, "u9")

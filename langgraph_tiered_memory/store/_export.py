@@ -308,12 +308,14 @@ def export_user(
 
     Example:
         ```python
+        import tempfile
+
         import json
         from langgraph_tiered_memory import TieredMemoryStore
         from langgraph_tiered_memory.privacy import export_user
 
-        with TieredMemoryStore.from_conn_string(
-            chroma_path="./chroma-db", tiers={"default": "long"}
+        with tempfile.TemporaryDirectory() as folder, TieredMemoryStore.from_conn_string(
+            chroma_path=folder, tiers={"default": "long"}
         ) as store:
             store.put(("users", "u8"), "m1", {"content": "likes tea"})
             data = export_user(store, "u8")

@@ -32,17 +32,20 @@ class AsyncTieredMemoryStore(_TieredStore, AsyncBatchedBaseStore):
     Example:
         ```python
         import asyncio
+        import tempfile
+
         from langgraph_tiered_memory import AsyncTieredMemoryStore
 
-        async def main() -> None:
+        async def main(folder: str) -> None:
             async with AsyncTieredMemoryStore.from_conn_string(
-                chroma_path="./chroma-db", tiers={"default": "long"}
+                chroma_path=folder, tiers={"default": "long"}
             ) as store:
                 await store.aput(("users", "u1"), "m1", {"content": "likes tea"})
                 item = await store.aget(("users", "u1"), "m1")
                 assert item is not None and item.value["content"] == "likes tea"
 
-        asyncio.run(main())
+        with tempfile.TemporaryDirectory() as folder:
+            asyncio.run(main(folder))
         ```
     """
 

@@ -323,12 +323,16 @@ class TieredMemoryStore(_TieredStore, BaseStore):
 
     Example:
         ```python
+        import tempfile
+
         from langgraph_tiered_memory import TieredMemoryStore
         from langgraph_tiered_memory.embedded.redis import EmbeddedRedis
 
-        with EmbeddedRedis() as redis_server, TieredMemoryStore.from_conn_string(
-            redis_server.url, chroma_path="./chroma-db"
-        ) as store:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            EmbeddedRedis() as redis_server,
+            TieredMemoryStore.from_conn_string(redis_server.url, chroma_path=folder) as store,
+        ):
             store.put(("users", "u1", "memories"), "m1", {"content": "likes tea"})
             assert store.get(("users", "u1", "memories"), "m1").value["content"] == "likes tea"
             store.put(("short_term", "s1"), "turn", {"content": "hello"}, ttl=5)

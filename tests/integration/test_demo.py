@@ -15,6 +15,7 @@ import redis
 from typer.testing import CliRunner
 
 from langgraph_tiered_memory.cli.app import app
+from tests.conftest import delete_keys
 
 
 def _section(out: str, start: str, end: str | None = None) -> str:
@@ -30,9 +31,7 @@ def _drop_keys(url: str, patterns: list[str]) -> None:
     client = redis.Redis.from_url(url)
     try:
         for pattern in patterns:
-            keys = list(client.scan_iter(match=pattern, count=1000))
-            if keys:
-                client.delete(*keys)
+            delete_keys(client, list(client.scan_iter(match=pattern, count=1000)))
     finally:
         client.close()
 

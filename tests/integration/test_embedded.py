@@ -27,6 +27,7 @@ from langgraph_tiered_memory.embedded.redis import (
     find_binaries,
     redis_url_or_embedded,
 )
+from tests.conftest import delete_keys
 
 
 def _gone(pid: int, timeout: float = 10.0) -> bool:
@@ -80,7 +81,7 @@ def test_loads_falkordb_beside_search_and_json_when_its_wheel_is_installed(
         assert reply[1] == [[1]]
         assert client.execute_command("GRAPH.RO_QUERY", name, "MATCH (a:A) RETURN a.x")[1] == [[41]]
     finally:
-        client.delete(name, f"telemetry{{{name}}}")
+        delete_keys(client, [name, f"telemetry{{{name}}}"])
 
 
 def test_graph_false_starts_without_falkordb_and_true_needs_its_wheel(

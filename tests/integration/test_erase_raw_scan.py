@@ -35,7 +35,6 @@ from typing import Any
 import chromadb
 import numpy as np
 import pytest
-import redis
 from chromadb.config import Settings
 from typer.testing import CliRunner
 
@@ -50,7 +49,7 @@ from langgraph_tiered_memory.cli.app import app as cli_app
 from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.privacy import aerase_user, erase_user, export_user, memory_history
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
-from tests.conftest import DIMS
+from tests.conftest import DIMS, drop_graph
 from tests.erase_env import (
     ChromaServer,
     Env,
@@ -141,9 +140,7 @@ def env(
     for s in opened:
         s.close()
     if request.param == "falkordb-graph":
-        client = redis.Redis.from_url(urls[1])
-        client.delete(f"{key_prefix}_erase", f"telemetry{{{key_prefix}_erase}}")
-        client.close()
+        drop_graph(urls[1], f"{key_prefix}_erase")
 
 
 # --------------------------------------------------------------------------- tests

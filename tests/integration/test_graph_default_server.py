@@ -29,7 +29,7 @@ from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.graph.falkordb import FalkorDBGraph
 from langgraph_tiered_memory.graph.sqlite import SqliteGraph
 from langgraph_tiered_memory.privacy import erase_user, export_user
-from tests.conftest import DIMS
+from tests.conftest import DIMS, drop_graph
 from tests.fakes import HashingEmbeddings
 from tests.integration.test_store_chroma_server import chroma_server  # noqa: F401
 
@@ -82,11 +82,7 @@ def replicas(
 
 
 def _drop_graph(redis_url: str, name: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    try:
-        client.delete(name, f"telemetry{{{name}}}")
-    finally:
-        client.close()
+    drop_graph(redis_url, name)
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from langgraph_tiered_memory import TieredMemoryStore
 from langgraph_tiered_memory.graph import graph_triples
 from langgraph_tiered_memory.privacy import memory_history
 from langgraph_tiered_memory.store.tiers._namespaces import namespace_id
+from tests.conftest import delete_keys
 from tests.erase_env import ChromaServer
 from tests.fakes import Clock, HashingEmbeddings
 
@@ -41,9 +42,7 @@ def _clean(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url)
     try:
         keys = list(client.scan_iter(match=f"{PREFIX}:*", count=1000))
-        if keys:
-            client.delete(*keys)
-        client.delete(f"{PREFIX}_graph", f"telemetry{{{PREFIX}_graph}}")
+        delete_keys(client, [*keys, f"{PREFIX}_graph", f"telemetry{{{PREFIX}_graph}}"])
         if f"{PREFIX}:lt:kw".encode() in client.execute_command("FT._LIST"):
             client.execute_command("FT.DROPINDEX", f"{PREFIX}:lt:kw")
     finally:

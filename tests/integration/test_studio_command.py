@@ -60,9 +60,8 @@ async def _first_clicks(url: str) -> None:
     # The memory agent answers, and its output state says what it stored and recalled.
     thread = (await sdk.threads.create())["thread_id"]
     first: Any = await sdk.runs.wait(thread, "memory_agent", input=CHAT, config=config)
-    [stored] = first["stored_memories"]
-    namespace, key = stored.rsplit("/", 1)
-    item = await sdk.store.get_item(namespace.split("/"), key)
+    [key] = first["stored_memories"]
+    item = await sdk.store.get_item(["memories", USER], key)
     assert "vegetarian" in item["value"]["content"]
     again = {"messages": [{"role": "user", "content": "What vegetarian dish should I cook?"}]}
     out: Any = await sdk.runs.wait(thread, "memory_agent", input=again, config=config)
