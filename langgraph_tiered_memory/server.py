@@ -35,6 +35,12 @@ The embedding index is built here, not in `langgraph.json`: the server resolves 
 `"index"` block there with `init_embeddings` for its own store, so `"embed": "local"`
 aborts startup, and the index of the store it is handed is the store's own anyway.
 Every URL this module logs or puts in an error is masked.
+
+Under `langgraph dev` with hot reload, uvicorn's reloader outlives a server whose start-up
+failed and waits for a source file to change. When a factory fails there, it logs the
+cause and ends the reloader (SIGHUP), so `langgraph dev` exits non-zero instead of
+hanging; with `--no-reload` (and under `tiered-memory studio`) the server exits with
+code 3 on its own.
 """
 
 from __future__ import annotations
@@ -42,9 +48,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import multiprocessing
 import os
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -270,12 +280,61 @@ def _embedder(index: Mapping[str, Any] | None) -> str:
     return f"{name}, {index['dims']} dims"
 
 
-def make_store() -> AbstractAsyncContextManager[Any]:
-    """The server's store: an `AsyncTieredMemoryStore` configured from the environment.
+def _under_dev_reloader(argv: list[str] | None = None) -> int | None:
+    """The pid of `langgraph dev`'s reloader when this process is its server, else None.
 
-    Returns the async context manager of `AsyncTieredMemoryStore.from_conn_string`;
-    the server enters it at startup (checking the backends) and closes it at shutdown.
+    uvicorn's reloader spawns the server with `multiprocessing` (spawn), which hands the
+    child the parent's `sys.argv`: `langgraph dev ...` without `--no-reload`.
     """
+    parent = multiprocessing.parent_process()
+    args = sys.argv if argv is None else argv
+    if parent is None or parent.pid is None or parent.pid != os.getppid() or len(args) < 2:
+        return None
+    if not Path(args[0]).name.startswith("langgraph") or args[1] != "dev":
+        return None
+    return None if "--no-reload" in args[2:] else parent.pid
+
+
+def _end_dev_reloader(what: str, error: BaseException) -> None:
+    """Stop `langgraph dev`'s reloader after a failed start-up, so it exits non-zero."""
+    pid = _under_dev_reloader()
+    hangup = getattr(signal, "SIGHUP", None)  # POSIX only
+    if pid is None or hangup is None:
+        return
+    _log.error(
+        "The %s could not start (%s). Stopping `langgraph dev`: its reloader would wait"
+        " for a file change. Fix the setting and run it again, or run `tiered-memory studio`,"
+        " which starts a Redis of its own.",
+        what,
+        mask_url(str(error)),
+    )
+    os.kill(pid, hangup)
+
+
+def _served(
+    what: str, open_: Callable[[], AbstractAsyncContextManager[Any]]
+) -> AbstractAsyncContextManager[Any]:
+    """`open_()`, entered by the server; a failure of either ends `langgraph dev`'s reloader."""
+    try:
+        opened = open_()  # reads the environment: a missing REDIS_URL fails here
+    except Exception as e:
+        _end_dev_reloader(what, e)
+        raise
+    return _entered(what, opened)
+
+
+@asynccontextmanager
+async def _entered(what: str, opened: AbstractAsyncContextManager[Any]) -> AsyncIterator[Any]:
+    async with AsyncExitStack() as stack:
+        try:
+            value = await stack.enter_async_context(opened)  # connects: Redis may not answer
+        except Exception as e:
+            _end_dev_reloader(what, e)
+            raise
+        yield value
+
+
+def _open_store() -> AbstractAsyncContextManager[Any]:
     from langgraph_tiered_memory.store.aio import AsyncTieredMemoryStore
 
     options = store_options()
@@ -287,13 +346,29 @@ def make_store() -> AbstractAsyncContextManager[Any]:
     return AsyncTieredMemoryStore.from_conn_string(**options)
 
 
-def make_checkpointer() -> AbstractAsyncContextManager[Any]:
-    """The server's checkpointer: an `AsyncRedisSessionSaver` on `REDIS_URL`.
-
-    Returns the async context manager of `AsyncRedisSessionSaver.from_conn_string`.
-    """
+def _open_checkpointer() -> AbstractAsyncContextManager[Any]:
     from langgraph_tiered_memory.checkpoint import AsyncRedisSessionSaver
 
     options = checkpointer_options()
     _log.info("Serving the session checkpointer on Redis %s", mask_url(options["redis_url"]))
     return AsyncRedisSessionSaver.from_conn_string(**options)
+
+
+def make_store() -> AbstractAsyncContextManager[Any]:
+    """The server's store: an `AsyncTieredMemoryStore` configured from the environment.
+
+    Returns an async context manager around `AsyncTieredMemoryStore.from_conn_string`;
+    the server enters it at startup (checking the backends) and closes it at shutdown.
+
+    Raises:
+        ConfigurationError: A missing `REDIS_URL` or a malformed variable.
+    """
+    return _served("tiered store", _open_store)
+
+
+def make_checkpointer() -> AbstractAsyncContextManager[Any]:
+    """The server's checkpointer: an `AsyncRedisSessionSaver` on `REDIS_URL`.
+
+    Returns an async context manager around `AsyncRedisSessionSaver.from_conn_string`.
+    """
+    return _served("session checkpointer", _open_checkpointer)

@@ -195,3 +195,27 @@ def test_langgraph_dev_serves_the_tiered_memory(served: Served) -> None:
         memories = store.search(("memories", USER), limit=20)
         assert any("vegetarian" in str(item.value) for item in memories)
         assert store.get(("notes", USER), "tea") is not None
+
+
+@pytest.mark.parametrize("reload", [True, False], ids=["reload", "no-reload"])
+def test_langgraph_dev_without_redis_url_exits_non_zero(reload: bool, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
+        "TIERED_MEMORY_CHROMA_PATH": str(tmp_path / "chroma"),
+        "TIERED_MEMORY_EMBED": "hashing",
+    }
+    env.pop("REDIS_URL", None)
+    command = [_langgraph(), "dev", "--no-browser", "--port", str(free_port())]
+    command += ["--host", "127.0.0.1", *([] if reload else ["--no-reload"])]
+    started = time.monotonic()
+    # Without the fix the reloader waits for a file change: the timeout is the failure.
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, timeout=90)
+    output = (done.stdout + done.stderr).decode(errors="replace")
+    assert time.monotonic() - started < 60, output
+    assert done.returncode != 0, output
+    assert "Set REDIS_URL" in output
+    if reload:
+        assert "tiered-memory studio" in output and "Stopping `langgraph dev`" in output
