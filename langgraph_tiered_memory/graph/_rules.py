@@ -473,8 +473,6 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
         state.add(subject, works[0], works[1])
         _adjuncts(works[1], subject, works[2], state)
         return [subject]
-        if relation in ("married", "met", "with") and is_name(phrase[:1]):
-            state.last_person = obj
     # a date or place qualifies the event's object; a class ("is_a nurse in Leeds"),
     # a bare attribute or an objectless verb leaves it to the subject
     anchors = objects if objects and relation not in _SUBJECT_ANCHORED else [subject]
