@@ -329,9 +329,13 @@ def open_store(
     if chroma_host is not None:
         if chroma_path is not None:
             raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
-        import chromadb
+        from langgraph_tiered_memory.errors import BackendUnavailableError
+        from langgraph_tiered_memory.store._backends import chroma_http_client
 
-        options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
+        try:
+            options["chroma_client"] = chroma_http_client(f"http://{chroma_host}:{chroma_port}")
+        except (ConfigurationError, BackendUnavailableError) as e:
+            fail(mask_urls_in(str(e)))
         if redis_url is not None:
             options["redis_url"] = redis_url
     else:

@@ -244,6 +244,11 @@ def ingest(
     if chosen is IngestFormat.locomo:
         raise typer.BadParameter(LOCOMO_MOVED)
     records = _jsonl_records(file, prefix)
+    if not records:
+        raise typer.BadParameter(
+            f"{file} holds no memories: give a JSONL file with one memory per line,"
+            ' such as {"content": "likes green tea"}.'
+        )
     write_records(records, opening(), file, chosen.value, embed is not None, batch_size, as_json)
 
 

@@ -51,8 +51,9 @@ def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> Any:
     except ValueError as e:
         raise ConfigurationError(
             f"Invalid Redis URL {mask_url(url)!r} ({type(e).__name__}). Pass redis_url= (or"
-            " set REDIS_URL) as redis://[[user]:password@]host[:port][/db], rediss://..."
-            " or unix://path, with special characters of the password percent-encoded;"
+            " set REDIS_URL) as redis://host[:port][/db], rediss://... or unix://path,"
+            " with an optional user name and password before the host (followed by '@')"
+            " and the password's special characters percent-encoded;"
             " add ?cluster=true for a Redis Cluster."
         ) from e
     except (redis.RedisError, RedisClusterException) as e:

@@ -62,6 +62,18 @@ def test_ingest_names_the_line_of_a_file_that_is_not_utf8(tmp_path: Path) -> Non
     assert not store.exists()  # refused before the store was opened
 
 
+@pytest.mark.parametrize("text", ["", "\n\n  \n"], ids=["empty", "blank-lines"])
+def test_ingest_of_a_file_without_memories_is_an_error_and_makes_no_store(
+    text: str, tmp_path: Path
+) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_text(text)
+    store = tmp_path / "chroma"
+    result = _run("ingest", str(src), "--namespace", "u", "--chroma-path", str(store), "--create")
+    assert _message(result).startswith(f"Invalid value: {src} holds no memories:")
+    assert not store.exists()
+
+
 def test_ingest_names_the_line_of_a_lone_surrogate_escape(chroma_dir: str, tmp_path: Path) -> None:
     src = tmp_path / "m.jsonl"
     for line in ('{"content": "a \\ud800 b"}', '{"content": "ok", "key": "k", "x": ["\\udfff"]}'):
@@ -340,3 +352,24 @@ def test_help_shows_every_placeholder_as_written() -> None:
             assert " ".join(text.split()) in flat, (path, text)
             checked += 1
     assert checked >= 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["inspect"], ["search", "users/u1", "tea"], ["export", "--user", "u1"]],
+    ids=["inspect", "search", "export"],
+)
+def test_a_chroma_server_that_does_not_answer_is_one_error_line(command: list[str]) -> None:
+    from tests.net import free_port
+
+    port = free_port()  # nothing listens there
+    result = _run(*command, "--chroma-host", "127.0.0.1", "--chroma-port", str(port))
+    message = _message(result)
+    assert message.startswith(f"Cannot use the Chroma server at 'http://127.0.0.1:{port}'")
+
+
+def test_an_invalid_redis_url_is_named_and_the_form_is_shown_unmasked(chroma_dir: str) -> None:
+    result = _run("erase", "--chroma-path", chroma_dir, "--user", "u1", "--redis-url", "notaurl")
+    message = _message(result)
+    assert "Invalid Redis URL 'notaurl'" in message and "redis://host[:port][/db]" in message
+    assert "***" not in message  # nothing secret in it, so nothing masked
