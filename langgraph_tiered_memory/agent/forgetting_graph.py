@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -57,6 +57,27 @@ class ForgettingInput(TypedDict, total=False):
     """Report only (default: the graph's `dry_run`)."""
     themes: list[str]
     """Themes to consolidate in this run, in addition to the graph's `themes`."""
+
+
+def _input_schema(dry_run: bool) -> Any:
+    """`ForgettingInput` whose JSON schema shows this graph's `dry_run` as the default.
+
+    Studio fills its input form from that schema, so a graph made with `dry_run=True`
+    shows the box ticked.
+    """
+    from pydantic import Field
+
+    schema: Any = TypedDict(  # type: ignore[name-match]
+        "ForgettingInput",
+        {
+            "namespace": list[str],
+            "dry_run": Annotated[bool, Field(json_schema_extra={"default": dry_run})],
+            "themes": list[str],
+        },
+        total=False,
+    )
+    schema.__doc__ = ForgettingInput.__doc__
+    return schema
 
 
 class ForgettingOutput(TypedDict):
@@ -317,7 +338,7 @@ def create_forgetting_graph(
     from langchain_core.runnables import RunnableLambda
 
     graph = StateGraph(
-        ForgettingState, input_schema=ForgettingInput, output_schema=ForgettingOutput
+        ForgettingState, input_schema=_input_schema(dry_run), output_schema=ForgettingOutput
     )
     graph.add_node("scan", RunnableLambda(scan, afunc=ascan, name="scan"))
     graph.add_node("decide", decide)

@@ -34,3 +34,13 @@ def test_forgetting_on_the_chat_input_reports_and_deletes_nothing(
             assert await store.aget(namespace, "typo") is not None
 
     asyncio.run(run())
+
+
+def test_the_forgetting_input_form_shows_each_graphs_dry_run_default() -> None:
+    from langgraph_tiered_memory import create_forgetting_graph
+
+    studio = studio_graphs.forgetting.get_input_jsonschema()["properties"]
+    assert studio["dry_run"] == {"default": True, "title": "Dry Run", "type": "boolean"}
+    assert set(studio) == {"namespace", "dry_run", "themes"}
+    plain = create_forgetting_graph().compile().get_input_jsonschema()["properties"]
+    assert plain["dry_run"]["default"] is False
