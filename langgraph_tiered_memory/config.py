@@ -170,7 +170,7 @@ class ScoringConfig(TypedDict, total=False):
     """Bonus of a memory that answers the query's time question: a query that asks when
     ("When did ...", "How long ...") favours memories that state a time, a query that
     names a month or year favours memories of that period (`ranking.dates`). 0
-    switches it off. Defaults to 0.1."""
+    switches it off. Defaults to 0.2."""
     min_score: float | None
     """Drop results scoring below this. Defaults to None (keep all)."""
     user_label: str

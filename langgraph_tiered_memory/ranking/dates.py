@@ -17,7 +17,7 @@ Two things a query can say about time, and the memories that answer each:
   written in 2023 counts for 2022); for a relative period, its event time falls in it.
 
 `time_match` is what ranking uses: a memory that answers the query's time question
-gets `time_weight` (`ScoringConfig`, default 0.1) added to its score, the same for
+gets `time_weight` (`ScoringConfig`, default 0.2) added to its score, the same for
 every such memory, so among memories of close relevance (within `time_weight` of each
 other) the one that can answer "when" comes first; relevance still decides the rest.
 """

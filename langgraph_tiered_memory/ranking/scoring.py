@@ -19,7 +19,7 @@ instead. Event time is the default because access-based recency feeds back on
 itself: every search refreshes what it returns, and on LoCoMo that cost 2-3 points
 of recall@5. Relevance stays dominant: with the default weights (importance 0.1,
 recency 0.02, access 0.005) the other factors move a memory by a few ranks at most.
-A query that asks when, or names a month or year, adds `time_weight` (0.1) to the
+A query that asks when, or names a month or year, adds `time_weight` (0.2) to the
 memories that state a time or happened in that period (`ranking.dates`).
 
 Relevance depends on the retrieval mode (its `fusion` in `ranking.modes.MODES`):
@@ -110,7 +110,7 @@ class Scoring:
     access_weight: float = 0.005
     user_weight: float = 0.05
     half_life_days: float = 30.0
-    time_weight: float = 0.1
+    time_weight: float = 0.2
     recency_from: Literal["occurred_at", "last_access"] = "occurred_at"
     min_score: float | None = None
     user_label: str = "users"
