@@ -290,7 +290,10 @@ def _under_dev_reloader(argv: list[str] | None = None) -> int | None:
     args = sys.argv if argv is None else argv
     if parent is None or parent.pid is None or parent.pid != os.getppid() or len(args) < 2:
         return None
-    if not Path(args[0]).name.startswith("langgraph") or args[1] != "dev":
+    launcher = Path(args[0])  # `langgraph`, or .../langgraph_cli/__main__.py (python -m)
+    if not launcher.name.startswith("langgraph") and launcher.parent.name != "langgraph_cli":
+        return None
+    if args[1] != "dev":
         return None
     return None if "--no-reload" in args[2:] else parent.pid
 

@@ -198,3 +198,30 @@ def test_langgraph_json_names_the_factories_and_bare_graphs() -> None:
         module, name = spec.split(":")
         graph = getattr(importlib.import_module(module), name)
         assert graph.store is None and graph.checkpointer is None  # the server's own apply
+
+
+@pytest.mark.parametrize(
+    ("argv", "reloader"),
+    [
+        (["/venv/bin/langgraph", "dev", "--port", "2024"], True),
+        (["/venv/lib/langgraph_cli/__main__.py", "dev"], True),
+        (["/venv/bin/langgraph", "dev", "--no-reload"], False),
+        (["/venv/bin/langgraph", "up"], False),
+        (["/venv/bin/uvicorn", "app:app", "--reload"], False),
+        (["/venv/bin/langgraph"], False),
+    ],
+)
+def test_only_the_server_of_langgraph_devs_reloader_ends_it(
+    argv: list[str], reloader: bool, monkeypatch: Any
+) -> None:
+    import multiprocessing
+
+    class Parent:
+        pid = 4242
+
+    assert server._under_dev_reloader(argv) is None  # a process without a spawning parent
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: Parent())
+    monkeypatch.setattr(server.os, "getppid", lambda: 4242)
+    assert server._under_dev_reloader(argv) == (4242 if reloader else None)
+    monkeypatch.setattr(server.os, "getppid", lambda: 1)  # re-parented: not its server
+    assert server._under_dev_reloader(argv) is None
