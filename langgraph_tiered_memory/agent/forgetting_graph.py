@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -67,15 +67,9 @@ def _input_schema(dry_run: bool) -> Any:
     """
     from pydantic import Field
 
-    schema: Any = TypedDict(  # type: ignore[name-match]
-        "ForgettingInput",
-        {
-            "namespace": list[str],
-            "dry_run": Annotated[bool, Field(json_schema_extra={"default": dry_run})],
-            "themes": list[str],
-        },
-        total=False,
-    )
+    fields = dict(get_type_hints(ForgettingInput))
+    fields["dry_run"] = Annotated[bool, Field(json_schema_extra={"default": dry_run})]
+    schema: Any = TypedDict("ForgettingInput", fields, total=False)  # type: ignore[misc]
     schema.__doc__ = ForgettingInput.__doc__
     return schema
 
