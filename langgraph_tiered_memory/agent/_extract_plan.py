@@ -42,6 +42,7 @@ from langgraph_tiered_memory.agent._extract_types import (
     ExtractionResult,
     MemoryDecision,
 )
+from langgraph_tiered_memory.embeddings import threshold_vectors
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.privacy.redaction import REDACTIONS_FIELD
@@ -485,7 +486,9 @@ def plan_extraction(
         missing = state.missing_vectors([c.memory.content, *(k.content for k in pool)])
         if missing:
             vectors = yield Call(settings.embeddings, "embed_documents", (missing,))
-            state.vectors.update(zip(missing, vectors, strict=True))
+            # The threshold compares vectors in the embedder's threshold space.
+            comparable = threshold_vectors(settings.embeddings, vectors).tolist()
+            state.vectors.update(zip(missing, comparable, strict=True))
         offered = state.offer(c, pool)
         decision: MemoryDecision | None = None
         same = normalize(c.memory.content)

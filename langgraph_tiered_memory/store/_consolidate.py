@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from langgraph.store.base import PutOp
 
+from langgraph_tiered_memory.embeddings import threshold_vectors
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
@@ -294,11 +295,13 @@ def consolidate(
     found, matrix = tier.primary_vectors(namespace, keys)
     rank = sorted(range(len(found)), key=lambda i: order[found[i]])  # write order
     present = [found[i] for i in rank]
-    matrix = matrix[rank] if rank else matrix
+    # Thresholds compare vectors in the embedder's threshold space (`threshold_vectors`).
+    matrix = threshold_vectors(store.embeddings, matrix[rank]) if rank else matrix
     qv = None
     if query is not None:
-        qv = store.embeddings.embed_query(query)
-        store._check_vectors([qv], "consolidation themes")
+        query_vector = store.embeddings.embed_query(query)
+        store._check_vectors([query_vector], "consolidation themes")
+        qv = threshold_vectors(store.embeddings, [query_vector], query=True)[0]
     candidates = _Candidates(tier, namespace, now)
 
     def grouped() -> list[list[str]]:

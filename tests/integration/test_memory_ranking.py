@@ -389,3 +389,33 @@ def test_clock_may_return_numpy_numbers_but_not_text(
     bad = make_store("long", scoring=None, index=index, clock=lambda: "noon")
     with pytest.raises(ConfigurationError, match="epoch seconds"):
         bad.put(("m",), "a", {"content": "green tea"})
+
+
+def test_consolidation_with_e5_merges_a_rephrasing_but_not_different_facts(tmp_path: Any) -> None:
+    """Raw e5 vectors rank; consolidation compares them in the threshold space.
+
+    Compared raw, "My sister lives in Porto" and "My brother lives in Lisbon" score 0.91
+    and the default threshold (0.9) would merge them; a theme's query scores at least
+    0.7 against every memory there.
+    """
+    index: Any = {"dims": 384, "embed": "local", "fields": ["content"]}
+    store = TieredMemoryStore(
+        chroma_path=str(tmp_path / "chroma"), tiers={"default": "long"}, index=index
+    )
+    try:
+        for key, text in (
+            ("a", "Dana plays the cello."),
+            ("b", "Dana plays the cello!"),
+            ("s", "My sister lives in Porto"),
+            ("t", "My brother lives in Lisbon"),
+            ("x", "The boiler was serviced in May."),
+        ):
+            store.put(("u",), key, {"content": text})
+        plan = consolidate(store, ("u",), dry_run=True)
+        assert [sorted(r["sources"]) for r in plan] == [["a", "b"]]
+        themed = consolidate(
+            store, ("u",), query="where my family lives", min_similarity=0.3, dry_run=True
+        )
+        assert [sorted(r["sources"]) for r in themed] == [["s", "t"]]
+    finally:
+        store.close()

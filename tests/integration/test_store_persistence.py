@@ -144,3 +144,32 @@ def test_collections_that_record_no_model_open_with_any_embedder(
     named.close()
     warnings = [r.getMessage() for r in caplog.records if "records no embedding" in r.getMessage()]
     assert len(warnings) == 1 and "embed='local:minilm'" in warnings[0]
+
+
+def test_a_store_of_centred_e5_vectors_names_the_embedder_that_opens_it(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    """0.1.0 wrote centred e5 vectors with embed='local'; 'local' now writes raw ones."""
+
+    def open_with(embed: str) -> Any:
+        return TieredMemoryStore(
+            redis_url=redis_url,
+            chroma_path=str(tmp_path / "chroma"),
+            key_prefix=key_prefix,
+            tiers={"default": "long"},
+            index={"dims": 384, "embed": embed, "fields": ["text"]},
+        )
+
+    old = open_with("local:e5-centred")
+    old.put(("users", "u1"), "k", {"text": "likes green tea"})
+    old.close()
+    new = open_with("local")
+    with pytest.raises(
+        ConfigurationError,
+        match=r"'multilingual-e5-small-q4'.*'multilingual-e5-small-q4-raw'.*'local:e5-centred'",
+    ):
+        new.search(("users",), query="tea")
+    new.close()
+    again = open_with("local:e5-centred")
+    assert [h.key for h in again.search(("users",), query="green tea")] == ["k"]
+    again.close()

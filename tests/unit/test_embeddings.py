@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import tomllib
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from langgraph_tiered_memory.embeddings import (
     embedder_name,
     local_embedder_installed,
     resolve_embeddings,
+    threshold_vectors,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
 
@@ -36,6 +38,7 @@ def _cos(a: list[float], b: list[float]) -> float:
     [
         ("local", LocalE5Embeddings),
         ("local:e5-small", LocalE5Embeddings),
+        ("local:e5-centred", LocalE5Embeddings),
         ("local:minilm", LocalMiniLMEmbeddings),
         ("local:all-MiniLM-L6-v2", LocalMiniLMEmbeddings),
     ],
@@ -44,8 +47,16 @@ def test_embed_strings_select_the_offline_embedders(embed: str, cls: type) -> No
     assert type(resolve_embeddings(embed)) is cls
 
 
+def test_only_local_e5_centred_selects_the_centred_vectors() -> None:
+    assert not resolve_embeddings("local").centred  # type: ignore[attr-defined]
+    assert resolve_embeddings("local:e5-centred").centred  # type: ignore[attr-defined]
+    assert LocalE5Embeddings() != LocalE5Embeddings(centred=True)
+
+
 def test_an_unknown_offline_name_is_refused_with_the_known_ones() -> None:
-    with pytest.raises(ConfigurationError, match=r"'local:e6'.*'local'.*'local:minilm'"):
+    with pytest.raises(
+        ConfigurationError, match=r"'local:e6'.*'local'.*'local:minilm'.*'local:e5-centred'"
+    ):
         resolve_embeddings("local:e6")
 
 
@@ -71,29 +82,67 @@ def test_e5_ranks_the_passage_that_answers_the_query_first() -> None:
     assert best == 2
 
 
-def test_e5_similarities_keep_near_duplicate_thresholds_meaningful() -> None:
+_PAIRS = [
+    "Dana plays the cello.",
+    "Dana plays the cello!",
+    "My sister lives in Porto",
+    "My brother lives in Lisbon",
+    "User prefers dark mode",
+    "User prefers light mode",
+    "I am vegetarian",
+    "I love steak",
+]
+
+
+@pytest.mark.parametrize("centred", [False, True])
+def test_e5_threshold_vectors_keep_near_duplicate_thresholds_meaningful(centred: bool) -> None:
     """Consolidation and extraction treat cosine >= 0.9 as the same memory.
 
     Raw e5 scores "My sister lives in Porto" against "My brother lives in Lisbon" at
-    0.91: those two would be merged. With e5's shared direction removed they are not,
-    and a rephrasing of one memory still is.
+    0.91: compared raw, those two would be merged. In the threshold space (e5's shared
+    direction removed) they are not, and a rephrasing of one memory still is.
     """
-    texts = [
-        "Dana plays the cello.",
-        "Dana plays the cello!",
-        "My sister lives in Porto",
-        "My brother lives in Lisbon",
-        "User prefers dark mode",
-        "User prefers light mode",
-        "I am vegetarian",
-        "I love steak",
-    ]
-    v = E5.embed_documents(texts)
+    e5 = LocalE5Embeddings(centred=centred)
+    v = threshold_vectors(e5, e5.embed_documents(_PAIRS)).tolist()
     assert _cos(v[0], v[1]) >= 0.9  # the same memory
     for a, b in ((2, 3), (4, 5), (6, 7)):
-        assert _cos(v[a], v[b]) < 0.9, (texts[a], texts[b])  # different memories
+        assert _cos(v[a], v[b]) < 0.9, (_PAIRS[a], _PAIRS[b])  # different memories
     unrelated = [_cos(v[0], v[i]) for i in range(2, 8)]
     assert max(unrelated) < 0.6, unrelated
+
+
+def test_raw_e5_vectors_are_what_the_thresholds_must_not_compare() -> None:
+    raw = E5.embed_documents(_PAIRS)
+    assert _cos(raw[2], raw[3]) >= 0.9  # sister in Porto ~ brother in Lisbon, raw
+
+
+def test_the_threshold_space_of_raw_e5_is_the_centred_embedder() -> None:
+    centred = LocalE5Embeddings(centred=True)
+    for query in (False, True):
+        raw = [E5.embed_query(t) for t in _PAIRS] if query else E5.embed_documents(_PAIRS)
+        want = (
+            [centred.embed_query(t) for t in _PAIRS] if query else centred.embed_documents(_PAIRS)
+        )
+        got = threshold_vectors(E5, raw, query=query)
+        assert np.allclose(got, np.asarray(want), atol=1e-5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.floats(-10, 10, allow_nan=False), min_size=4, max_size=4).filter(
+            lambda v: sum(x * x for x in v) > 1e-6
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_other_models_vectors_are_only_normalised(vectors: list[list[float]]) -> None:
+    for embedder in (None, LocalMiniLMEmbeddings(), LocalE5Embeddings(centred=True)):
+        got = threshold_vectors(embedder, vectors)
+        for row, vector in zip(got, vectors, strict=True):
+            norm = math.sqrt(sum(x * x for x in vector))
+            assert np.allclose(row, [x / norm for x in vector], atol=1e-9)
 
 
 @settings(max_examples=15, deadline=None)
@@ -139,7 +188,9 @@ class _Named(Embeddings):
 
 
 def test_embedder_names_come_from_the_model_not_the_object() -> None:
-    assert embedder_name(LocalE5Embeddings()) == "multilingual-e5-small-q4"
+    assert embedder_name(LocalE5Embeddings()) == "multilingual-e5-small-q4-raw"
+    # Stores written by 0.1.0 hold centred vectors under the name it recorded.
+    assert embedder_name(LocalE5Embeddings(centred=True)) == "multilingual-e5-small-q4"
     assert embedder_name(LocalMiniLMEmbeddings()) == "all-MiniLM-L6-v2"
     assert embedder_name(_Named("text-embedding-3-small")) == "_Named:text-embedding-3-small"
     assert embedder_name(_Named("text-embedding-3-small")) != embedder_name(_Named("other"))

@@ -424,3 +424,17 @@ def test_async_twin_matches_the_sync_run() -> None:
     aresults, acontents, aprompts = _twin_run(run_async)
     assert acontents == contents
     assert _renamed(aresults, aprompts) == _renamed(results, prompts)
+
+
+def test_heuristic_with_e5_adds_a_different_fact_and_updates_a_rephrasing() -> None:
+    """Raw e5 scores any two sentences about 0.8: the 0.9 threshold compares them centred."""
+    from langgraph_tiered_memory.embeddings import LocalE5Embeddings
+
+    index: Any = {"dims": 384, "embed": LocalE5Embeddings(), "fields": ["content"]}
+    store = InMemoryStore(index=index)
+    first = extract_memories(store, NS, "Remember that my sister lives in Porto")
+    other = extract_memories(store, NS, "Remember that my brother lives in Lisbon")
+    assert len(other.added) == 1 and other.updated == []
+    again = extract_memories(store, NS, "Remember that my sister lives in Porto!")
+    assert again.added == [] and again.updated + again.unchanged == first.added
+    assert len(_contents(store)) == 2

@@ -78,6 +78,7 @@ HOMES = {
         "embedder_name",
         "local_embedder_installed",
         "resolve_embeddings",
+        "threshold_vectors",
     ],
     "langgraph_tiered_memory.graph": [
         "ModelExtractor",

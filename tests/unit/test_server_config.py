@@ -148,7 +148,7 @@ def test_factories_return_context_managers_and_log_masked_urls(
 @pytest.mark.parametrize(
     ("embed", "named"),
     [
-        ("local", "embeddings multilingual-e5-small-q4 (local, offline), 384 dims"),
+        ("local", "embeddings multilingual-e5-small-q4-raw (local, offline), 384 dims"),
         ("local:minilm", "embeddings all-MiniLM-L6-v2 (local:minilm, offline), 384 dims"),
         ("hashing", "embeddings hashing (lexical, offline), 256 dims"),
         ("openai:text-embedding-3-small", "embeddings openai:text-embedding-3-small, 1536 dims"),

@@ -137,7 +137,8 @@ def strip_ns(rid: str) -> str:
 
 _EMBED_HINTS = {
     "all-MiniLM-L6-v2": " (index={'embed': 'local:minilm', ...})",
-    "multilingual-e5-small-q4": " (index={'embed': 'local', ...})",
+    "multilingual-e5-small-q4-raw": " (index={'embed': 'local', ...})",
+    "multilingual-e5-small-q4": " (index={'embed': 'local:e5-centred', ...})",
 }
 """How to select each offline embedder, for the model-mismatch message."""
 
