@@ -22,8 +22,9 @@ it returns for its whole life: `make_store()` opens an `AsyncTieredMemoryStore`,
   `./.tiered-memory/chroma`), or `TIERED_MEMORY_CHROMA_HOST` / `_PORT` (8000) / `_SSL`
   for a Chroma server;
 - `TIERED_MEMORY_EMBED`: `local` (offline multilingual-e5-small; the default when the
-  `local` extra is installed, else `hashing`), `hashing` (offline, lexical), `none`, or
-  a `provider:model` string; `TIERED_MEMORY_EMBED_DIMS`
+  `local` extra is installed, else `hashing`; `local:minilm`, or `local:e5-centred` for
+  a store written by 0.1.0), `hashing` (offline, lexical), `none`, or a `provider:model`
+  string; `TIERED_MEMORY_EMBED_DIMS`
   (384 for `local`, 256 for `hashing`, required for a provider);
   `TIERED_MEMORY_EMBED_FIELDS` (comma-separated; default the whole value);
 - `TIERED_MEMORY_KEY_PREFIX` (default `tm`), `TIERED_MEMORY_STORE_TTL_MINUTES` (default

@@ -247,7 +247,8 @@ EmbedOption = Annotated[
     str | None,
     typer.Option(
         help="Embeddings the store was written with: 'local' (offline"
-        " multilingual-e5-small), 'local:minilm' (all-MiniLM-L6-v2) or 'provider:model'."
+        " multilingual-e5-small; 'local:e5-centred' for a store written by 0.1.0),"
+        " 'local:minilm' (all-MiniLM-L6-v2) or 'provider:model'."
         " Default: none (keyword ranking only)."
     ),
 ]

@@ -316,7 +316,9 @@ def build_tiers(
                     "EmbeddedRedis. To keep everything in Chroma pass tiers={'default': 'long'}."
                 )
             redis_client = redis_from_url(url, redis_timeout)
-        tiers["short"] = RedisTier(redis_client, key_prefix=key_prefix, owns_client=owns)
+        tiers["short"] = RedisTier(
+            redis_client, key_prefix=key_prefix, owns_client=owns, embedder=embedder
+        )
     if long is not None:
         tiers["long"] = long
     elif "long" in used:

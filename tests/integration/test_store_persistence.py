@@ -173,3 +173,30 @@ def test_a_store_of_centred_e5_vectors_names_the_embedder_that_opens_it(
     again = open_with("local:e5-centred")
     assert [h.key for h in again.search(("users",), query="green tea")] == ["k"]
     again.close()
+
+
+def test_the_short_tier_refuses_vectors_of_another_model(redis_url: str, key_prefix: str) -> None:
+    """Session items are embedded too: a store of another model must not rank them."""
+
+    def open_with(model: str) -> TieredMemoryStore:
+        return TieredMemoryStore(
+            redis_url=redis_url,
+            key_prefix=key_prefix,
+            tiers={"default": "short"},
+            index={"dims": DIMS, "embed": _Model(model), "fields": ["text"]},
+        )
+
+    first = open_with("model-a")
+    first.put(("sessions", "s1"), "k", {"text": "likes green tea"})
+    first.close()
+    other = open_with("model-b")
+    with pytest.raises(ConfigurationError, match=r"'_Model:model-a'.*'_Model:model-b'"):
+        other.search(("sessions",), query="tea")
+    with pytest.raises(ConfigurationError, match=r"'_Model:model-a'.*'_Model:model-b'"):
+        other.put(("sessions", "s1"), "k2", {"text": "likes coffee"})
+    assert other.get(("sessions", "s1"), "k2") is None  # nothing written
+    assert other.get(("sessions", "s1"), "k") is not None  # reading without vectors is fine
+    other.close()
+    same = open_with("model-a")
+    assert [h.key for h in same.search(("sessions",), query="tea")] == ["k"]
+    same.close()

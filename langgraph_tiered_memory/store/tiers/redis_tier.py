@@ -12,7 +12,9 @@ the keys written together live in one Redis Cluster slot):
 - `<prefix>:{registry}:ns`     sorted set (all scores 0) of encoded namespaces, read
   by lexicographic range to find the namespaces under a prefix;
 - `<prefix>:{registry}:live`, `:busy`, `:dirty`, `:ver`  which namespaces hold a live
-  item, so listing them needs no call per namespace (see `redis_liveness`).
+  item, so listing them needs no call per namespace (see `redis_liveness`);
+- `<prefix>:{registry}:model`  the name of the embedding model whose vectors the tier
+  holds (set by the first store that embeds; others refuse another model).
 
 Search ranks in-process: it loads every live item of the matching namespaces, so
 it is meant for session-sized namespaces (up to a few thousand items each).
@@ -33,7 +35,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from langgraph_tiered_memory._redis_client import client_budget, describe_client, redis_call
-from langgraph_tiered_memory.errors import BackendUnavailableError
+from langgraph_tiered_memory.errors import BackendUnavailableError, ConfigurationError
 from langgraph_tiered_memory.privacy._redact import mask_url
 from langgraph_tiered_memory.store.tiers._document import (
     VERSION_PATTERN,
@@ -95,9 +97,19 @@ class RedisTier(RedisErase):
 
     name = "short"
 
-    def __init__(self, client: redis.Redis, *, key_prefix: str, owns_client: bool = False):
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        key_prefix: str,
+        owns_client: bool = False,
+        embedder: str | None = None,
+    ):
         self.client = client
         self.prefix = key_prefix
+        self.embedder = embedder
+        """The embedding model's name (`embeddings.embedder_name`); None records none."""
+        self._model_checked = embedder is None
         self._owns_client = owns_client
         self._where = describe_client(client)
         # The per-call bound of clients made from a URL (see `_redis_client`), for messages.
@@ -118,6 +130,30 @@ class RedisTier(RedisErase):
         """Check that Redis answers."""
         with redis_errors(self._where, self._timeout):
             self.client.ping()
+
+    def _check_model(self) -> None:
+        """Refuse vectors of another model than the one the tier's vectors come from.
+
+        The first store that embeds records its model's name; one round trip per
+        process, on its first search or write with vectors.
+        """
+        if self._model_checked:
+            return
+        key = f"{self.prefix}:{{registry}}:model"
+        with redis_errors(self._where, self._timeout):
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(key, str(self.embedder), nx=True)
+            pipe.get(key)
+            stored = pipe.execute()[1]
+        found = stored.decode("utf-8") if isinstance(stored, bytes) else str(stored)
+        if found != self.embedder:
+            raise ConfigurationError(
+                f"The short-term tier under key_prefix {self.prefix!r} holds embeddings of"
+                f" the model {found!r}, but this store embeds with {self.embedder!r}:"
+                " vectors of two models do not compare. Open the store with the embedder"
+                " it was written with, or use another key_prefix for the new model."
+            )
+        self._model_checked = True
 
     def _erase_errors(self) -> AbstractContextManager[None]:
         """`redis_errors` for the erase methods (`redis_erase.RedisErase`)."""
@@ -248,6 +284,7 @@ class RedisTier(RedisErase):
             return []
         if query_vector is None:
             return [(item, None) for item in self._take(pairs, live, filter, limit, now)]
+        self._check_model()
         blobs = self._mget([f"{self._base(ns)}:v:{k}" for ns, k in pairs])
         dims = len(query_vector)
         rows: list[np.ndarray] = []
@@ -330,6 +367,8 @@ class RedisTier(RedisErase):
         the documents being replaced, one transaction per namespace, and one to raise
         the namespaces' liveness bounds.
         """
+        if any(w.vectors for w in writes):
+            self._check_model()
         by_ns: dict[Namespace, list[ItemWrite]] = {}
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
