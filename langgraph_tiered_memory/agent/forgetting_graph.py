@@ -39,6 +39,7 @@ from langgraph_tiered_memory.store._reports import (
 )
 from langgraph_tiered_memory.store.aio import AsyncTieredMemoryStore
 from langgraph_tiered_memory.store.base import TieredStoreCore
+from langgraph_tiered_memory.store.consolidation import THEME_SIMILARITY
 
 __all__ = [
     "ForgettingInput",
@@ -112,7 +113,7 @@ def create_forgetting_graph(
     consolidate: bool | None = None,
     threshold: float = 0.9,
     themes: Sequence[str] = (),
-    min_similarity: float = 0.5,
+    min_similarity: float = THEME_SIMILARITY,
     originals: Literal["delete", "downweight"] = "delete",
     page_size: int = 1000,
     clock: Callable[[], float] | None = None,

@@ -21,6 +21,7 @@ from langgraph_tiered_memory.checkpoint.registry import SessionMeta
 from langgraph_tiered_memory.ranking.forgetting import DAY, calculate_decay, should_forget
 from langgraph_tiered_memory.ranking.scoring import ScoreBreakdown
 from langgraph_tiered_memory.store._reports import ConsolidationRecord, ForgottenRow
+from langgraph_tiered_memory.store.consolidation import THEME_SIMILARITY
 from langgraph_tiered_memory.store.maintenance import consolidate
 
 __all__ = [
@@ -256,7 +257,7 @@ def forgetting_dry_run(
     *,
     horizon_days: float,
     themes: Sequence[str] = (),
-    min_similarity: float = 0.5,
+    min_similarity: float = THEME_SIMILARITY,
     now: float | None = None,
 ) -> ForgettingView:
     """What forgetting would do to the user's memories `horizon_days` from now.

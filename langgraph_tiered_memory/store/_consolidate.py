@@ -31,7 +31,12 @@ from langgraph_tiered_memory.ranking.forgetting import PINNED_FIELD
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ConsolidationRecord
 from langgraph_tiered_memory.store._validate import check_search_text
-from langgraph_tiered_memory.store.consolidation import group_near_duplicates, merger, theme_group
+from langgraph_tiered_memory.store.consolidation import (
+    THEME_SIMILARITY,
+    group_near_duplicates,
+    merger,
+    theme_group,
+)
 from langgraph_tiered_memory.store.promotion import _content_id, _digest
 from langgraph_tiered_memory.store.tiers._history_events import reasons_for
 from langgraph_tiered_memory.store.tiers._items import StoredItem
@@ -211,7 +216,7 @@ def consolidate(
     *,
     query: str | None = None,
     threshold: float = 0.9,
-    min_similarity: float = 0.5,
+    min_similarity: float = THEME_SIMILARITY,
     max_sources: int = 20,
     model: Any = None,
     originals: Literal["delete", "downweight"] = "delete",

@@ -38,6 +38,13 @@ CONSOLIDATION_PROMPT = (
     " resolve contradictions in favour of the most recent statement, and stay within 200"
     " words. Answer with the merged memory only."
 )
+THEME_SIMILARITY = 0.25
+"""Default cosine similarity of a memory to a theme's query that puts it in the theme.
+
+Compared in the embedder's threshold space (`embeddings.threshold_vectors`). A short
+query scores lower against a memory than two memories score against each other: with
+the offline models, memories about a theme score 0.23-0.61 against it and unrelated
+ones at most 0.19 (docs/forgetting.md has the table)."""
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 

@@ -413,9 +413,8 @@ def test_consolidation_with_e5_merges_a_rephrasing_but_not_different_facts(tmp_p
             store.put(("u",), key, {"content": text})
         plan = consolidate(store, ("u",), dry_run=True)
         assert [sorted(r["sources"]) for r in plan] == [["a", "b"]]
-        themed = consolidate(
-            store, ("u",), query="where my family lives", min_similarity=0.3, dry_run=True
-        )
+        # The default min_similarity finds a theme's memories, and only them.
+        themed = consolidate(store, ("u",), query="where my family lives", dry_run=True)
         assert [sorted(r["sources"]) for r in themed] == [["s", "t"]]
     finally:
         store.close()

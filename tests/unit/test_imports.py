@@ -134,6 +134,7 @@ HOMES = {
         "PromotionSkip",
     ],
     "langgraph_tiered_memory.store.maintenance": [
+        "THEME_SIMILARITY",
         "Promoted",
         "aconsolidate",
         "aforget",
