@@ -200,3 +200,32 @@ def test_the_short_tier_refuses_vectors_of_another_model(redis_url: str, key_pre
     same = open_with("model-a")
     assert [h.key for h in same.search(("sessions",), query="tea")] == ["k"]
     same.close()
+
+
+def test_the_short_tier_refuses_vectors_of_another_size(redis_url: str, key_prefix: str) -> None:
+    """A function names no model: the size of its vectors is still checked."""
+
+    def open_with(dims: int) -> TieredMemoryStore:
+        return TieredMemoryStore(
+            redis_url=redis_url,
+            key_prefix=key_prefix,
+            tiers={"default": "short"},
+            index={"dims": dims, "embed": HashingEmbeddings(dims), "fields": ["text"]},
+        )
+
+    first = open_with(DIMS)
+    first.put(("sessions", "s1"), "k", {"text": "likes green tea"})
+    first.close()
+    other = open_with(DIMS * 2)
+    with pytest.raises(ConfigurationError, match=rf"{DIMS} dimensions.*{DIMS * 2}"):
+        other.search(("sessions",), query="tea")
+    other.close()
+    # An unnamed model after a named one (or the reverse) is compared by size only.
+    named = TieredMemoryStore(
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        tiers={"default": "short"},
+        index={"dims": DIMS, "embed": _Model("model-a"), "fields": ["text"]},
+    )
+    assert [h.key for h in named.search(("sessions",), query="tea")] == ["k"]
+    named.close()

@@ -13,8 +13,8 @@ the keys written together live in one Redis Cluster slot):
   by lexicographic range to find the namespaces under a prefix;
 - `<prefix>:{registry}:live`, `:busy`, `:dirty`, `:ver`  which namespaces hold a live
   item, so listing them needs no call per namespace (see `redis_liveness`);
-- `<prefix>:{registry}:model`  the name of the embedding model whose vectors the tier
-  holds (set by the first store that embeds; others refuse another model).
+- `<prefix>:{registry}:model`  the size and model name of the vectors the tier holds
+  (JSON, set by the first store that embeds; others refuse another size or model).
 
 Search ranks in-process: it loads every live item of the matching namespaces, so
 it is meant for session-sized namespaces (up to a few thousand items each).
@@ -23,6 +23,7 @@ it is meant for session-sized namespaces (up to a few thousand items each).
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -109,7 +110,7 @@ class RedisTier(RedisErase):
         self.prefix = key_prefix
         self.embedder = embedder
         """The embedding model's name (`embeddings.embedder_name`); None records none."""
-        self._model_checked = embedder is None
+        self._model_checked = False
         self._owns_client = owns_client
         self._where = describe_client(client)
         # The per-call bound of clients made from a URL (see `_redis_client`), for messages.
@@ -131,22 +132,29 @@ class RedisTier(RedisErase):
         with redis_errors(self._where, self._timeout):
             self.client.ping()
 
-    def _check_model(self) -> None:
-        """Refuse vectors of another model than the one the tier's vectors come from.
+    def _check_model(self, dims: int) -> None:
+        """Refuse vectors of another size or model than those the tier holds.
 
-        The first store that embeds records its model's name; one round trip per
-        process, on its first search or write with vectors.
+        The first store that embeds records the size and its model's name (a model
+        that names none is recorded as None and compared by size only); one round
+        trip per process, on its first search or write with vectors.
         """
         if self._model_checked:
             return
         key = f"{self.prefix}:{{registry}}:model"
         with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
-            pipe.set(key, str(self.embedder), nx=True)
+            pipe.set(key, json.dumps({"dims": dims, "model": self.embedder}), nx=True)
             pipe.get(key)
-            stored = pipe.execute()[1]
-        found = stored.decode("utf-8") if isinstance(stored, bytes) else str(stored)
-        if found != self.embedder:
+            stored = json.loads(pipe.execute()[1])
+        found, size = stored.get("model"), stored.get("dims")
+        if size != dims:
+            raise ConfigurationError(
+                f"The short-term tier under key_prefix {self.prefix!r} holds embeddings of"
+                f" {size} dimensions, but this store's are {dims}: open the store with the"
+                " index configuration it was written with, or use another key_prefix."
+            )
+        if found is not None and self.embedder is not None and found != self.embedder:
             raise ConfigurationError(
                 f"The short-term tier under key_prefix {self.prefix!r} holds embeddings of"
                 f" the model {found!r}, but this store embeds with {self.embedder!r}:"
@@ -284,7 +292,7 @@ class RedisTier(RedisErase):
             return []
         if query_vector is None:
             return [(item, None) for item in self._take(pairs, live, filter, limit, now)]
-        self._check_model()
+        self._check_model(len(query_vector))
         blobs = self._mget([f"{self._base(ns)}:v:{k}" for ns, k in pairs])
         dims = len(query_vector)
         rows: list[np.ndarray] = []
@@ -367,8 +375,9 @@ class RedisTier(RedisErase):
         the documents being replaced, one transaction per namespace, and one to raise
         the namespaces' liveness bounds.
         """
-        if any(w.vectors for w in writes):
-            self._check_model()
+        embedded = next((w.vectors for w in writes if w.vectors), None)
+        if embedded:
+            self._check_model(len(embedded[0]))
         by_ns: dict[Namespace, list[ItemWrite]] = {}
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
