@@ -317,7 +317,7 @@ def build_tiers(
                 )
             redis_client = redis_from_url(url, redis_timeout)
         tiers["short"] = RedisTier(
-            redis_client, key_prefix=key_prefix, owns_client=owns, embedder=embedder
+            redis_client, key_prefix=key_prefix, owns_client=owns, dims=dims, embedder=embedder
         )
     if long is not None:
         tiers["long"] = long

@@ -8,6 +8,7 @@ from typing import Any
 import chromadb
 import pytest
 from chromadb.config import Settings
+from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory import ConfigurationError, TieredMemoryStore
 from tests.conftest import DIMS
@@ -175,21 +176,22 @@ def test_a_store_of_centred_e5_vectors_names_the_embedder_that_opens_it(
     again.close()
 
 
+def _sessions(redis_url: str, prefix: str, embed: HashingEmbeddings, **options: Any) -> Any:
+    """A store of session items (the short tier; `options` may route others elsewhere)."""
+    return TieredMemoryStore(
+        redis_url=redis_url,
+        key_prefix=prefix,
+        index={"dims": embed.dims, "embed": embed, "fields": ["text"]},
+        **{"tiers": {"default": "short"}, **options},
+    )
+
+
 def test_the_short_tier_refuses_vectors_of_another_model(redis_url: str, key_prefix: str) -> None:
     """Session items are embedded too: a store of another model must not rank them."""
-
-    def open_with(model: str) -> TieredMemoryStore:
-        return TieredMemoryStore(
-            redis_url=redis_url,
-            key_prefix=key_prefix,
-            tiers={"default": "short"},
-            index={"dims": DIMS, "embed": _Model(model), "fields": ["text"]},
-        )
-
-    first = open_with("model-a")
+    first = _sessions(redis_url, key_prefix, _Model("model-a"))
     first.put(("sessions", "s1"), "k", {"text": "likes green tea"})
     first.close()
-    other = open_with("model-b")
+    other = _sessions(redis_url, key_prefix, _Model("model-b"))
     with pytest.raises(ConfigurationError, match=r"'_Model:model-a'.*'_Model:model-b'"):
         other.search(("sessions",), query="tea")
     with pytest.raises(ConfigurationError, match=r"'_Model:model-a'.*'_Model:model-b'"):
@@ -197,35 +199,45 @@ def test_the_short_tier_refuses_vectors_of_another_model(redis_url: str, key_pre
     assert other.get(("sessions", "s1"), "k2") is None  # nothing written
     assert other.get(("sessions", "s1"), "k") is not None  # reading without vectors is fine
     other.close()
-    same = open_with("model-a")
+    same = _sessions(redis_url, key_prefix, _Model("model-a"))
     assert [h.key for h in same.search(("sessions",), query="tea")] == ["k"]
     same.close()
 
 
 def test_the_short_tier_refuses_vectors_of_another_size(redis_url: str, key_prefix: str) -> None:
     """A function names no model: the size of its vectors is still checked."""
-
-    def open_with(dims: int) -> TieredMemoryStore:
-        return TieredMemoryStore(
-            redis_url=redis_url,
-            key_prefix=key_prefix,
-            tiers={"default": "short"},
-            index={"dims": dims, "embed": HashingEmbeddings(dims), "fields": ["text"]},
-        )
-
-    first = open_with(DIMS)
+    first = _sessions(redis_url, key_prefix, HashingEmbeddings(DIMS))
     first.put(("sessions", "s1"), "k", {"text": "likes green tea"})
     first.close()
-    other = open_with(DIMS * 2)
+    other = _sessions(redis_url, key_prefix, HashingEmbeddings(DIMS * 2))
     with pytest.raises(ConfigurationError, match=rf"{DIMS} dimensions.*{DIMS * 2}"):
         other.search(("sessions",), query="tea")
     other.close()
     # An unnamed model after a named one (or the reverse) is compared by size only.
-    named = TieredMemoryStore(
-        redis_url=redis_url,
-        key_prefix=key_prefix,
-        tiers={"default": "short"},
-        index={"dims": DIMS, "embed": _Model("model-a"), "fields": ["text"]},
-    )
+    named = _sessions(redis_url, key_prefix, _Model("model-a"))
     assert [h.key for h in named.search(("sessions",), query="tea")] == ["k"]
     named.close()
+
+
+def test_a_batch_the_short_tier_refuses_writes_nothing_on_the_long_tier(
+    redis_url: str, key_prefix: str, tmp_path: Path
+) -> None:
+    first = _sessions(redis_url, key_prefix, _Model("model-a"))
+    first.put(("sessions", "s1"), "k", {"text": "likes green tea"})
+    first.close()
+    mixed = _sessions(
+        redis_url,
+        key_prefix,
+        _Model("model-b"),
+        chroma_path=str(tmp_path / "chroma"),
+        tiers={"default": "long", "short": [("sessions",)]},
+    )
+    ops = [
+        PutOp(("users", "u1"), "m", {"text": "likes coffee"}),
+        PutOp(("sessions", "s1"), "k2", {"text": "likes coffee"}),
+    ]
+    with pytest.raises(ConfigurationError, match=r"'_Model:model-a'.*'_Model:model-b'"):
+        mixed.batch(ops)
+    assert mixed.get(("users", "u1"), "m") is None  # refused before any tier wrote
+    assert mixed.get(("sessions", "s1"), "k2") is None
+    mixed.close()

@@ -14,7 +14,8 @@ the keys written together live in one Redis Cluster slot):
 - `<prefix>:{registry}:live`, `:busy`, `:dirty`, `:ver`  which namespaces hold a live
   item, so listing them needs no call per namespace (see `redis_liveness`);
 - `<prefix>:{registry}:model`  the size and model name of the vectors the tier holds
-  (JSON, set by the first store that embeds; others refuse another size or model).
+  (JSON, set by the first write with vectors; stores of another size or model are
+  refused before they write or search).
 
 Search ranks in-process: it loads every live item of the matching namespaces, so
 it is meant for session-sized namespaces (up to a few thousand items each).
@@ -104,13 +105,16 @@ class RedisTier(RedisErase):
         *,
         key_prefix: str,
         owns_client: bool = False,
+        dims: int = 0,
         embedder: str | None = None,
     ):
         self.client = client
         self.prefix = key_prefix
+        self.dims = dims
+        """The store's embedding size; 0 (no index): nothing is recorded or checked."""
         self.embedder = embedder
         """The embedding model's name (`embeddings.embedder_name`); None records none."""
-        self._model_checked = False
+        self._model_checked = dims == 0
         self._owns_client = owns_client
         self._where = describe_client(client)
         # The per-call bound of clients made from a URL (see `_redis_client`), for messages.
@@ -132,27 +136,31 @@ class RedisTier(RedisErase):
         with redis_errors(self._where, self._timeout):
             self.client.ping()
 
-    def _check_model(self, dims: int) -> None:
-        """Refuse vectors of another size or model than those the tier holds.
+    def _check_model(self, *, record: bool) -> None:
+        """Refuse a store of another size or model than the vectors the tier holds.
 
-        The first store that embeds records the size and its model's name (a model
-        that names none is recorded as None and compared by size only); one round
-        trip per process, on its first search or write with vectors.
+        The first write with vectors records the size and the model's name (a model
+        that names none is compared by size only); until a match, each check is one
+        round trip, after it none.
         """
         if self._model_checked:
             return
         key = f"{self.prefix}:{{registry}}:model"
         with redis_errors(self._where, self._timeout):
             pipe = self.client.pipeline(transaction=False)
-            pipe.set(key, json.dumps({"dims": dims, "model": self.embedder}), nx=True)
+            if record:
+                pipe.set(key, json.dumps({"dims": self.dims, "model": self.embedder}), nx=True)
             pipe.get(key)
-            stored = json.loads(pipe.execute()[1])
+            raw = pipe.execute()[-1]
+        if raw is None:
+            return  # nothing embedded yet
+        stored = json.loads(raw)
         found, size = stored.get("model"), stored.get("dims")
-        if size != dims:
+        if size != self.dims:
             raise ConfigurationError(
                 f"The short-term tier under key_prefix {self.prefix!r} holds embeddings of"
-                f" {size} dimensions, but this store's are {dims}: open the store with the"
-                " index configuration it was written with, or use another key_prefix."
+                f" {size} dimensions, but this store's are {self.dims}: open the store with"
+                " the index configuration it was written with, or use another key_prefix."
             )
         if found is not None and self.embedder is not None and found != self.embedder:
             raise ConfigurationError(
@@ -292,7 +300,7 @@ class RedisTier(RedisErase):
             return []
         if query_vector is None:
             return [(item, None) for item in self._take(pairs, live, filter, limit, now)]
-        self._check_model(len(query_vector))
+        self._check_model(record=False)
         blobs = self._mget([f"{self._base(ns)}:v:{k}" for ns, k in pairs])
         dims = len(query_vector)
         rows: list[np.ndarray] = []
@@ -365,7 +373,11 @@ class RedisTier(RedisErase):
 
     # ----------------------------------------------------------------- writes
     def check_writes(self, namespaces: Sequence[Namespace]) -> None:
-        """Nothing to check: Redis keeps no per-namespace settings (no I/O)."""
+        """Refuse a store of another embedding size or model (reads; see `_check_model`).
+
+        Before any tier of a batch writes, so a refused batch writes nothing anywhere.
+        """
+        self._check_model(record=False)
 
     @_one_call
     def write(self, writes: Sequence[ItemWrite], *, now: float) -> None:
@@ -375,9 +387,8 @@ class RedisTier(RedisErase):
         the documents being replaced, one transaction per namespace, and one to raise
         the namespaces' liveness bounds.
         """
-        embedded = next((w.vectors for w in writes if w.vectors), None)
-        if embedded:
-            self._check_model(len(embedded[0]))
+        if any(w.vectors for w in writes):
+            self._check_model(record=True)  # checked by `check_writes`: this records
         by_ns: dict[Namespace, list[ItemWrite]] = {}
         for w in writes:
             by_ns.setdefault(w.namespace, []).append(w)
