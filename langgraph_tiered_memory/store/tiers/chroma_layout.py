@@ -411,10 +411,6 @@ class Collections:
         """Whether the namespace's registry entry is cached (after `prefetch`: exists)."""
         return nsid in self._where
 
-    def held_ttl(self, nsid: str) -> bool:
-        """Whether the cached registry entry says the namespace has held TTL items."""
-        return nsid in self._ttl
-
     def prefetch(self, nsids: Sequence[str]) -> None:
         """Read the registry entries of the namespace ids not cached yet, in one call."""
         unknown = [n for n in dict.fromkeys(nsids) if n not in self._where]

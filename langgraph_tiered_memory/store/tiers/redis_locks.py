@@ -301,7 +301,7 @@ class NamespaceLocks:
     def handoff(self, nsids: Iterable[str]) -> list[str]:
         """Release arguments of the locks of `nsids` this thread holds outermost.
 
-        For a commit that releases them in its own round trip (`release_in`): the
+        For a commit that releases them in its own round trip: the
         enclosing `hold` then leaves them alone. Locks also held by an outer block
         are not handed off.
         """
@@ -320,11 +320,6 @@ class NamespaceLocks:
         for nsid, entry in self._mine().items():
             if self._key(nsid, "lock") in keys:
                 entry[2] = False
-
-    def release_in(self, pipe: Any, handed: Sequence[str]) -> None:
-        """Queue the release of handed-off locks (`handoff`) in a pipeline."""
-        if handed:
-            self._release(args=list(handed), client=pipe)
 
     def keepalive(self) -> None:
         """Give every lock this thread holds a full lease again (during a long write).
