@@ -4,6 +4,11 @@ See `langgraph_tiered_memory.graph.extract` for what it recognises. Pure functio
 no I/O. A text is split into sentences (questions are skipped), sentences into clauses
 (at "and"/"but"/";" before a new subject), and each clause is read as subject, verb
 group and object, followed by adjuncts (dates, places, "with <Name>").
+
+Fact-style phrasings are read so that chains of them join in the graph ("Dave is an
+engineer at Google." + "Google is headquartered in Mountain View."): an appositive
+after a name is a clause of its own, "the headquarters of Y is in Z" reads as "Y is
+headquartered in Z", and "is a(n) <job> at/for <Name>" names an employer, not a place.
 """
 
 from __future__ import annotations
@@ -11,12 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from langgraph_tiered_memory.graph._rules_facts import (
-    CONTINUED,
-    CONTINUED_VERBS,
-    employer,
-    rewrite_clause,
-)
 from langgraph_tiered_memory.graph._rules_table import (
     ADJUNCT_BOUNDARY,
     ADVERBS,
@@ -58,12 +57,21 @@ _CONTRACTIONS = (
     (re.compile(r"\b(let)'s\b", re.IGNORECASE), r"\1 us"),
 )
 _SENTENCE = re.compile(r"(?<=[.!?])[\"\u201d)]?\s+|\n+")
+_CONTINUED_VERBS = (
+    r"(?:(?:now|later|then|also|currently|still|eventually|recently|subsequently)\s+)?"
+    r"(?:lives|lived|works|worked|moved|relocated|joined|studied|graduated|teaches|taught"
+    r"|lectures|founded|co-founded|cofounded|married|owns|owned|grew\s+up|was\s+born"
+    r"|is\s+based|became)\b"
+)
+_CONTINUED = re.compile("^" + _CONTINUED_VERBS, re.IGNORECASE)
+"""A clause that starts with one of these verbs (after "and") shares the clause's
+subject before it: "Samir was born in Cairo and now lives in Dubai"."""
 _CLAUSE = re.compile(
     r"\s*;\s*|,?\s+(?:and|but|so|because|since|while|although|though|then|and then"
     r"|when|after|before|where)\s+(?=(?:I|we|my|our|he|she|they|his|her|their)\b)"
     r"|\s+(?:said|says|thinks|think|told\s+me|knows|know)\s+(?:that\s+)?(?=(?:I|we|my|our)\b)"
     r"|,?\s+(?=who\s)"
-    r"|,?\s+and\s+(?=" + CONTINUED_VERBS + r")",
+    r"|,?\s+and\s+(?=" + _CONTINUED_VERBS + r")",
     re.IGNORECASE,
 )
 _FILLER = re.compile(
@@ -78,6 +86,9 @@ _NAME_RUN = (
 )
 _USER = r"(?i:(?:the\s+)?user)"
 """How a memory written about the user names them ("The user lives in ...")."""
+_OWNER = r"(?P<poss>(?i:my|our|his|her|their)|(?P<owner>" + _USER + "|" + _NAME_RUN + r")'s)\s+"
+"""Whose relative follows: "my", "the user's", "<Name>'s"."""
+_KIN_ADJECTIVE = r"(?:older|younger|little|big|best|elder|baby|new|late)"
 _ROLE = re.compile(r"^\s*(?P<role>user|human|assistant|ai|system)\s*:\s*", re.IGNORECASE)
 """A transcript line's role prefix ("User: ...", "Assistant: ...")."""
 _USER_ROLES = frozenset({"user", "human"})
@@ -87,20 +98,15 @@ _VERBISH = (
 )
 _SUBJECT = re.compile(
     r"^(?:"
-    r"(?P<i>I|(?i:we))\b"
-    r"|(?P<user>" + _USER + r")\b"
-    r"|(?P<poss>(?i:my|our|his|her|their)|(?P<uowner>" + _USER + r")'s"
-    r"|(?P<owner>" + _NAME_RUN + r")'s)\s+"
-    r"(?P<noun>(?:(?:older|younger|little|big|best|elder|baby|new|late|step|favou?rite)\s+)?"
+    r"(?P<i>I|(?i:we)|" + _USER + r")\b"
+    r"|" + _OWNER + r"(?P<noun>(?:(?:" + _KIN_ADJECTIVE + r"|step|favou?rite)\s+)?"
     r"[a-z]+(?:\s+(?!" + _VERBISH + r")[a-z]+)?)(?:,?\s+(?P<kname>" + _NAME_RUN + r"))?,?"
     r"|(?P<pron>(?i:he|she|they)|who)\b"
     r"|(?P<name>" + _NAME_RUN + r")"
     r")(?:\s+|$)",
 )
 _RELATIVE = re.compile(
-    r"(?P<poss>(?i:my|our|his|her|their)|(?P<uowner>" + _USER + r")'s"
-    r"|(?P<owner>" + _NAME_RUN + r")'s)\s+"
-    r"(?:(?:older|younger|little|big|best|elder|baby|new|late)\s+)?(?P<noun>[a-z]+)"
+    _OWNER + r"(?:" + _KIN_ADJECTIVE + r"\s+)?(?P<noun>[a-z]+)"
     r"(?:,?\s+(?P<kname>" + _NAME_RUN + r"))?"
 )
 _HAVE_KIN = re.compile(
@@ -110,8 +116,7 @@ _HAVE_KIN = re.compile(
     r"(?:\s+(?:boy|girl))?\b(?:,?\s+(?:named|called)?\s*(?P<kname>" + _NAME_RUN + r"))?"
 )
 _WITH_RELATIVE = re.compile(
-    r"\bwith\s+(?P<who>(?:(?i:my|our|his|her|their)|" + _USER + "'s|" + _NAME_RUN + r"'s)\s+"
-    r"(?:(?:older|younger|little|big|best|elder|baby|new|late)\s+)?[a-z]+)"
+    r"\bwith\s+(?P<who>" + _OWNER + r"(?:" + _KIN_ADJECTIVE + r"\s+)?[a-z]+)"
 )
 _NOT_AN_OBJECT = re.compile(
     r"(?:how|what|when|where|why|whether|if|that|who|you|i|we|they|he|she|it|there"
@@ -147,6 +152,40 @@ _SUBJECT_ANCHORED = frozenset(
     {"is_a", "age", "from", "lives_in", "lives_with", "speaks", "studies"}
 )
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e)\.", re.IGNORECASE)
+
+_APPOSITIVE = re.compile(
+    r"^(?P<name>" + _NAME_RUN + r"),\s+(?P<app>(?i:the|a|an|my|our|his|her|their)\s+[^,]{1,60}?),"
+    r"\s+(?P<rest>[a-z].*)$",
+    re.DOTALL,
+)
+"""`Marcus, the CEO of Helix Labs, lives in Austin`: a name, a noun phrase, a verb."""
+_OFFICE = r"(?i:headquarters|head\s+office|main\s+office|hq|head\s+quarters)"
+_IS_IN = r"\s+(?i:is|are|was|were)\s+(?i:(?:located|based|situated)\s+)?in\s+(?P<rest>.+)$"
+_HQ_OF = re.compile(
+    r"^(?i:the\s+)?" + _OFFICE + r"\s+of\s+(?:the\s+)?(?P<y>" + _NAME_RUN + r")" + _IS_IN,
+    re.DOTALL,
+)
+_HQ_POSS = re.compile(
+    r"^(?:(?i:the)\s+)?(?P<y>" + _NAME_RUN + r")'s?\s+" + _OFFICE + _IS_IN, re.DOTALL
+)
+_ROLES = frozenset(
+    """
+    nurse chef cook pilot ceo cto cfo coo cmo vp president intern analyst scientist
+    engineer developer programmer teacher professor lecturer tutor instructor doctor
+    surgeon physician dentist vet nurse paramedic lawyer attorney solicitor barrister
+    accountant consultant manager director designer architect editor writer journalist
+    reporter researcher barista cashier clerk waiter waitress bartender receptionist
+    mechanic technician pharmacist therapist psychologist officer executive head chair
+    founder co-founder cofounder owner partner associate employee staffer secretary
+    assistant specialist coordinator administrator coach trainer librarian curator
+    producer agent representative rep strategist economist apprentice trainee worker
+    volunteer postdoc fellow resident firefighter electrician plumber carpenter
+    photographer artist musician actor actress dancer singer driver guard janitor
+    """.split()
+)
+"""Nouns of jobs: "a <job> at <Name>" is where someone works."""
+_STUDENTS = frozenset({"student", "pupil", "undergraduate", "undergrad"})
+_AT_ORG = re.compile(r"^\s+(?:at|for)\s+(?:the\s+)?(?P<org>" + _NAME_RUN + r")")
 
 
 @dataclass
@@ -207,29 +246,47 @@ def _expand(text: str) -> str:
     return text
 
 
+def _rewrite(clause: str) -> list[str]:
+    """The clauses `clause` reads as: itself, or its headquarters and appositive forms."""
+    hq = _HQ_OF.match(clause) or _HQ_POSS.match(clause)
+    if hq is not None and is_name(hq.group("y").split()[0]):
+        return [f"{hq.group('y')} is headquartered in {hq.group('rest')}"]
+    app = _APPOSITIVE.match(clause)
+    if app is not None and is_name(app.group("name").split()[0]):
+        name = app.group("name")
+        return [f"{name} is {app.group('app')}", f"{name} {app.group('rest')}"]
+    return [clause]
+
+
+def _employer(obj: str, tail: str) -> tuple[str, str, str] | None:
+    """(works_at or studied_at, organisation, rest of `tail`) for "a <job> at <Name> ..."."""
+    words = obj.split()
+    head = words[-1] if words else ""
+    if head in _STUDENTS:
+        relation = "studied_at"
+    elif head in _ROLES or head.endswith(("ist", "ician", "eer")):
+        relation = "works_at"
+    else:
+        return None
+    match = _AT_ORG.match(tail)
+    if match is None or not is_name(match.group("org").split()[0]):
+        return None
+    org = entity_name(match.group("org"))
+    return (relation, org, tail[match.end() :]) if org else None
+
+
 def _kin(noun: str) -> str | None:
-    words = noun.split()
-    for size in (2, 1):
-        if len(words) >= size:
-            head = " ".join(words[-size:]).casefold()
-            if head in KIN_FORMS:
-                return KIN_FORMS[head]
-    return None
+    """The relative `noun` ends with ("older sister" -> sister), if any."""
+    words = noun.casefold().split()
+    return KIN_FORMS.get(words[-1]) if words else None
 
 
-def _named_owner(name: str, state: _State) -> str:
-    """The entity of `<name>'s`; "the user's" is the speaker's, like "my"."""
-    entity = entity_name(name)
-    return state.speaker if entity == DEFAULT_SPEAKER else entity
-
-
-def _owner(match: re.Match[str], state: _State) -> str | None:
-    """Whose relative a `poss`/`uowner`/`owner` match names (None: an unknown "his")."""
-    if match.group("uowner") or match.group("poss").casefold() in ("my", "our"):
-        return state.speaker
-    if match.group("owner"):
-        return _named_owner(match.group("owner"), state)
-    return state.last_person
+def _owner(poss: str, named: str | None, state: _State) -> str | None:
+    """Whose relative `poss` (a possessive, or `named`'s) is; None: an unknown "his"."""
+    if named:
+        entity = entity_name(named)
+        return state.speaker if entity == DEFAULT_SPEAKER else entity  # "the user's"
+    return state.speaker if poss.casefold() in ("my", "our") else state.last_person
 
 
 def _names_person(match: re.Match[str]) -> bool:
@@ -252,9 +309,7 @@ def _subject(clause: str, state: _State) -> tuple[str | None, str]:
     if match is None:
         return None, clause
     rest = clause[match.end() :]
-    if match.group("i"):
-        return state.speaker, rest
-    if match.group("user"):  # "The user lives in ...": who "I" is
+    if match.group("i"):  # "I", "we", "the user"
         return state.speaker, rest
     if match.group("pron"):
         return state.last_person, rest
@@ -267,14 +322,14 @@ def _subject(clause: str, state: _State) -> tuple[str | None, str]:
             first in _NOT_SUBJECT_WORDS
             or "'" in first
             or (len(words) == 1 and first.endswith("ing"))
+            or not is_name(words[0])
+            or match.group("name").casefold() in FUNCTION_WORDS
         ):
-            return None, clause
-        if not is_name(words[0]) or match.group("name").casefold() in FUNCTION_WORDS:
             return None, clause
         name = entity_name(" ".join(words))
         state.last_person = name
         return name, rest
-    owner = _owner(match, state)
+    owner = _owner(match.group("poss"), match.group("owner"), state)
     if owner is None:
         return None, rest
     noun = match.group("noun")
@@ -326,7 +381,7 @@ def _relative(phrase: str, state: _State) -> str | None:
     kin = _kin(match.group("noun"))
     if kin is None:
         return None
-    owner = _owner(match, state)
+    owner = _owner(match.group("poss"), match.group("owner"), state)
     if owner is None:
         return None
     kname = match.group("kname")
@@ -396,40 +451,31 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
     after = rest[match.end() :]
     phrase, tail = _object_phrase(after)
     relation = verb.relation
-    if verb.kind == "passive":
-        agents = _objects(phrase, "list", state)
-        for agent in agents:
-            state.add(agent, PASSIVE_RELATION[match.group("passive").casefold()], subject)
-        _adjuncts(subject, subject, tail, state)
-        return [subject]
-    if match.groupdict().get("src"):  # "moved from X to Y"
-        state.add(subject, "moved_from", entity_name(match.group("src")))
-    if verb.kind == "inverse":  # "Y employs X": (x, works_at, y)
+    groups = match.groupdict()
+    if groups.get("src"):  # "moved from X to Y"
+        state.add(subject, "moved_from", entity_name(groups["src"]))
+    if verb.kind in ("passive", "inverse"):  # "X was written by Y", "Y employs X"
+        if verb.kind == "passive":
+            relation = PASSIVE_RELATION[groups["passive"].casefold()]
         for obj in _objects(phrase, "list", state):
             state.add(obj, relation, subject)
         _adjuncts(subject, subject, tail, state)
         return [subject]
-    if match.groupdict().get("age"):
-        state.add(subject, "age", match.group("age"))
+    if groups.get("age"):
+        state.add(subject, "age", groups["age"])
         _adjuncts(subject, subject, after, state)
         return [subject]
-    if verb.kind == "poss":
+    if verb.kind == "poss":  # "Anna is my sister": the subject is someone's relative
         owner_match = re.match(r"(my|our|your|his|her|their|(.+?)'s)\s+(.+)", phrase)
         if owner_match is None:
             return [subject]
-        poss = owner_match.group(1).casefold()
-        owner = (
-            _named_owner(owner_match.group(2), state)
-            if owner_match.group(2)
-            else state.speaker
-            if poss in ("my", "our")
-            else state.last_person
-        )
-        kin = _kin(owner_match.group(3))
+        owner = _owner(owner_match.group(1), owner_match.group(2), state)
+        noun = owner_match.group(3)
+        kin = _kin(noun)
         if owner and kin:
             state.add(owner, f"has_{kin}", subject)
-        elif owner and len(owner_match.group(3).split()) <= 2:
-            state.add(owner, normalize_relation(owner_match.group(3)), subject)
+        elif owner and len(noun.split()) <= 2:
+            state.add(owner, normalize_relation(noun), subject)
         _adjuncts(subject, subject, tail, state)
         return [subject]
     if verb.kind == "of":
@@ -447,18 +493,18 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
         phrase = of.group("y")
     if verb.kind == "kin":
         kin_match = _HAVE_KIN.match(phrase)
-        kin = _kin(kin_match.group("kin")) if kin_match else None
-        if kin_match and kin:
+        if kin_match:  # its `kin` group is a key of KIN_FORMS
+            kin = KIN_FORMS[kin_match.group("kin")]
             kname = kin_match.group("kname")
             if kname and is_name(kname.split()[0]):
                 person = entity_name(kname)
                 state.add(subject, f"has_{kin}", person)
                 state.last_person = person
-                _adjuncts(person, subject, tail, state)
-                return [person]
-            state.add(subject, "has", kin)
-            _adjuncts(kin, subject, tail, state)
-            return [kin]
+            else:
+                person = kin
+                state.add(subject, "has", kin)
+            _adjuncts(person, subject, tail, state)
+            return [person]
         have = match.group("have").casefold()
         if have in ("had", "got"):  # "had a great time", "got the idea": no possession
             _adjuncts(subject, subject, tail, state)
@@ -468,7 +514,7 @@ def _verb(subject: str, rest: str, verb: Verb, match: re.Match[str], state: _Sta
     objects = _objects(phrase, verb.kind, state, article=article)
     for obj in objects:
         state.add(subject, relation, obj)
-    works = employer(objects[-1], tail) if relation == "is_a" and objects else None
+    works = _employer(objects[-1], tail) if relation == "is_a" and objects else None
     if works is not None:  # "is an engineer at Google": where, not a place
         state.add(subject, works[0], works[1])
         _adjuncts(works[1], subject, works[2], state)
@@ -494,7 +540,7 @@ def _clause(clause: str, state: _State) -> None:
             leading, clause = date.group(0), clause[date.end() :].lstrip(", ")
             clause = _FILLER.sub("", clause)
     subject, rest = _subject(clause, state)
-    if subject is None and state.subject and CONTINUED.match(clause):
+    if subject is None and state.subject and _CONTINUED.match(clause):
         subject, rest = state.subject, clause  # "... and now lives in Dubai"
     if subject is None:
         return
@@ -551,19 +597,16 @@ def extract_text(text: str, speaker: str | None, *, mentions: bool = False) -> l
     triple names yet adds (speaker, mentions, entity).
     """
     quoted, body = split_quoted(text)
-    body = user_lines(body)
     who = speaker if speaker is not None else quoted
-    state = _State(speaker=entity_name(who) if who else DEFAULT_SPEAKER)
-    if not state.speaker:
-        state.speaker = DEFAULT_SPEAKER
-    for sentence in _SENTENCE.split(_expand(body)):
+    state = _State(speaker=entity_name(who or "") or DEFAULT_SPEAKER)
+    for sentence in _SENTENCE.split(_expand(user_lines(body))):
         sentence = sentence.strip().strip('"\u201c\u201d')
         if not sentence or sentence.endswith("?"):
             continue
         state.subject = None
         for clause in _CLAUSE.split(sentence.rstrip(".!")):
             if clause and clause.strip():
-                for part in rewrite_clause(_FILLER.sub("", clause.strip())):
+                for part in _rewrite(_FILLER.sub("", clause.strip())):
                     _clause(part, state)
         if mentions:
             named = {e for t in state.out for e in (t.subject, t.object)}

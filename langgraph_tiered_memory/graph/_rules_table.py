@@ -39,8 +39,9 @@ DEMONYMS = frozenset(
 DEMONYM_ENDINGS = ("ese", "ish", "ian", "ean")
 """Endings of nationality words not in `DEMONYMS` ("Maltese", "Kurdish", "Tunisian")."""
 
-_KIN_PLURAL = {w + "s": w for w in KIN} | {"children": "child", "parents": "parent"}
-KIN_FORMS = {w: w for w in KIN} | _KIN_PLURAL
+KIN_FORMS = (
+    {w: w for w in KIN} | {w + "s": w for w in KIN} | {"children": "child", "parents": "parent"}
+)
 
 ADVERBS = (
     r"(?:(?:really|also|absolutely|truly|still|now|currently|just|recently|finally|actually"
@@ -195,28 +196,8 @@ _PASSIVE = (
     "written|founded|invented|discovered|painted|built|directed|composed|created|designed"
     "|developed|acquired|led|ruled|defeated|replaced|treated|released|launched|maintained"
 )
-_PASSIVE_REL = {
-    "written": "wrote",
-    "founded": "founded",
-    "invented": "invented",
-    "discovered": "discovered",
-    "painted": "painted",
-    "built": "built",
-    "directed": "directed",
-    "composed": "composed",
-    "created": "created",
-    "designed": "designed",
-    "developed": "developed",
-    "acquired": "acquired",
-    "led": "led",
-    "ruled": "ruled",
-    "defeated": "defeated",
-    "replaced": "replaced",
-    "treated": "treated",
-    "released": "released",
-    "launched": "launched",
-    "maintained": "maintained",
-}
+PASSIVE_RELATION = {p: p for p in _PASSIVE.split("|")} | {"written": "wrote"}
+"""The relation of "<object> was <participle> by <agent>": (agent, relation, object)."""
 
 VERBS: tuple[Verb, ...] = (
     _v(r"(?:was|were)\s+(?P<passive>" + _PASSIVE + r")\s+by", "", "passive"),
@@ -340,5 +321,3 @@ VERBS: tuple[Verb, ...] = (
     ),
 )
 """Verb patterns in the order they are tried: the first that matches wins."""
-
-PASSIVE_RELATION = _PASSIVE_REL
