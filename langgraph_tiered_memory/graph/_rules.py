@@ -453,9 +453,8 @@ _IS_NAMED = re.compile(
 )
 """The rest of "my sister is Anna" / "my dog is called Rex": the relative's name."""
 _MAX_OBJECT_WORDS = 6
-_SUBJECT_ANCHORED = frozenset(
-    {"is_a", "age", "from", "lives_in", "lives_with", "speaks", "studies"}
-)
+_SUBJECT_ANCHORED = frozenset("is_a age from lives_in lives_with speaks studies".split())
+"""Relations whose dates and places qualify the subject, not the object."""
 _ABBREVIATION = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|Mt|vs|etc|e\.g|i\.e)\.", re.IGNORECASE)
 
 _APPOSITIVE = re.compile(
