@@ -45,20 +45,14 @@ KIN = frozenset(
 
 DEMONYMS = frozenset(
     """
-    american canadian mexican brazilian argentinian chilean peruvian colombian cuban
-    british english scottish welsh irish french german dutch belgian swiss austrian
-    italian spanish portuguese greek turkish polish czech slovak hungarian romanian
-    bulgarian serbian croatian ukrainian russian swedish norwegian danish finnish
-    icelandic estonian latvian lithuanian chinese japanese korean vietnamese thai
-    filipino indonesian malaysian indian pakistani bangladeshi nepalese iranian iraqi
-    israeli lebanese syrian egyptian moroccan nigerian kenyan ethiopian ghanaian
-    african european asian australian kiwi latino latina hispanic arab jewish muslim
-    christian catholic protestant buddhist hindu sikh atheist vegan vegetarian
+    american mexican cuban welsh french german dutch swiss greek czech slovak icelandic thai
+    filipino pakistani bangladeshi iraqi israeli moroccan kenyan african kiwi latino latina
+    hispanic arab muslim catholic protestant buddhist hindu sikh atheist vegan
     """.split()
 )
-"""Capitalised words after "my sister is" that describe, not name, the person."""
 DEMONYM_ENDINGS = ("ese", "ish", "ian", "ean")
-"""Endings of nationality words not in `DEMONYMS` ("Maltese", "Kurdish", "Tunisian")."""
+"""Capitalised words after "my sister is" that describe, not name, the person: those in
+`DEMONYMS` and those with these endings ("Chinese", "Kurdish", "Italian", "Korean")."""
 
 KIN_FORMS = (
     {w: w for w in KIN} | {w + "s": w for w in KIN} | {"children": "child", "parents": "parent"}
@@ -474,20 +468,18 @@ _HQ_POSS = re.compile(
 )
 _ROLES = frozenset(
     """
-    nurse chef cook pilot ceo cto cfo coo cmo vp president intern analyst scientist
-    engineer developer programmer teacher professor lecturer tutor instructor doctor
-    surgeon physician dentist vet nurse paramedic lawyer attorney solicitor barrister
-    accountant consultant manager director designer architect editor writer journalist
-    reporter researcher barista cashier clerk waiter waitress bartender receptionist
-    mechanic technician pharmacist therapist psychologist officer executive head chair
-    founder co-founder cofounder owner partner associate employee staffer secretary
-    assistant specialist coordinator administrator coach trainer librarian curator
-    producer agent representative rep strategist economist apprentice trainee worker
-    volunteer postdoc fellow resident firefighter electrician plumber carpenter
-    photographer artist musician actor actress dancer singer driver guard janitor
+    nurse chef cook pilot ceo cto cfo coo cmo vp president intern analyst developer programmer
+    teacher professor lecturer tutor instructor doctor surgeon vet paramedic lawyer attorney
+    solicitor barrister accountant consultant manager director designer architect editor writer
+    reporter researcher barista cashier clerk waiter waitress bartender mechanic officer
+    executive head chair founder co-founder cofounder owner partner associate employee staffer
+    secretary assistant coordinator administrator coach trainer librarian curator producer agent
+    representative rep apprentice trainee worker postdoc fellow resident firefighter plumber
+    carpenter photographer actor actress dancer singer driver guard janitor
     """.split()
 )
-"""Nouns of jobs: "a <job> at <Name>" is where someone works."""
+"""Nouns of jobs (besides those in -ist, -ician, -eer): "a <job> at <Name>" is where
+someone works."""
 _STUDENTS = frozenset({"student", "pupil", "undergraduate", "undergrad"})
 _AT_ORG = re.compile(r"^\s+(?:at|for)\s+(?:the\s+)?(?P<org>" + _NAME_RUN + r")")
 
