@@ -17,6 +17,7 @@ both spellings ("dogs" and "dog"); an extra candidate only costs an index look-u
 from __future__ import annotations
 
 import re
+from itertools import groupby
 
 from langgraph_tiered_memory.graph.types import normalize_entity
 
@@ -68,8 +69,9 @@ FUNCTION_WORDS = (
 )
 """Words that never start, end or stand as an entity candidate."""
 
-_NAME_CONNECTORS = frozenset({"of", "de", "la", "le", "van", "von", "der", "del", "da", "du"})
 _NOT_NAMES = FUNCTION_WORDS | {"i", "mr", "mrs", "ms", "dr"}
+_NOT_NAME_ENDS = _NOT_NAMES | {"of", "de", "la", "le", "van", "von", "der", "del", "da", "du"}
+"""Words a name does not end with: those it cannot start with, and connectors ("Bank of")."""
 
 _TOKEN = re.compile(r"[^\W_](?:[\w&'.-]*[^\W_])?")
 
@@ -133,19 +135,13 @@ def entity_name(phrase: str) -> str:
     Determiners go, then `normalize_entity`; a phrase written in lower case has its
     last word made singular.
     """
-    text = _clean(phrase)
-    text = _DETERMINERS.sub("", text).strip()
-    if not text:
-        return ""
-    proper = any(ch.isupper() for ch in text[:1]) or any(w[:1].isupper() for w in text.split()[-1:])
+    text = _DETERMINERS.sub("", _clean(phrase)).strip()
     name = normalize_entity(text)
-    if not name:
-        return ""
-    if not proper:
-        words = name.split(" ")
-        words[-1] = singular(words[-1])
-        name = " ".join(words)
-    return name
+    if not name or text[:1].isupper() or text.split()[-1][:1].isupper():
+        return name
+    words = name.split(" ")
+    words[-1] = singular(words[-1])
+    return " ".join(words)
 
 
 def is_name(word: str) -> bool:
@@ -169,11 +165,9 @@ def named_entities(text: str) -> list[str]:
     found: list[str] = []
     for match in _NAME.finditer(_clean(text)):
         words = match.group(0).split()
-        while words and (words[0].casefold() in _NOT_NAMES or words[0].casefold() == "the"):
+        while words and words[0].casefold() in _NOT_NAMES:
             words.pop(0)
-        while words and (
-            words[-1].casefold() in _NOT_NAMES or words[-1].casefold() in _NAME_CONNECTORS
-        ):
+        while words and words[-1].casefold() in _NOT_NAME_ENDS:
             words.pop()
         if not words:
             continue
@@ -184,8 +178,20 @@ def named_entities(text: str) -> list[str]:
     return found
 
 
-def _query_words(text: str) -> list[str]:
-    return [m.group(0) for m in _TOKEN.finditer(_clean(text))]
+def _bare(word: str) -> str:
+    """`word` without a possessive `'s` or a trailing `'`."""
+    return word[:-2] if word.endswith("'s") else word.rstrip("'")
+
+
+def _content(word: str) -> bool:
+    """Whether `word` (lower case) may be part of a query's content n-gram."""
+    base = _bare(word)
+    return not (
+        base in FUNCTION_WORDS
+        or not base
+        or base.endswith("n't")
+        or (base.isdigit() and len(base) < 3)
+    )
 
 
 def query_entities(text: str) -> list[str]:
@@ -210,34 +216,18 @@ def query_entities(text: str) -> list[str]:
 
     for name in named_entities(text):
         add(name)
-    words = _query_words(text)
-    run: list[str] = []
-    runs: list[list[str]] = []
-    for word in words:
-        low = word.casefold()
-        base = low[:-2] if low.endswith("'s") else low.rstrip("'")
-        if (
-            base in FUNCTION_WORDS
-            or not base
-            or base.endswith("n't")
-            or (base.isdigit() and len(base) < 3)
-        ):
-            if run:
-                runs.append(run)
-            run = []
+    words = [m.group(0).casefold() for m in _TOKEN.finditer(_clean(text))]
+    for content, group in groupby(words, key=_content):
+        if not content:
             continue
-        run.append(low)
-    if run:
-        runs.append(run)
-    for run in runs:
-        bare = [w[:-2] if w.endswith("'s") else w.rstrip("'") for w in run]
+        run = list(group)
+        bare = [_bare(w) for w in run]
         for size in (3, 2, 1):
             for start in range(len(run) - size + 1):
                 # a possessive may only end the first word of a phrase or the last
-                middle = run[start : start + size - 1]
-                if any(w.endswith("'s") for w in middle[1:]):
+                head = run[start : start + size - 1]
+                if any(w.endswith("'s") for w in head[1:]):
                     continue
-                add(" ".join(run[start : start + size - 1] + bare[start + size - 1 : start + size]))
+                add(" ".join([*head, bare[start + size - 1]]))
                 add(" ".join(bare[start : start + size]))
-    ranked = sorted(out, key=lambda n: (-len(n.split(" ")), -len(n)))
-    return [n for n in ranked if n]
+    return sorted(out, key=lambda n: (-len(n.split(" ")), -len(n)))

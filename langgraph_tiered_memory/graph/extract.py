@@ -44,7 +44,7 @@ skipped, clauses split at "and"/"but"/";" before a new subject):
   event verbs (founded, wrote, invented, discovered, painted, built, met, adopted,
   bought, joined, attended, won, uses, teaches, ... as their past tense or 3rd person),
   passive "was written by Y" -> (y, wrote, x).
-- Facts about people and organisations (`_rules_facts`): "is a(n) <job> at/for <Name>"
+- Facts about people and organisations: "is a(n) <job> at/for <Name>"
   adds works_at (studied_at for a student) instead of a place ("Dave is a software
   engineer at Google"); an appositive after a name is a clause of its own ("Marcus,
   the CEO of Helix Labs, lives in Austin", "Karl, my cousin, is a baker"); "the
