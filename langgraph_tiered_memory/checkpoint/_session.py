@@ -36,7 +36,6 @@ from langgraph_tiered_memory._redis_client import (
 )
 from langgraph_tiered_memory.checkpoint._base import Query, Request
 from langgraph_tiered_memory.checkpoint._recorder import AsyncRecorder, Recorder
-from langgraph_tiered_memory.checkpoint._registry_keys import check_ttl
 from langgraph_tiered_memory.checkpoint.modules import acheck_modules, check_modules
 from langgraph_tiered_memory.checkpoint.registry import (
     DEFAULT_SESSION_TTL,
@@ -44,6 +43,7 @@ from langgraph_tiered_memory.checkpoint.registry import (
     SessionMeta,
     SessionRegistry,
     SessionStatus,
+    check_ttl,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy._redact import mask_url

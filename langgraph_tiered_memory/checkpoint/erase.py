@@ -51,7 +51,7 @@ from redisvl.query.filter import Tag
 
 from langgraph_tiered_memory._drive import adrive, drive
 from langgraph_tiered_memory.checkpoint._base import Batch, Query, _cmd, search_plan
-from langgraph_tiered_memory.checkpoint._registry_keys import PARTICIPANT, Keys
+from langgraph_tiered_memory.checkpoint.registry import PARTICIPANT, Keys
 from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, check_user_id
 
 __all__ = [
