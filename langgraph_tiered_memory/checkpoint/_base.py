@@ -112,12 +112,6 @@ class ListScope:
 
     def admit(self, tup: CheckpointTuple) -> bool:
         """Whether ``tup`` is returned; counts it towards the limit if so."""
-        if not self.accepts(tup):
-            return False
-        self.returned += 1
-        return True
-
-    def accepts(self, tup: CheckpointTuple) -> bool:
         configurable = tup.config["configurable"]
         if self.checkpoint_ns is not None and configurable.get("checkpoint_ns", "") != (
             self.checkpoint_ns
@@ -130,7 +124,10 @@ class ListScope:
         if self.before_id is not None and tup_id >= self.before_id:
             return False
         metadata = tup.metadata or {}
-        return all(metadata.get(key) == value for key, value in self.metadata_filter.items())
+        if not all(metadata.get(key) == value for key, value in self.metadata_filter.items()):
+            return False
+        self.returned += 1
+        return True
 
 
 def _chunks(items: Sequence[str], size: int = _TAG_CHUNK) -> Iterator[list[str]]:

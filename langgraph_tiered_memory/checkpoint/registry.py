@@ -114,22 +114,6 @@ def _users(user_ids: UserIds) -> list[str]:
     return [u for i, u in enumerate(seen) if u and u not in seen[:i]]
 
 
-def record_args(
-    now: float,
-    ttl: float | None,
-    user_ids: UserIds,
-    message_count: int | None = None,
-    add: int | None = None,
-) -> list[str]:
-    return [
-        repr(now),
-        "" if ttl is None else str(int(ttl)),
-        "" if message_count is None else str(int(message_count)),
-        "" if add is None else str(int(add)),
-        *_users(user_ids),
-    ]
-
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -150,18 +134,6 @@ def record_owners(sids: Sequence[str], replies: Sequence[Any]) -> dict[str, list
         if owner:
             owners.setdefault(owner, []).append(sid)
     return owners
-
-
-def index_commands(
-    user_key: str, sids: Sequence[str], now: float, ttl: float | None
-) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
-    """The owner's index update: score = this activity, expiry restarted."""
-    commands = [_cmd("zadd", user_key, dict.fromkeys(sids, now))]
-    if ttl is not None:
-        # Ids of sessions idle for longer than twice the TTL are dropped for good.
-        commands.append(_cmd("zremrangebyscore", user_key, "-inf", now - 2 * ttl))
-        commands.append(_cmd("expire", user_key, int(2 * ttl)))
-    return commands
 
 
 # Set the status only on a live session: a plain HSET would recreate an expired hash
@@ -224,16 +196,6 @@ def decode_hash(raw: Mapping[Any, Any]) -> dict[str, str]:
         (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
         for k, v in raw.items()
     }
-
-
-def check_status(status: str | None) -> None:
-    if status is not None and status not in STATUSES:
-        raise ValueError(f"status must be one of {list(STATUSES)} or None, got {status!r}.")
-
-
-def index_entries(entries: Any) -> list[tuple[str, float]]:
-    """Session ids and scores of a ZREVRANGE ... WITHSCORES reply."""
-    return [(_text(member), float(score)) for member, score in entries]
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,14 +266,16 @@ class _Registry:
         return self._record
 
     def _record_cmd(
-        self,
-        sid: str,
-        now: float,
-        user_ids: UserIds,
-        count: int | None = None,
-        add: int | None = None,
+        self, sid: str, now: float, users: UserIds, count: int | None = None, add: int | None = None
     ) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
-        args = record_args(now, self.ttl, user_ids, count, add)
+        """Run `RECORD_SCRIPT` on the session (ARGV as the script's comment says)."""
+        args = [
+            repr(now),
+            "" if self.ttl is None else str(int(self.ttl)),
+            "" if count is None else str(int(count)),
+            "" if add is None else str(int(add)),
+            *_users(users),
+        ]
         return _cmd(_RECORD, keys=self.session_keys(sid), args=args)
 
     def _touch_plan(
@@ -341,13 +305,16 @@ class _Registry:
         yield from self._index_plan(record_owners(sids, replies), now)
 
     def _index_plan(self, owners: Mapping[str, Sequence[str]], now: float) -> _Plan[None]:
-        """The owners' user-index updates for a record at ``now``."""
-        if owners:
-            commands = [
-                command
-                for owner, sids in owners.items()
-                for command in index_commands(self.keys.user(owner), sids, now, self.ttl)
-            ]
+        """Score the owners' sessions in their index with this activity; restart its expiry."""
+        commands = []
+        for owner, sids in owners.items():
+            key = self.keys.user(owner)
+            commands.append(_cmd("zadd", key, dict.fromkeys(sids, now)))
+            if self.ttl is not None:
+                # Ids of sessions idle for longer than twice the TTL are dropped for good.
+                commands.append(_cmd("zremrangebyscore", key, "-inf", now - 2 * self.ttl))
+                commands.append(_cmd("expire", key, int(2 * self.ttl)))
+        if commands:
             yield Batch(tuple(commands))
 
     def _refresh_plan(self, session_id: str) -> _Plan[None]:
@@ -364,10 +331,12 @@ class _Registry:
         self, user_id: str, status: SessionStatus | None, limit: int
     ) -> _Plan[list[SessionMeta]]:
         uid = check_id("user_id", user_id)
-        check_status(status)
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"status must be one of {list(STATUSES)} or None, got {status!r}.")
         if limit <= 0:
             return []
-        ids = index_entries((yield _cmd("zrevrange", self.keys.user(uid), 0, -1, withscores=True)))
+        entries = yield _cmd("zrevrange", self.keys.user(uid), 0, -1, withscores=True)
+        ids = [(_text(member), float(score)) for member, score in entries]
         found = []
         if ids:
             found = yield Batch(tuple(_cmd("hgetall", self.keys.session(sid)) for sid, _ in ids))
