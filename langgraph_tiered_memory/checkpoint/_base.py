@@ -70,7 +70,6 @@ Request = Query | Batch
 Plan = Generator[Request, Any, T]
 
 
-@dataclass
 class ListScope:
     """What `list` must return, split into the part upstream handles and the rest.
 
@@ -78,32 +77,25 @@ class ListScope:
     ``before`` cursor, metadata filter and limit are applied here, in that order.
     """
 
-    upstream_config: RunnableConfig | None
-    checkpoint_ns: str | None
-    checkpoint_id: str | None
-    before_id: str | None
-    metadata_filter: dict[str, Any]
-    limit: int | None
-    returned: int = 0
-
-    @classmethod
-    def build(
-        cls,
+    def __init__(
+        self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> ListScope:
-        upstream: RunnableConfig | None = None
-        ns: str | None = None
-        checkpoint_id: str | None = None
+    ) -> None:
+        self.upstream_config: RunnableConfig | None = None
+        self.checkpoint_ns: str | None = None
+        self.checkpoint_id: str | None = None
         if config is not None:
             configurable = config.get("configurable", {})
-            upstream = {"configurable": {"thread_id": configurable["thread_id"]}}
-            ns = configurable.get("checkpoint_ns")
-            checkpoint_id = get_checkpoint_id(config) or None
-        before_id = (get_checkpoint_id(before) or None) if before is not None else None
-        return cls(upstream, ns, checkpoint_id, before_id, dict(filter or {}), limit)
+            self.upstream_config = {"configurable": {"thread_id": configurable["thread_id"]}}
+            self.checkpoint_ns = configurable.get("checkpoint_ns")
+            self.checkpoint_id = get_checkpoint_id(config) or None
+        self.before_id = (get_checkpoint_id(before) or None) if before is not None else None
+        self.metadata_filter = dict(filter or {})
+        self.limit = limit
+        self.returned = 0
 
     @property
     def exhausted(self) -> bool:
