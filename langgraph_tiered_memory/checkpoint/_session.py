@@ -101,20 +101,6 @@ def session_ttl(ttl: Any) -> tuple[float | None, dict[str, Any] | None]:
     return float(seconds), upstream
 
 
-def _session_facts(
-    config: RunnableConfig, checkpoint: Any, metadata: Any
-) -> tuple[str, str | None, int | None] | None:
-    """(thread id, user id, message count) of a root-namespace checkpoint, else None."""
-    conf = config.get("configurable", {}) or {}
-    thread_id = conf.get("thread_id")
-    if thread_id is None or conf.get("checkpoint_ns", ""):
-        return None
-    user = conf.get("user_id") or (metadata or {}).get("user_id")
-    messages = (checkpoint.get("channel_values") or {}).get("messages")
-    count = len(messages) if isinstance(messages, (list, tuple)) else None
-    return str(thread_id), (str(user) if user else None), count
-
-
 class _Flavour(NamedTuple):
     """What a session layer builds on: its registry, recorder and client defaults."""
 
@@ -226,9 +212,14 @@ class _SessionInit:
 
     def _record_put(self, config: RunnableConfig, checkpoint: Any, metadata: Any) -> None:
         """Queue the session record of a stored checkpoint (root namespace only)."""
-        facts = _session_facts(config, checkpoint, metadata)
-        if facts is not None:
-            self._recorder.submit(*facts)
+        conf = config.get("configurable", {}) or {}
+        thread_id = conf.get("thread_id")
+        if thread_id is None or conf.get("checkpoint_ns", ""):
+            return
+        user = conf.get("user_id") or (metadata or {}).get("user_id")
+        messages = (checkpoint.get("channel_values") or {}).get("messages")
+        count = len(messages) if isinstance(messages, (list, tuple)) else None
+        self._recorder.submit(str(thread_id), str(user) if user else None, count)
 
     def _redacted(self, summary: str) -> str:
         """The summary as the registry may store it (redacted when a redactor is set)."""
