@@ -3,16 +3,16 @@
 Listing scope, key arithmetic and the plans behind ``prune``, ``delete_for_runs`` and
 ``copy_thread``. A plan is a generator: it yields the Redis work it needs next (a `Query`
 for one page of a search, or a `Batch` of commands for one pipeline), is sent the reply,
-and returns its result. Plans never touch a client: `SaverPlans._call` is the one place
-a request becomes a client call, which the savers make blocking (`_drive.drive`) or
-awaited (`_drive.adrive`). Each algorithm therefore exists once for both savers.
+and returns its result. Plans never touch a client: the savers' `_call` is the one place
+a request becomes a client call, made blocking (`_drive.drive`) or awaited
+(`_drive.adrive`). Each algorithm therefore exists once for both savers.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -34,11 +34,6 @@ _PRUNE_STRATEGIES = {"keep_latest": 1, "delete": 0}
 _FIELDS = ["thread_id", "checkpoint_ns", "checkpoint_id"]
 
 T = TypeVar("T")
-
-
-# ---------------------------------------------------------------------------
-# The work a plan asks for.
-# ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -75,12 +70,6 @@ Request = Query | Batch
 Plan = Generator[Request, Any, T]
 
 
-# ---------------------------------------------------------------------------
-# Listing.
-# ---------------------------------------------------------------------------
-
-
-@dataclass
 class ListScope:
     """What `list` must return, split into the part upstream handles and the rest.
 
@@ -88,32 +77,25 @@ class ListScope:
     ``before`` cursor, metadata filter and limit are applied here, in that order.
     """
 
-    upstream_config: RunnableConfig | None
-    checkpoint_ns: str | None
-    checkpoint_id: str | None
-    before_id: str | None
-    metadata_filter: dict[str, Any]
-    limit: int | None
-    returned: int = 0
-
-    @classmethod
-    def build(
-        cls,
+    def __init__(
+        self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> ListScope:
-        upstream: RunnableConfig | None = None
-        ns: str | None = None
-        checkpoint_id: str | None = None
+    ) -> None:
+        self.upstream_config: RunnableConfig | None = None
+        self.checkpoint_ns: str | None = None
+        self.checkpoint_id: str | None = None
         if config is not None:
             configurable = config.get("configurable", {})
-            upstream = {"configurable": {"thread_id": configurable["thread_id"]}}
-            ns = configurable.get("checkpoint_ns")
-            checkpoint_id = get_checkpoint_id(config) or None
-        before_id = (get_checkpoint_id(before) or None) if before is not None else None
-        return cls(upstream, ns, checkpoint_id, before_id, dict(filter or {}), limit)
+            self.upstream_config = {"configurable": {"thread_id": configurable["thread_id"]}}
+            self.checkpoint_ns = configurable.get("checkpoint_ns")
+            self.checkpoint_id = get_checkpoint_id(config) or None
+        self.before_id = (get_checkpoint_id(before) or None) if before is not None else None
+        self.metadata_filter = dict(filter or {})
+        self.limit = limit
+        self.returned = 0
 
     @property
     def exhausted(self) -> bool:
@@ -122,12 +104,6 @@ class ListScope:
 
     def admit(self, tup: CheckpointTuple) -> bool:
         """Whether ``tup`` is returned; counts it towards the limit if so."""
-        if not self.accepts(tup):
-            return False
-        self.returned += 1
-        return True
-
-    def accepts(self, tup: CheckpointTuple) -> bool:
         configurable = tup.config["configurable"]
         if self.checkpoint_ns is not None and configurable.get("checkpoint_ns", "") != (
             self.checkpoint_ns
@@ -140,12 +116,10 @@ class ListScope:
         if self.before_id is not None and tup_id >= self.before_id:
             return False
         metadata = tup.metadata or {}
-        return all(metadata.get(key) == value for key, value in self.metadata_filter.items())
-
-
-# ---------------------------------------------------------------------------
-# Pure helpers of the plans.
-# ---------------------------------------------------------------------------
+        if not all(metadata.get(key) == value for key, value in self.metadata_filter.items()):
+            return False
+        self.returned += 1
+        return True
 
 
 def _chunks(items: Sequence[str], size: int = _TAG_CHUNK) -> Iterator[list[str]]:
@@ -193,36 +167,24 @@ class _DocRef:
         return CheckpointKeyRegistry.make_write_keys_zset_key(*self.checkpoint)
 
 
-@dataclass
-class _DeletePlan:
-    """Keys to delete and the (thread, namespace) pairs whose latest pointer must be fixed."""
-
-    keys: list[str] = field(default_factory=list)
-    pointers: set[tuple[str, str]] = field(default_factory=set)
-
-
-def _plan_delete(checkpoints: Iterable[_DocRef], writes: Iterable[_DocRef]) -> _DeletePlan:
-    """Delete the checkpoints, their writes and their write-key registries."""
-    plan = _DeletePlan()
-    doomed: set[tuple[str, str, str]] = set()
-    for ref in checkpoints:
-        doomed.add(ref.checkpoint)
-        plan.keys.extend((ref.key, ref.registry_key))
-        plan.pointers.add((ref.thread_id, ref.checkpoint_ns))
-    plan.keys.extend(w.key for w in writes if w.checkpoint in doomed)
-    return plan
-
-
-def _plan_prune(checkpoints: Iterable[_DocRef], keep_last: int) -> list[_DocRef]:
-    """The checkpoints outside the newest ``keep_last`` of each namespace."""
-    by_ns: dict[tuple[str, str], list[_DocRef]] = defaultdict(list)
-    for ref in checkpoints:
-        by_ns[(ref.thread_id, ref.checkpoint_ns)].append(ref)
-    evicted: list[_DocRef] = []
-    for refs in by_ns.values():
-        refs.sort(key=lambda r: r.checkpoint_id, reverse=True)
-        evicted.extend(refs[keep_last:])
-    return evicted
+def search_plan(
+    index: Literal["checkpoints", "writes"],
+    expression: FilterExpression,
+    page_size: int = PAGE_SIZE,
+) -> Plan[list[_DocRef]]:
+    """All documents matching ``expression``, read page by page."""
+    found: list[_DocRef] = []
+    offset = 0
+    while True:
+        query = FilterQuery(
+            filter_expression=expression, return_fields=_FIELDS, num_results=page_size
+        )
+        query.paging(offset, page_size)
+        docs = (yield Query(index, query)).docs
+        found.extend(_DocRef.from_search(doc) for doc in docs)
+        if len(docs) < page_size:
+            return found
+        offset += page_size
 
 
 def _retarget(key: str, prefix: str, source: str, target: str) -> str:
@@ -236,57 +198,6 @@ def _retarget(key: str, prefix: str, source: str, target: str) -> str:
     return f"{prefix}{target}{REDIS_KEY_SEPARATOR}{key[len(head) :]}"
 
 
-@dataclass
-class _CopyPlan:
-    """Documents and registries to write for `copy_thread`."""
-
-    documents: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    registries: list[tuple[str, dict[str, float]]] = field(default_factory=list)
-    namespaces: set[str] = field(default_factory=set)
-
-
-def _plan_copy(
-    prefixes: tuple[str, str],
-    source: str,
-    target: str,
-    checkpoint_docs: Iterable[tuple[_DocRef, Any]],
-    write_docs: Iterable[tuple[_DocRef, Any]],
-    registries: Iterable[tuple[_DocRef, Any]],
-) -> _CopyPlan:
-    """Rewrite the source thread's documents (storage-safe ids) for the target thread."""
-    checkpoint_prefix, write_prefix = prefixes
-    plan = _CopyPlan()
-    for ref, doc in checkpoint_docs:
-        if not isinstance(doc, dict):
-            continue  # deleted between the search and the read
-        new_key = _retarget(ref.key, checkpoint_prefix, source, target)
-        plan.documents.append((new_key, {**doc, "thread_id": target}))
-        plan.namespaces.add(ref.checkpoint_ns)
-    write_keys: dict[str, str] = {}
-    for ref, doc in write_docs:
-        if not isinstance(doc, dict):
-            continue
-        new_key = _retarget(ref.key, write_prefix, source, target)
-        write_keys[ref.key] = new_key
-        plan.documents.append((new_key, {**doc, "thread_id": target}))
-    for ref, members in registries:
-        mapping = {
-            write_keys[member]: float(score)
-            for member, score in ((safely_decode(m), s) for m, s in (members or []))
-            if member in write_keys
-        }
-        if mapping:
-            zset_key = CheckpointKeyRegistry.make_write_keys_zset_key(
-                target, ref.checkpoint_ns, ref.checkpoint_id
-            )
-            plan.registries.append((zset_key, mapping))
-    return plan
-
-
-# ---------------------------------------------------------------------------
-# The plans, mixed into both full savers.
-# ---------------------------------------------------------------------------
-
 if TYPE_CHECKING:
     _Base = BaseRedisSaver[Any, Any]
 else:
@@ -297,7 +208,6 @@ class SaverPlans(_Base):
     """The plans of the full session savers; the savers supply the I/O."""
 
     _tm_ttl: float | None
-    _tm_client: Any
 
     def _prune_plan(
         self, thread_ids: Sequence[str], strategy: str, keep_last: int | None, page_size: int
@@ -306,86 +216,90 @@ class SaverPlans(_Base):
         if page_size < 1:
             raise ValueError(f"max_results must be >= 1, got {page_size}")
         for thread_id in dict.fromkeys(thread_ids):
-            safe_thread = to_storage_safe_id(thread_id)
-            where = Tag("thread_id") == safe_thread
-            checkpoints = yield from self._search_plan("checkpoints", where, page_size)
-            yield from self._delete_plan(_plan_prune(checkpoints, keep))
+            where = Tag("thread_id") == to_storage_safe_id(thread_id)
+            checkpoints = yield from search_plan("checkpoints", where, page_size)
+            by_ns: dict[tuple[str, str], list[_DocRef]] = defaultdict(list)
+            for ref in checkpoints:
+                by_ns[(ref.thread_id, ref.checkpoint_ns)].append(ref)
+            evicted: list[_DocRef] = []  # all but the newest `keep` of each namespace
+            for refs in by_ns.values():
+                refs.sort(key=lambda r: r.checkpoint_id, reverse=True)
+                evicted.extend(refs[keep:])
+            yield from self._delete_plan(evicted)
 
     def _delete_for_runs_plan(self, run_ids: Sequence[str]) -> Plan[None]:
         safe_ids = [to_storage_safe_id(r) for r in dict.fromkeys(run_ids) if r]
         checkpoints: list[_DocRef] = []
         for chunk in _chunks(safe_ids):
-            found = yield from self._search_plan("checkpoints", Tag("run_id") == chunk)
+            found = yield from search_plan("checkpoints", Tag("run_id") == chunk)
             checkpoints.extend(found)
         yield from self._delete_plan(checkpoints)
 
     def _copy_thread_plan(self, source_thread_id: str, target_thread_id: str) -> Plan[None]:
+        """Rewrite the source thread's documents (storage-safe ids) for the target thread."""
         source = to_storage_safe_id(source_thread_id)
         target = to_storage_safe_id(target_thread_id)
         if source == target:
             return
-        checkpoints = yield from self._search_plan("checkpoints", Tag("thread_id") == source)
+        checkpoints = yield from search_plan("checkpoints", Tag("thread_id") == source)
         if not checkpoints:
             return
-        writes = yield from self._search_plan("writes", Tag("thread_id") == source)
+        writes = yield from search_plan("writes", Tag("thread_id") == source)
         results = yield Batch(
             tuple(_cmd("json_get", ref.key) for ref in (*checkpoints, *writes))
             + tuple(_cmd("zrange", ref.registry_key, 0, -1, withscores=True) for ref in checkpoints)
         )
         n_cp, n_w = len(checkpoints), len(writes)
-        plan = _plan_copy(
-            (self.checkpoints_schema["index"]["prefix"], self.writes_schema["index"]["prefix"]),
-            source,
-            target,
-            zip(checkpoints, results[:n_cp], strict=True),
-            zip(writes, results[n_cp : n_cp + n_w], strict=True),
-            zip(checkpoints, results[n_cp + n_w :], strict=True),
-        )
-        commands = [_cmd("json_set", key, "$", doc) for key, doc in plan.documents]
-        commands += [_cmd("zadd", key, mapping) for key, mapping in plan.registries]
+        documents: list[tuple[str, dict[str, Any]]] = []
+        namespaces: set[str] = set()
+        write_keys: dict[str, str] = {}
+        for n, (ref, doc) in enumerate(zip((*checkpoints, *writes), results, strict=False)):
+            if not isinstance(doc, dict):
+                continue  # deleted between the search and the read
+            schema = self.checkpoints_schema if n < n_cp else self.writes_schema
+            new_key = _retarget(ref.key, schema["index"]["prefix"], source, target)
+            documents.append((new_key, {**doc, "thread_id": target}))
+            if n < n_cp:
+                namespaces.add(ref.checkpoint_ns)
+            else:
+                write_keys[ref.key] = new_key
+        registries: list[tuple[str, dict[str, float]]] = []
+        for ref, members in zip(checkpoints, results[n_cp + n_w :], strict=True):
+            mapping = {
+                write_keys[member]: float(score)
+                for member, score in ((safely_decode(m), s) for m, s in (members or []))
+                if member in write_keys
+            }
+            if mapping:
+                zset_key = CheckpointKeyRegistry.make_write_keys_zset_key(
+                    target, ref.checkpoint_ns, ref.checkpoint_id
+                )
+                registries.append((zset_key, mapping))
+        commands = [_cmd("json_set", key, "$", doc) for key, doc in documents]
+        commands += [_cmd("zadd", key, mapping) for key, mapping in registries]
         if self._tm_ttl is not None:
-            written = [k for k, _ in plan.documents] + [k for k, _ in plan.registries]
+            written = [k for k, _ in documents] + [k for k, _ in registries]
             commands += [_cmd("expire", key, int(self._tm_ttl)) for key in written]
         yield Batch(tuple(commands))
-        for ns in plan.namespaces:
+        for ns in namespaces:
             yield from self._refresh_latest_plan(target, ns)
 
-    def _search_plan(
-        self,
-        index: Literal["checkpoints", "writes"],
-        expression: FilterExpression,
-        page_size: int = PAGE_SIZE,
-    ) -> Plan[list[_DocRef]]:
-        """All documents matching ``expression``, read page by page."""
-        found: list[_DocRef] = []
-        offset = 0
-        while True:
-            query = FilterQuery(
-                filter_expression=expression, return_fields=_FIELDS, num_results=page_size
-            )
-            query.paging(offset, page_size)
-            docs = (yield Query(index, query)).docs
-            found.extend(_DocRef.from_search(doc) for doc in docs)
-            if len(docs) < page_size:
-                return found
-            offset += page_size
-
     def _delete_plan(self, checkpoints: Sequence[_DocRef]) -> Plan[None]:
-        """Delete checkpoints with their writes and registries, then fix latest pointers."""
+        """Delete checkpoints with their writes and write-key registries, then fix pointers."""
         if not checkpoints:
             return
-        by_thread: dict[str, list[str]] = defaultdict(list)
+        by_thread: dict[str, set[str]] = defaultdict(set)
         for ref in checkpoints:
-            by_thread[ref.thread_id].append(ref.checkpoint_id)
-        writes: list[_DocRef] = []
+            by_thread[ref.thread_id].add(ref.checkpoint_id)
+        doomed = {ref.checkpoint for ref in checkpoints}
+        keys = [key for ref in checkpoints for key in (ref.key, ref.registry_key)]
         for thread_id, checkpoint_ids in by_thread.items():
-            for chunk in _chunks(sorted(set(checkpoint_ids))):
+            for chunk in _chunks(sorted(checkpoint_ids)):
                 where = (Tag("thread_id") == thread_id) & (Tag("checkpoint_id") == chunk)
-                found = yield from self._search_plan("writes", where)
-                writes.extend(found)
-        plan = _plan_delete(checkpoints, writes)
-        yield Batch(tuple(_cmd("delete", key) for key in plan.keys))
-        for thread_id, ns in plan.pointers:
+                writes = yield from search_plan("writes", where)
+                keys.extend(w.key for w in writes if w.checkpoint in doomed)
+        yield Batch(tuple(_cmd("delete", key) for key in keys))
+        for thread_id, ns in {(ref.thread_id, ref.checkpoint_ns) for ref in checkpoints}:
             yield from self._refresh_latest_plan(thread_id, ns)
 
     def _refresh_latest_plan(self, thread_id: str, checkpoint_ns: str) -> Plan[None]:
@@ -407,14 +321,3 @@ class SaverPlans(_Base):
         if self._tm_ttl is not None:
             commands.append(_cmd("expire", pointer, int(self._tm_ttl)))
         yield Batch(tuple(commands))
-
-    def _call(self, request: Request) -> Any:
-        """The client call that serves ``request`` (for the async saver, an awaitable).
-
-        The plans never call it; the savers drive their plans with it.
-        """
-        if isinstance(request, Query) and request.index == "checkpoints":
-            return self.checkpoints_index.search(request.query)
-        if isinstance(request, Query):
-            return self.checkpoint_writes_index.search(request.query)
-        return request.queue(self._tm_client.pipeline(transaction=False)).execute()

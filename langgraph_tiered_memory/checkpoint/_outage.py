@@ -68,16 +68,15 @@ def _where(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, float | 
     """The server (masked) and the call bound, from the call's `self`/`cls` or URL."""
     target = args[0] if args else None
     where = getattr(target, "_tm_where", None) if not isinstance(target, type) else None
+    client = getattr(target, "_redis", None) or getattr(target, "client", None)
     if where is None:
         url = kwargs.get("redis_url")
-        client = getattr(target, "_redis", None) or getattr(target, "client", None)
         constructing = isinstance(target, type) or client is None
         if url is None and constructing and len(args) > 1 and isinstance(args[1], str):
             url = args[1]  # a constructor's or from_conn_string's positional redis_url
         where = url if isinstance(url, str) else describe_redis(client)
     timeout = None
     if not isinstance(target, type):
-        client = getattr(target, "_redis", None) or getattr(target, "client", None)
         pool = getattr(client, "connection_pool", None)
         timeout = getattr(target, "_tm_timeout", None) or getattr(
             getattr(pool, "connection_class", None), "budget", None
@@ -208,26 +207,24 @@ def _wrap(fn: Callable[..., Any], op: str, owner: type) -> Callable[..., Any]:
     return wrapper
 
 
+def _function(cls: type, name: str) -> Any:
+    attr = inspect.getattr_static(cls, name)
+    return attr.__func__ if isinstance(attr, (classmethod, staticmethod)) else attr
+
+
 def public_methods(cls: type) -> list[str]:
     """Names of the methods `translate_outages` wraps: every public one and the dunders."""
-    names = []
-    for name in dir(cls):
-        if name.startswith("_") and name not in _DUNDERS:
-            continue
-        attr = inspect.getattr_static(cls, name)
-        if isinstance(attr, (classmethod, staticmethod)):
-            attr = attr.__func__
-        if inspect.isfunction(attr):
-            names.append(name)
-    return names
+    return [
+        name
+        for name in dir(cls)
+        if (not name.startswith("_") or name in _DUNDERS)
+        and inspect.isfunction(_function(cls, name))
+    ]
 
 
 def is_translated(cls: type, name: str) -> bool:
     """Whether `cls.<name>` translates Redis outages."""
-    attr = inspect.getattr_static(cls, name)
-    if isinstance(attr, (classmethod, staticmethod)):
-        attr = attr.__func__
-    return bool(getattr(attr, _MARK, False))
+    return bool(getattr(_function(cls, name), _MARK, False))
 
 
 def translate_outages(cls: C) -> C:
@@ -242,7 +239,7 @@ def translate_outages(cls: C) -> C:
     for name in public_methods(cls):
         attr = inspect.getattr_static(cls, name)
         kind = type(attr) if isinstance(attr, (classmethod, staticmethod)) else None
-        fn = attr.__func__ if kind is not None else attr
+        fn = _function(cls, name)
         if getattr(fn, _MARK, False):
             continue
         op = f"{cls.__name__}.{name}"

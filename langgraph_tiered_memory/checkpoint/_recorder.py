@@ -64,18 +64,6 @@ class _Streak:
             self.failures = 0
 
 
-def _pending_error(error: BaseException) -> BaseException | None:
-    """The error a synchronous flush raises for `error` (None: re-raise it as is)."""
-    cause = outage_cause(error)
-    if cause is None:
-        return None
-    return BackendUnavailableError(
-        f"Redis is unreachable while recording sessions ({type(cause).__name__}: {cause})."
-        " The checkpoints are stored; the records stay pending and are written once Redis"
-        " answers."
-    )
-
-
 def _combined(older: _Pending, newer: _Pending) -> _Pending:
     """One record of two: the older one's users first, the newer known count."""
     users = older[0] + tuple(u for u in newer[0] if u not in older[0])
@@ -101,10 +89,14 @@ def _failed(streak: _Streak, count: int, error: BaseException, raise_errors: boo
     streak.failed(count, error)
     if not raise_errors:
         return
-    translated = _pending_error(error)
-    if translated is None:
+    cause = outage_cause(error)
+    if cause is None:
         raise error
-    raise translated from error
+    raise BackendUnavailableError(
+        f"Redis is unreachable while recording sessions ({type(cause).__name__}: {cause})."
+        " The checkpoints are stored; the records stay pending and are written once Redis"
+        " answers."
+    ) from error
 
 
 class Recorder:

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -34,8 +34,8 @@ from langgraph_tiered_memory._redis_client import (
     check_redis_timeout,
     client_options,
 )
+from langgraph_tiered_memory.checkpoint._base import Query, Request
 from langgraph_tiered_memory.checkpoint._recorder import AsyncRecorder, Recorder
-from langgraph_tiered_memory.checkpoint._registry_keys import check_ttl
 from langgraph_tiered_memory.checkpoint.modules import acheck_modules, check_modules
 from langgraph_tiered_memory.checkpoint.registry import (
     DEFAULT_SESSION_TTL,
@@ -43,6 +43,7 @@ from langgraph_tiered_memory.checkpoint.registry import (
     SessionMeta,
     SessionRegistry,
     SessionStatus,
+    check_ttl,
 )
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy._redact import mask_url
@@ -62,7 +63,6 @@ _DEFAULT = object()
 _SECONDS_PER_MINUTE = 60.0
 # `list` is shadowed inside the savers, whose `list` method is the checkpointer API.
 _SessionList = list[SessionMeta]
-_Writes = Sequence[tuple[str, Any]]
 
 
 def session_ttl(ttl: Any) -> tuple[float | None, dict[str, Any] | None]:
@@ -99,20 +99,6 @@ def session_ttl(ttl: Any) -> tuple[float | None, dict[str, Any] | None]:
     assert seconds is not None
     upstream = {"default_ttl": seconds / _SECONDS_PER_MINUTE, "refresh_on_read": True}
     return float(seconds), upstream
-
-
-def _session_facts(
-    config: RunnableConfig, checkpoint: Any, metadata: Any
-) -> tuple[str, str | None, int | None] | None:
-    """(thread id, user id, message count) of a root-namespace checkpoint, else None."""
-    conf = config.get("configurable", {}) or {}
-    thread_id = conf.get("thread_id")
-    if thread_id is None or conf.get("checkpoint_ns", ""):
-        return None
-    user = conf.get("user_id") or (metadata or {}).get("user_id")
-    messages = (checkpoint.get("channel_values") or {}).get("messages")
-    count = len(messages) if isinstance(messages, (list, tuple)) else None
-    return str(thread_id), (str(user) if user else None), count
 
 
 class _Flavour(NamedTuple):
@@ -226,15 +212,28 @@ class _SessionInit:
 
     def _record_put(self, config: RunnableConfig, checkpoint: Any, metadata: Any) -> None:
         """Queue the session record of a stored checkpoint (root namespace only)."""
-        facts = _session_facts(config, checkpoint, metadata)
-        if facts is not None:
-            self._recorder.submit(*facts)
+        conf = config.get("configurable", {}) or {}
+        thread_id = conf.get("thread_id")
+        if thread_id is None or conf.get("checkpoint_ns", ""):
+            return
+        user = conf.get("user_id") or (metadata or {}).get("user_id")
+        messages = (checkpoint.get("channel_values") or {}).get("messages")
+        count = len(messages) if isinstance(messages, (list, tuple)) else None
+        self._recorder.submit(str(thread_id), str(user) if user else None, count)
 
     def _redacted(self, summary: str) -> str:
         """The summary as the registry may store it (redacted when a redactor is set)."""
         if self.redactor is None or not isinstance(summary, str):
             return summary  # the registry refuses a non-str summary itself
         return redact_text(summary, self.redactor).text
+
+    def _call(self, request: Request) -> Any:
+        """The client call that serves a plan's request (for an async saver, an awaitable)."""
+        if isinstance(request, Query) and request.index == "checkpoints":
+            return self.checkpoints_index.search(request.query)  # type: ignore[attr-defined]
+        if isinstance(request, Query):
+            return self.checkpoint_writes_index.search(request.query)  # type: ignore[attr-defined]
+        return request.queue(self._tm_client.pipeline(transaction=False)).execute()
 
     @staticmethod
     def _read_session(config: RunnableConfig, found: CheckpointTuple | None) -> str | None:
@@ -296,12 +295,6 @@ class _AsyncSessionLayer(_SessionInit, _AsyncBase):
         stored = await super().aput(config, checkpoint, metadata, new_versions, **extra)
         self._record_put(config, checkpoint, metadata)
         return stored
-
-    async def aput_writes(
-        self, config: RunnableConfig, writes: _Writes, task_id: str, task_path: str = ""
-    ) -> None:
-        """Store a task's pending writes."""
-        await super().aput_writes(config, writes, task_id, task_path)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""
@@ -404,12 +397,6 @@ class _SyncSessionLayer(_SessionInit, _SyncBase):
         stored = super().put(config, checkpoint, metadata, new_versions)
         self._record_put(config, checkpoint, metadata)
         return stored
-
-    def put_writes(
-        self, config: RunnableConfig, writes: _Writes, task_id: str, task_path: str = ""
-    ) -> None:
-        """Store a task's pending writes."""
-        super().put_writes(config, writes, task_id, task_path)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Read a checkpoint; refreshes the session's TTL (checkpoints and registry)."""

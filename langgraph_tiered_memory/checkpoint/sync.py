@@ -71,7 +71,7 @@ class RedisSessionSaver(SessionErase, _SyncSessionLayer, SaverPlans, RedisSaver)
         """
         if limit is not None and limit <= 0:
             return
-        scope = ListScope.build(config, filter, before, limit)
+        scope = ListScope(config, filter, before, limit)
         upstream = super().list(scope.upstream_config)
         with closing(cast("Generator[CheckpointTuple, None, None]", upstream)) as tuples:
             for tup in tuples:

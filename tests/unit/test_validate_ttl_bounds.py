@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langgraph_tiered_memory import ConfigurationError, InvalidItemError
-from langgraph_tiered_memory.checkpoint._registry_keys import MAX_SESSION_TTL_SECONDS, check_ttl
 from langgraph_tiered_memory.checkpoint._session import session_ttl
+from langgraph_tiered_memory.checkpoint.registry import MAX_SESSION_TTL_SECONDS, check_ttl
 from langgraph_tiered_memory.store._config import check_ttl_config
 from langgraph_tiered_memory.store._validate import MAX_TTL_MINUTES, validate_ttl
 
