@@ -21,7 +21,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.store.base import BaseStore, Op, PutOp, Result
 
 from langgraph_tiered_memory._drive import Call, adrive, drive
-from langgraph_tiered_memory.agent._profile_plan import build_profile
 from langgraph_tiered_memory.agent._rules import (
     DEFAULT_IMPORTANCE_RULES,
     DEFAULT_MEMORY_PROMPT,
@@ -37,6 +36,7 @@ from langgraph_tiered_memory.agent._rules import (
     render_memory_context,
     used_memories,
 )
+from langgraph_tiered_memory.agent.profile import build_profile
 from langgraph_tiered_memory.agent.writer import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph import queries
