@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langgraph.store.base import BaseStore, Op, PutOp, Result
 
 from langgraph_tiered_memory._drive import Call, adrive, drive
 from langgraph_tiered_memory.agent._rules import (
@@ -66,30 +65,6 @@ _FACT_ENTITIES = 5
 
 Plan = Callable[[str], Generator[Call, Any, Any]]
 """A write step's store calls: called with "" to run blocking, "a" to run awaited."""
-
-
-class ReadOnlyView(BaseStore):
-    """The reads of a store; its puts are dropped (answered None, never sent)."""
-
-    def __init__(self, store: BaseStore) -> None:
-        self.store = store
-
-    @staticmethod
-    def _merge(ops: list[Op], answers: Iterable[Result]) -> list[Result]:
-        found = iter(answers)
-        return [None if isinstance(op, PutOp) else next(found) for op in ops]
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the read ops on the store."""
-        ops = list(ops)
-        reads = [op for op in ops if not isinstance(op, PutOp)]
-        return self._merge(ops, self.store.batch(reads) if reads else [])
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the read ops on the store (async)."""
-        ops = list(ops)
-        reads = [op for op in ops if not isinstance(op, PutOp)]
-        return self._merge(ops, await self.store.abatch(reads) if reads else [])
 
 
 @dataclass
@@ -155,21 +130,6 @@ class MemoryNodes:
             and callable(getattr(store, name, None))
             and getattr(store, "tier_for", lambda ns: None)(namespace) == "long"
         )
-
-    def _visible(
-        self, found: Sequence[RetrievedMemory | None], store: Any, config: Mapping[str, Any]
-    ) -> list[RetrievedMemory]:
-        """The memories of the run's user and of no user, never another user's.
-
-        All of them when the run names no user.
-
-        The searched prefix is the user's (`("memories", "{user_id}")`), yet it can hold
-        another user's namespace below it (`("memories", "users", "bob")` for a user id
-        `"users"`); `UserScope.may_hold` says whose each memory is.
-        """
-        kept = [m for m in found if m is not None]
-        scope = self._scope(store, self._user(config))
-        return kept if scope is None else [m for m in kept if scope.may_hold(m["namespace"])]
 
     @staticmethod
     def _scope(store: Any, user: str | None) -> UserScope | None:
@@ -265,8 +225,8 @@ class MemoryNodes:
         """The user's profile (cached by the profile module), or None when off.
 
         A tiered store is read and cached as `get_user_profile` does; on any other
-        store, `read_only` (the reply path) reads through a view that drops the cache
-        write, so a turn's reply never waits on a store write there.
+        store, `read_only` (the reply path) skips the cache write, so a turn's reply
+        never waits on a store write there.
         """
         if not self.profile:
             return None
@@ -274,9 +234,9 @@ class MemoryNodes:
         user = self._user(config)
         if user is None:
             return None
-        if read_only and not isinstance(store, TieredStoreCore):
-            store = ReadOnlyView(store)
-        return (yield from build_profile(store, user, self.profile_model, template))
+        write = not read_only or isinstance(store, TieredStoreCore)
+        profile = build_profile(store, user, self.profile_model, template, write_cache=write)
+        return (yield from profile)
 
     # ---------------------------------------------------------------- retrieval
     def _retrieve_plan(
@@ -298,7 +258,12 @@ class MemoryNodes:
                 found = [self._from_item(i) for i in items]
         facts = yield from self._facts_plan(store, namespace, query, self._user(config))
         profile = yield from self._profile_plan(store, config, True)
-        found = self._visible(found, store, config)
+        # The run's user's memories and no user's (all when the run names none): the
+        # user's prefix can hold another user's namespace below it (`("memories",
+        # "users", "bob")` for a user id `"users"`); `UserScope.may_hold` says whose.
+        scope = self._scope(store, self._user(config))
+        found = [m for m in found if m is not None]
+        found = [m for m in found if scope is None or scope.may_hold(m["namespace"])]
         context = render_memory_context(
             self.prompt,
             summary=state.get("summary"),

@@ -510,6 +510,8 @@ def build_profile(
     refresh: bool = False,
     max_per_type: int = DEFAULT_MAX_PER_TYPE,
     lister: ItemLister | AsyncItemLister | None = None,
+    *,
+    write_cache: bool = True,
 ) -> Generator[Call, Any, UserProfile]:
     """One profile read: yields its store and model calls (`_drive`), returns the profile.
 
@@ -517,7 +519,7 @@ def build_profile(
     else a listing search that counts no access on a tiered store), reads the user's
     triples when the store has a knowledge graph, returns the cached profile when its
     fingerprint (memories, and triples with a graph) is current (unless `refresh`), else
-    builds the profile, asks the model and caches the result.
+    builds the profile, asks the model and caches the result (if `write_cache`).
     """
     model = resolve_model(model)
     plan = plan_profile(user_id, namespace, model, max_per_type)
@@ -564,8 +566,9 @@ def build_profile(
         except MODEL_OUTPUT_ERRORS as e:
             output = e
         profile = model_profile(profile, output) or profile
-    key, value = plan.cache_key(profile.source), cache_value(plan, profile, fp)
-    yield Call(store, "put", (plan.cache_namespace, key, value), {"index": False})
+    if write_cache:
+        key, value = plan.cache_key(profile.source), cache_value(plan, profile, fp)
+        yield Call(store, "put", (plan.cache_namespace, key, value), {"index": False})
     return profile
 
 
