@@ -39,6 +39,7 @@ from langgraph_tiered_memory.agent.profile import build_profile
 from langgraph_tiered_memory.agent.writer import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph import queries
+from langgraph_tiered_memory.graph.extract import query_entities
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.ranking.scoring import UserScope
 from langgraph_tiered_memory.store.base import TieredStoreCore
@@ -168,14 +169,16 @@ class MemoryNodes:
             score=None if getattr(item, "score", None) is None else float(item.score),
         )
 
-    def _fact_entities(
-        self, store: Any, namespace: tuple[str, ...], query: str
-    ) -> list[str] | None:
-        """Entities of the message to look up in the store's graph, or None when off.
+    def _facts_plan(
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None
+    ) -> Generator[Call, Any, list[str] | None]:
+        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
 
         Off when `known_facts` is False, and by default (None) when the store is not a
-        tiered store with a graph that ranks this namespace's memories. With
-        `known_facts=True` a store that cannot answer is a configuration error.
+        tiered store with a graph that ranks this namespace's memories; with
+        `known_facts=True` such a store is a configuration error. Each path gives its
+        first triple; with `user`, triples from another user's namespace below
+        `namespace` are left out.
         """
         if self.known_facts is False or self.facts_limit <= 0:
             return None
@@ -193,23 +196,7 @@ class MemoryNodes:
                 f" {namespace} in its long-term tier in memory mode; pass"
                 " known_facts=False or open the store with graph=True."
             )
-        if not query:
-            return []
-        from langgraph_tiered_memory.graph.extract import query_entities
-
-        return list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES]
-
-    def _facts_plan(
-        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None
-    ) -> Generator[Call, Any, list[str] | None]:
-        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
-
-        Each path gives its first triple; with `user`, triples from another user's
-        namespace below `namespace` are left out.
-        """
-        entities = self._fact_entities(store, namespace, query)
-        if entities is None:
-            return None
+        entities = list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES] if query else []
         found = []
         for e in entities:
             kwargs = {"hops": 1, "limit": self.facts_limit}

@@ -176,23 +176,16 @@ class UserProfile(ProfileFields):
 
     def to_text(self) -> str:
         """The profile as plain text for a prompt (empty sections left out)."""
+        sections = [
+            (f.replace("_", " ").capitalize(), getattr(self, f)) for f in ProfileFields.model_fields
+        ]
+        sections += [(f"{t.capitalize()} memories", m) for t, m in self.memories_by_type.items()]
+        sections.append(("Known facts about the user", self.known_facts))
         lines: list[str] = []
-        for title, entries in (
-            ("Basics", self.basics),
-            ("Communication preferences", self.communication_preferences),
-            ("Special needs", self.special_needs),
-            ("Interaction history", self.interaction_history),
-        ):
+        for title, entries in sections:
             if entries:
                 lines.append(f"{title}:")
                 lines.extend(f"- {e}" for e in entries)
-        for mtype, texts in self.memories_by_type.items():
-            if texts:
-                lines.append(f"{mtype.capitalize()} memories:")
-                lines.extend(f"- {t}" for t in texts)
-        if self.known_facts:
-            lines.append("Known facts about the user:")
-            lines.extend(f"- {f}" for f in self.known_facts)
         return "\n".join(lines)
 
 
