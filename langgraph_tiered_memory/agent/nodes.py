@@ -334,11 +334,8 @@ class MemoryNodes:
         before its process died) a first step looks for it and skips the rest.
         """
         store = self.resolve_store()
-        namespace, key, user = (
-            fill_namespace(self.namespace, config),
-            turn["key"],
-            self._user(config),
-        )
+        namespace = fill_namespace(self.namespace, config)
+        key, user = turn["key"], self._user(config)
         value: dict[str, Any] = {
             "content": f"User: {turn['user_text']}\nAssistant: {turn['reply_text']}",
             "memory_type": "experience",

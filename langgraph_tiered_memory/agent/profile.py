@@ -257,13 +257,6 @@ def resolve_namespace(template: Sequence[str], user_id: str) -> tuple[str, ...]:
     return resolved
 
 
-def _model_tag(model: BaseChatModel | None) -> str | None:
-    if model is None:
-        return None
-    name = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
-    return f"{type(model).__module__}.{type(model).__qualname__}:{name}"
-
-
 @dataclass(frozen=True)
 class ProfilePlan:
     """One profile request, checked: whose, from where, where its cache lives."""
@@ -286,16 +279,17 @@ class ProfilePlan:
 
 
 def plan_profile(
-    user_id: Any,
-    namespace: Sequence[str],
-    model: BaseChatModel | None,
-    max_per_type: int,
+    user_id: Any, namespace: Sequence[str], model: BaseChatModel | None, max_per_type: int
 ) -> ProfilePlan:
     """Check a profile request (raises before any I/O)."""
     uid = check_user_id(user_id)
     if isinstance(max_per_type, bool) or not isinstance(max_per_type, int) or max_per_type < 1:
         raise ConfigurationError(f"max_per_type must be an integer >= 1, got {max_per_type!r}.")
-    return ProfilePlan(uid, resolve_namespace(namespace, uid), max_per_type, _model_tag(model))
+    resolved, tag = resolve_namespace(namespace, uid), None
+    if model is not None:
+        name = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
+        tag = f"{type(model).__module__}.{type(model).__qualname__}:{name}"
+    return ProfilePlan(uid, resolved, max_per_type, tag)
 
 
 def own_items(plan: ProfilePlan, items: Sequence[SearchItem]) -> list[SearchItem]:
