@@ -1,10 +1,10 @@
 """Node logic of the memory agent: the `memory_retrieval` node and the storage jobs.
 
-`MemoryNodes` holds the agent's options and implements, as sync and async twins over
-the store the graph runs with: retrieval (profile, memories, known facts of the
-knowledge graph, summary rendered into the memory context), the storage job of a
-finished turn (extraction, reinforcement of the memories the reply used, the
-interaction memory, profile refresh) and the `memory_storage` node that waits for
+`MemoryNodes` holds the agent's options. Retrieval (profile, memories, known facts of
+the knowledge graph, summary rendered into the memory context) and each step of a
+finished turn's storage job (extraction, reinforcement of the memories the reply used,
+the interaction memory, profile refresh) are plans of store calls (`_drive`), run
+blocking or awaited; `finish` / `afinish` are the `memory_storage` node that waits for
 the jobs of the thread's unstored turns. The pure rules (importance, "used" memories,
 prompt rendering) live in `agent._rules` and are re-exported here.
 """
