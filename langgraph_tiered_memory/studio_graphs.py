@@ -27,10 +27,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import START, MessagesState, StateGraph
 
-from langgraph_tiered_memory.agent._extractive import message_text
 from langgraph_tiered_memory.agent.builder import create_memory_agent
 from langgraph_tiered_memory.agent.forgetting_graph import create_forgetting_graph
-from langgraph_tiered_memory.agent.summarizer import CHECKPOINTER, SummarizationNode, SummaryState
+from langgraph_tiered_memory.agent.summarizer import (
+    CHECKPOINTER,
+    SummarizationNode,
+    SummaryState,
+    message_text,
+)
 from langgraph_tiered_memory.demo.model import FakeReplyModel
 from langgraph_tiered_memory.errors import ConfigurationError
 

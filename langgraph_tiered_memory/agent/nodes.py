@@ -1,10 +1,10 @@
 """Node logic of the memory agent: the `memory_retrieval` node and the storage jobs.
 
-`MemoryNodes` holds the agent's options and implements, as sync and async twins over
-the store the graph runs with: retrieval (profile, memories, known facts of the
-knowledge graph, summary rendered into the memory context), the storage job of a
-finished turn (extraction, reinforcement of the memories the reply used, the
-interaction memory, profile refresh) and the `memory_storage` node that waits for
+`MemoryNodes` holds the agent's options. Retrieval (profile, memories, known facts of
+the knowledge graph, summary rendered into the memory context) and each step of a
+finished turn's storage job (extraction, reinforcement of the memories the reply used,
+the interaction memory, profile refresh) are plans of store calls (`_drive`), run
+blocking or awaited; `finish` / `afinish` are the `memory_storage` node that waits for
 the jobs of the thread's unstored turns. The pure rules (importance, "used" memories,
 prompt rendering) live in `agent._rules` and are re-exported here.
 """
@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langgraph.store.base import BaseStore, Op, PutOp, Result
 
 from langgraph_tiered_memory._drive import Call, adrive, drive
-from langgraph_tiered_memory.agent._profile_plan import build_profile
 from langgraph_tiered_memory.agent._rules import (
     DEFAULT_IMPORTANCE_RULES,
     DEFAULT_MEMORY_PROMPT,
@@ -37,9 +35,11 @@ from langgraph_tiered_memory.agent._rules import (
     render_memory_context,
     used_memories,
 )
+from langgraph_tiered_memory.agent.profile import build_profile
 from langgraph_tiered_memory.agent.writer import MemoryWriter, WriteJob, WriteStep
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph import queries
+from langgraph_tiered_memory.graph.extract import query_entities
 from langgraph_tiered_memory.privacy.provenance import stamp
 from langgraph_tiered_memory.ranking.scoring import UserScope
 from langgraph_tiered_memory.store.base import TieredStoreCore
@@ -64,29 +64,8 @@ __all__ = [
 _FACT_ENTITIES = 5
 """At most this many entities of a message are looked up for known facts."""
 
-
-class ReadOnlyView(BaseStore):
-    """The reads of a store; its puts are dropped (answered None, never sent)."""
-
-    def __init__(self, store: BaseStore) -> None:
-        self.store = store
-
-    @staticmethod
-    def _merge(ops: list[Op], answers: Iterable[Result]) -> list[Result]:
-        found = iter(answers)
-        return [None if isinstance(op, PutOp) else next(found) for op in ops]
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the read ops on the store."""
-        ops = list(ops)
-        reads = [op for op in ops if not isinstance(op, PutOp)]
-        return self._merge(ops, self.store.batch(reads) if reads else [])
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the read ops on the store (async)."""
-        ops = list(ops)
-        reads = [op for op in ops if not isinstance(op, PutOp)]
-        return self._merge(ops, await self.store.abatch(reads) if reads else [])
+Plan = Callable[[str], Generator[Call, Any, Any]]
+"""A write step's store calls: called with "" to run blocking, "a" to run awaited."""
 
 
 @dataclass
@@ -153,21 +132,6 @@ class MemoryNodes:
             and getattr(store, "tier_for", lambda ns: None)(namespace) == "long"
         )
 
-    def _visible(
-        self, found: Sequence[RetrievedMemory | None], store: Any, config: Mapping[str, Any]
-    ) -> list[RetrievedMemory]:
-        """The memories of the run's user and of no user, never another user's.
-
-        All of them when the run names no user.
-
-        The searched prefix is the user's (`("memories", "{user_id}")`), yet it can hold
-        another user's namespace below it (`("memories", "users", "bob")` for a user id
-        `"users"`); `UserScope.may_hold` says whose each memory is.
-        """
-        kept = [m for m in found if m is not None]
-        scope = self._scope(store, self._user(config))
-        return kept if scope is None else [m for m in kept if scope.may_hold(m["namespace"])]
-
     @staticmethod
     def _scope(store: Any, user: str | None) -> UserScope | None:
         """The store's visibility rule for `user` (None: the run names no user)."""
@@ -205,33 +169,16 @@ class MemoryNodes:
             score=None if getattr(item, "score", None) is None else float(item.score),
         )
 
-    def _result(
-        self,
-        state: Mapping[str, Any],
-        found: list[RetrievedMemory],
-        profile: Any,
-        facts: list[str] | None,
-    ) -> dict[str, Any]:
-        context = render_memory_context(
-            self.prompt,
-            summary=state.get("summary"),
-            memories=found,
-            profile=profile,
-            known_facts=facts or (),
-        )
-        update: dict[str, Any] = {"memory_context": context, "retrieved_memories": found}
-        if facts is not None:
-            update["known_facts"] = facts
-        return update
-
-    def _fact_entities(
-        self, store: Any, namespace: tuple[str, ...], query: str
-    ) -> list[str] | None:
-        """Entities of the message to look up in the store's graph, or None when off.
+    def _facts_plan(
+        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None
+    ) -> Generator[Call, Any, list[str] | None]:
+        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
 
         Off when `known_facts` is False, and by default (None) when the store is not a
-        tiered store with a graph that ranks this namespace's memories. With
-        `known_facts=True` a store that cannot answer is a configuration error.
+        tiered store with a graph that ranks this namespace's memories; with
+        `known_facts=True` such a store is a configuration error. Each path gives its
+        first triple; with `user`, triples from another user's namespace below
+        `namespace` are left out.
         """
         if self.known_facts is False or self.facts_limit <= 0:
             return None
@@ -249,52 +196,15 @@ class MemoryNodes:
                 f" {namespace} in its long-term tier in memory mode; pass"
                 " known_facts=False or open the store with graph=True."
             )
-        if not query:
-            return []
-        from langgraph_tiered_memory.graph.extract import query_entities
-
-        return list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES]
-
-    def _facts(self, found: list[list[Any]], store: Any, user: str | None) -> list[str]:
-        """Fact lines of the first triple of each path, never from another user's namespace."""
-        scope = self._scope(store, user)
-        return fact_lines(
-            (
-                rec
-                for neighbors in found
-                for n in neighbors
-                for rec in n.path[:1]
-                if scope is None or scope.may_hold(rec.namespace)
-            ),
-            limit=self.facts_limit,
-        )
-
-    def _facts_plan(
-        self, store: Any, namespace: tuple[str, ...], query: str, user: str | None
-    ) -> Generator[Call, Any, list[str] | None]:
-        """Fact lines about the entities of `query` (1 hop, in `namespace`), or None if off.
-
-        With `user`, triples from another user's namespace below `namespace` are left out.
-        """
-        entities = self._fact_entities(store, namespace, query)
-        if entities is None:
-            return None
+        entities = list(dict.fromkeys(query_entities(query)))[:_FACT_ENTITIES] if query else []
         found = []
         for e in entities:
             kwargs = {"hops": 1, "limit": self.facts_limit}
             found.append((yield Call(queries, "graph_neighbors", (store, namespace, e), kwargs)))
-        return self._facts(found, store, user)
-
-    def _query(self, state: Mapping[str, Any]) -> str:
-        human = last_human(state.get("messages") or [])
-        return message_text(human).strip() if human is not None else ""
-
-    def _profile_options(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Keyword arguments of `get_user_profile`, or None without a profile."""
-        if not self.profile:
-            return None
-        template = fill_namespace(self.namespace, config, keep=("user_id",))
-        return {"model": self.profile_model, "namespace": template}
+        scope = self._scope(store, user)
+        records = (rec for neighbors in found for n in neighbors for rec in n.path[:1])
+        visible = (r for r in records if scope is None or scope.may_hold(r.namespace))
+        return fact_lines(visible, limit=self.facts_limit)
 
     def _profile_plan(
         self, store: Any, config: Mapping[str, Any], read_only: bool
@@ -302,28 +212,18 @@ class MemoryNodes:
         """The user's profile (cached by the profile module), or None when off.
 
         A tiered store is read and cached as `get_user_profile` does; on any other
-        store, `read_only` (the reply path) reads through a view that drops the cache
-        write, so a turn's reply never waits on a store write there.
+        store, `read_only` (the reply path) skips the cache write, so a turn's reply
+        never waits on a store write there.
         """
-        options = self._profile_options(config)
-        user = self._user(config)
-        if options is None or user is None:
+        if not self.profile:
             return None
-        if read_only and not isinstance(store, TieredStoreCore):
-            store = ReadOnlyView(store)
-        return (yield from build_profile(store, user, **options))
-
-    def load_profile(
-        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
-    ) -> Any:
-        """The user's profile, or None when off (`_profile_plan`)."""
-        return drive(self._profile_plan(store, config, read_only))
-
-    async def aload_profile(
-        self, store: Any, config: Mapping[str, Any], *, read_only: bool = False
-    ) -> Any:
-        """Async `load_profile`."""
-        return await adrive(self._profile_plan(store, config, read_only))
+        template = fill_namespace(self.namespace, config, keep=("user_id",))
+        user = self._user(config)
+        if user is None:
+            return None
+        write = not read_only or isinstance(store, TieredStoreCore)
+        profile = build_profile(store, user, self.profile_model, template, write_cache=write)
+        return (yield from profile)
 
     # ---------------------------------------------------------------- retrieval
     def _retrieve_plan(
@@ -332,22 +232,36 @@ class MemoryNodes:
         """The `memory_retrieval` node: profile, memories, summary rendered."""
         namespace = fill_namespace(self.namespace, config)
         store = self.resolve_store()
-        query = self._query(state)
+        human = last_human(state.get("messages") or [])
+        query = message_text(human).strip() if human is not None else ""
         found: list[Any] = []
         if query and self.memory_limit > 0:
+            limit = {"limit": self.memory_limit}
             if self._memory_method(store, namespace, a + "search_memories"):
-                hits = yield Call(
-                    store, "search_memories", (namespace, query), {"limit": self.memory_limit}
-                )
+                hits = yield Call(store, "search_memories", (namespace, query), limit)
                 found = [self._from_hit(h) for h in hits]
             else:
-                items = yield Call(
-                    store, "search", (namespace,), {"query": query, "limit": self.memory_limit}
-                )
+                items = yield Call(store, "search", (namespace,), {"query": query, **limit})
                 found = [self._from_item(i) for i in items]
         facts = yield from self._facts_plan(store, namespace, query, self._user(config))
         profile = yield from self._profile_plan(store, config, True)
-        return self._result(state, self._visible(found, store, config), profile, facts)
+        # The run's user's memories and no user's (all when the run names none): the
+        # user's prefix can hold another user's namespace below it (`("memories",
+        # "users", "bob")` for a user id `"users"`); `UserScope.may_hold` says whose.
+        scope = self._scope(store, self._user(config))
+        found = [m for m in found if m is not None]
+        found = [m for m in found if scope is None or scope.may_hold(m["namespace"])]
+        context = render_memory_context(
+            self.prompt,
+            summary=state.get("summary"),
+            memories=found,
+            profile=profile,
+            known_facts=facts or (),
+        )
+        update: dict[str, Any] = {"memory_context": context, "retrieved_memories": found}
+        if facts is not None:
+            update["known_facts"] = facts
+        return update
 
     def retrieve(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
         """The `memory_retrieval` node (sync)."""
@@ -420,11 +334,8 @@ class MemoryNodes:
         before its process died) a first step looks for it and skips the rest.
         """
         store = self.resolve_store()
-        namespace, key, user = (
-            fill_namespace(self.namespace, config),
-            turn["key"],
-            self._user(config),
-        )
+        namespace = fill_namespace(self.namespace, config)
+        key, user = turn["key"], self._user(config)
         value: dict[str, Any] = {
             "content": f"User: {turn['user_text']}\nAssistant: {turn['reply_text']}",
             "memory_type": "experience",
@@ -434,20 +345,35 @@ class MemoryNodes:
         if turn["thread"]:
             value["thread_id"] = turn["thread"]
         value = stamp(self._redacted(value), namespace, user, turn["thread"])  # provenance
-        steps = []
+        steps: list[tuple[str, Plan]] = []
         if self.extraction:
+            from langgraph_tiered_memory.agent import extraction
+
             messages = [HumanMessage(content=turn["user_text"]), AIMessage(turn["reply_text"])]
-            thread = turn["thread"] or None
-            steps.append(self._extract_step(store, namespace, messages, user, thread))
-        steps += [self._reinforce_step(store, m) for m in turn["used"] if m["key"] != key]
-        steps.append(self._put_step(store, namespace, key, value))
+            options = {
+                "model": self.extraction_model,
+                "redactor": self.redactor,
+                "user_id": user,
+                "session_id": turn["thread"] or None,
+            }
+            extract = Call(extraction, "extract_memories", (store, namespace, messages), options)
+            steps.append(("extract memories", _once(extract)))
+        steps += [
+            (f"reinforce {m['key']}", self._reinforce(store, m))
+            for m in turn["used"]
+            if m["key"] != key
+        ]
+        steps.append(("store interaction", _once(Call(store, "put", (namespace, key, value)))))
         if self.profile and user is not None:
-            steps.append(self._profile_step(store, config))
+            # Rebuild the cached profile now, so the next turn's read is a cache hit.
+            given = config.get("configurable") or {}
+            run = {"configurable": {k: v for k, v in given.items() if not k.startswith("__")}}
+            steps.append(("refresh profile", lambda a: self._profile_plan(store, run, False)))
         if recheck:
             steps = _unless_stored(store, namespace, key, steps)
         return WriteJob(
             lane=repr(namespace),
-            steps=steps,
+            steps=[_write_step(name, plan) for name, plan in steps],
             description=f"memory storage of thread {turn['thread'] or '?'} in {namespace}",
             id=turn["job"],
             user=user,
@@ -463,84 +389,25 @@ class MemoryNodes:
             redacted[REDACTIONS_FIELD] = dict(counts)
         return redacted
 
-    @staticmethod
-    def _put_step(store: Any, namespace: tuple[str, ...], key: str, value: dict[str, Any]) -> Any:
-        def run() -> None:
-            store.put(namespace, key, value)
-
-        async def arun() -> None:
-            await store.aput(namespace, key, value)
-
-        return WriteStep("store interaction", run, arun)
-
-    def _reinforce_step(self, store: Any, memory: RetrievedMemory) -> WriteStep:
+    def _reinforce(self, store: Any, memory: RetrievedMemory) -> Plan:
         namespace, key, delta = tuple(memory["namespace"]), memory["key"], self.reinforce_delta
         # memory-mode stores keep importance beside the access statistics; others: get + put
-        native = self._memory_method(store, namespace, "update_importance")
-        anative = self._memory_method(store, namespace, "aupdate_importance")
-
-        def bumped(item: Any) -> dict[str, Any] | None:
-            if item is None:
-                return None
-            old = item.value.get("importance", 0.5)
-            old = float(old) if isinstance(old, (int, float)) else 0.5
-            return {**item.value, "importance": min(1.0, max(0.0, old + delta))}
-
-        def run() -> None:
-            if native:
-                store.update_importance(namespace, key, delta)
-                return
-            value = bumped(store.get(namespace, key))
-            if value is not None:
-                store.put(namespace, key, value)
-
-        async def arun() -> None:
-            if anative:
-                await store.aupdate_importance(namespace, key, delta)
-                return
-            value = bumped(await store.aget(namespace, key))
-            if value is not None:
-                await store.aput(namespace, key, value)
-
-        return WriteStep(f"reinforce {key}", run, arun)
-
-    def _extract_step(
-        self,
-        store: Any,
-        namespace: tuple[str, ...],
-        turn: list[BaseMessage],
-        user: str | None,
-        thread: str | None = None,
-    ) -> WriteStep:
-        from langgraph_tiered_memory.agent import extraction
-
-        options: dict[str, Any] = {
-            "model": self.extraction_model,
-            "redactor": self.redactor,
-            "user_id": user,
-            "session_id": thread,
+        native = {
+            a: self._memory_method(store, namespace, a + "update_importance") for a in ("", "a")
         }
 
-        def run() -> None:
-            extraction.extract_memories(store, namespace, turn, **options)
+        def plan(a: str) -> Generator[Call, Any, None]:
+            if native[a]:
+                yield Call(store, "update_importance", (namespace, key, delta))
+                return
+            item = yield Call(store, "get", (namespace, key))
+            if item is not None:
+                old = item.value.get("importance", 0.5)
+                old = float(old) if isinstance(old, (int, float)) else 0.5
+                value = {**item.value, "importance": min(1.0, max(0.0, old + delta))}
+                yield Call(store, "put", (namespace, key, value))
 
-        async def arun() -> None:
-            await extraction.aextract_memories(store, namespace, turn, **options)
-
-        return WriteStep("extract memories", run, arun)
-
-    def _profile_step(self, store: Any, config: Mapping[str, Any]) -> WriteStep:
-        """Rebuild the cached profile now, so the next turn's read is a cache hit."""
-        given = config.get("configurable") or {}
-        config = {"configurable": {k: v for k, v in given.items() if not k.startswith("__")}}
-
-        def run() -> None:
-            self.load_profile(store, config)
-
-        async def arun() -> None:
-            await self.aload_profile(store, config)
-
-        return WriteStep("refresh profile", run, arun)
+        return plan
 
     # ---------------------------------------------------------------- storage node
     def finish(self, state: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
@@ -584,27 +451,36 @@ class MemoryNodes:
         }
 
 
+def _once(call: Call) -> Plan:
+    def plan(a: str) -> Generator[Call, Any, Any]:
+        return (yield call)
+
+    return plan
+
+
+def _write_step(name: str, plan: Plan) -> WriteStep:
+    """A `WriteStep` that runs `plan` blocking (`drive`) or awaited (`adrive`)."""
+
+    async def arun() -> Any:  # a coroutine function: tenacity awaits only those
+        return await adrive(plan("a"))
+
+    return WriteStep(name, lambda: drive(plan("")), arun)
+
+
 def _unless_stored(
-    store: Any, namespace: tuple[str, ...], key: str, steps: list[WriteStep]
-) -> list[WriteStep]:
+    store: Any, namespace: tuple[str, ...], key: str, steps: list[tuple[str, Plan]]
+) -> list[tuple[str, Plan]]:
     """`steps` after a check for the memory `key`; when it exists they do nothing."""
     stored: list[bool] = []
 
-    def check() -> None:
-        stored.append(store.get(namespace, key) is not None)
+    def check(a: str) -> Generator[Call, Any, None]:
+        stored.append((yield Call(store, "get", (namespace, key))) is not None)
 
-    async def acheck() -> None:
-        stored.append(await store.aget(namespace, key) is not None)
-
-    def guarded(step: WriteStep) -> WriteStep:
-        def run() -> None:
+    def guarded(plan: Plan) -> Plan:
+        def run(a: str) -> Generator[Call, Any, Any]:
             if not stored[-1]:
-                step.run()
+                yield from plan(a)
 
-        async def arun() -> None:
-            if not stored[-1]:
-                await step.arun()
+        return run
 
-        return WriteStep(step.name, run, arun)
-
-    return [WriteStep("check stored", check, acheck), *map(guarded, steps)]
+    return [("check stored", check), *((name, guarded(plan)) for name, plan in steps)]

@@ -19,26 +19,28 @@ tuples and strings, alone or in a list.
 
 Every layer takes `redactor=` (see `redaction`): a new summary is redacted before it
 is returned, put in the state or written to a session.
-
-The extractive summary (no model) lives in `agent._extractive`; the choice of what stays in
-working memory (`fold_boundary`, `messages_with_summary`, `trim_working_memory`) in
-`agent._message_window`. This module re-exports them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Optional, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
+    AIMessage,
     AnyMessage,
     BaseMessage,
     HumanMessage,
     RemoveMessage,
     SystemMessage,
+    ToolMessage,
+    trim_messages,
 )
 from langchain_core.messages.utils import convert_to_messages, count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
@@ -46,20 +48,9 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from typing_extensions import NotRequired, TypedDict
 
+from langgraph_tiered_memory._drive import Call, adrive, drive
 from langgraph_tiered_memory._models import resolve_model
-from langgraph_tiered_memory.agent._extractive import extractive_summary, message_text, speaker
-from langgraph_tiered_memory.agent._message_window import (
-    TokenCounter,
-    fold_boundary,
-    messages_with_summary,
-    trim_working_memory,
-)
-from langgraph_tiered_memory.privacy.redaction import (
-    Redactor,
-    RedactorSpec,
-    redact_text,
-    resolve_redactor,
-)
+from langgraph_tiered_memory.privacy.redaction import RedactorSpec, redact_text, resolve_redactor
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
@@ -84,6 +75,9 @@ DEFAULT_SUMMARY_PROMPT = (
 )
 """Prompt of the model-based summary; `{summary}` is the running summary (or "none")."""
 
+TokenCounter = Callable[[Sequence[BaseMessage]], int]
+"""Counts the tokens of a list of messages."""
+
 
 @dataclass
 class SummarizationResult:
@@ -104,13 +98,6 @@ class SummarizationResult:
     folded: list[AnyMessage] = field(default_factory=list)
     prompt: list[BaseMessage] = field(default_factory=list)
     redactions: dict[str, int] = field(default_factory=dict)
-
-    def _redact(self, redactor: Redactor | None) -> SummarizationResult:
-        """Redact a new summary in place (a summary that was not extended is kept)."""
-        if redactor is not None and self.summarized and self.summary:
-            found = redact_text(self.summary, redactor)
-            self.summary, self.redactions = found.text, found.counts
-        return self
 
     @property
     def remove(self) -> list[RemoveMessage]:
@@ -140,42 +127,199 @@ def as_messages(messages: Any) -> list[AnyMessage]:
     return cast("list[AnyMessage]", convert_to_messages(messages))
 
 
+# --------------------------------------------------------------------------- working memory
+
+
+def fold_boundary(messages: Sequence[BaseMessage], keep_last: int) -> int:
+    """Index of the first non-system message to keep, never inside a tool-call group.
+
+    The last `keep_last` non-system messages are kept. The boundary moves earlier while
+    a kept `ToolMessage` answers an `AIMessage` that would be folded, so a tool call and
+    its results always stay together.
+
+    Args:
+        messages: The non-system messages, oldest first.
+        keep_last: How many of the most recent messages to keep at least.
+
+    Returns:
+        The boundary: messages before it are folded, the rest are kept.
+    """
+    boundary = max(0, len(messages) - max(0, keep_last))
+    while 0 < boundary < len(messages):
+        kept_results = {
+            str(m.tool_call_id) for m in messages[boundary:] if isinstance(m, ToolMessage)
+        }
+        folded_calls = {
+            str(tc["id"])
+            for m in messages[:boundary]
+            if isinstance(m, AIMessage)
+            for tc in m.tool_calls
+            if tc.get("id")
+        }
+        if not kept_results & folded_calls and not isinstance(messages[boundary], ToolMessage):
+            break
+        boundary -= 1
+    return boundary
+
+
+def messages_with_summary(messages: Sequence[AnyMessage], summary: str | None) -> list[BaseMessage]:
+    """The messages a model should see: system messages, the summary, then the rest.
+
+    The summary comes as a system message after the original system messages.
+
+    Args:
+        messages: Working memory.
+        summary: The running summary, or None.
+    """
+    system = [m for m in messages if isinstance(m, SystemMessage)]
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
+    note = [SystemMessage(content=f"Summary of the earlier conversation:\n{summary}")]
+    return [*system, *(note if summary else []), *rest]
+
+
+def trim_working_memory(
+    messages: Sequence[AnyMessage],
+    *,
+    max_tokens: int,
+    token_counter: TokenCounter = count_tokens_approximately,
+) -> list[BaseMessage]:
+    """Keep the system messages and the most recent messages within `max_tokens`.
+
+    Unlike summarization this forgets what it drops (nothing is folded into a summary)
+    and changes nothing in state: use it to shape one model call. It wraps
+    `langchain_core.messages.trim_messages` with the strategy "last", keeps system
+    messages, starts the window on a human message, and never leaves a `ToolMessage`
+    without its tool call.
+
+    Args:
+        messages: Working memory, oldest first.
+        max_tokens: Token budget of the result.
+        token_counter: Counts the tokens of a list of messages.
+
+    Example:
+        ```python
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+        from langgraph_tiered_memory.agent.summarizer import trim_working_memory
+
+        chat = [SystemMessage("Be brief."), HumanMessage("hi"), AIMessage("hello!")]
+        chat.append(HumanMessage("What is 2 + 2?"))
+        window = trim_working_memory(chat, max_tokens=2, token_counter=len)  # 1 message = 1 token
+        assert [m.content for m in window] == ["Be brief.", "What is 2 + 2?"]
+        ```
+    """
+    return list(
+        trim_messages(
+            list(messages),
+            max_tokens=max_tokens,
+            token_counter=token_counter,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+            allow_partial=False,
+        )
+    )
+
+
+# --------------------------------------------------------------------------- extractive summary
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_STOP = frozenset(
+    """a an the and or but if then so of to in on at by for with from as is are was were be
+    been being am do does did have has had i you he she it we they me him her us them my your
+    his its our their this that these those what which who whom how when where why not no yes
+    just very really also too can could will would should shall may might must there here
+    about into over than oh ok okay hey hi hello thanks thank well like get got lol""".split()
+)
+# First-person statements of facts, preferences and decisions carry what a summary must keep.
+_CUES = re.compile(
+    r"\b(i am|i'm|my|i have|i've|i live|i work|i like|i love|i prefer|i hate|i don't|"
+    r"i want|i need|we decided|decided|let's|i will|i'll|remember|always|never|allergic|"
+    r"birthday|name is)\b",
+    re.IGNORECASE,
+)
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text of a message, with its tool calls spelled out, stripped."""
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    else:
+        text = " ".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = ", ".join(f"{tc['name']}({tc.get('args', {})})" for tc in message.tool_calls)
+        text = f"{text} [called {calls}]".strip()
+    return text.strip()
+
+
+def speaker(message: BaseMessage) -> str:
+    """Who said a message, as a summary line names them."""
+    if isinstance(message, HumanMessage):
+        return message.name or "User"
+    if isinstance(message, ToolMessage):
+        return f"Tool {message.name or ''}".strip()
+    if isinstance(message, AIMessage):
+        return message.name or "Assistant"
+    return message.type
+
+
+def extractive_summary(
+    messages: Sequence[BaseMessage], previous: str | None = None, *, max_sentences: int = 12
+) -> str:
+    """Extend `previous` with the most salient sentences of `messages` (no model).
+
+    Sentences are scored by the inverse frequency of their content words across all
+    candidate sentences (rare, specific words score high), normalised by sqrt(length),
+    with a boost for first-person statements of facts, preferences and decisions. The
+    previous summary's sentences compete too, so the summary stays bounded.
+
+    Args:
+        messages: Messages to fold in, oldest first.
+        previous: The running summary so far.
+        max_sentences: Most sentences the summary keeps.
+
+    Returns:
+        The new summary, one sentence per line, in chronological order.
+    """
+    candidates: list[str] = []
+    if previous:
+        candidates.extend(line.strip() for line in previous.splitlines() if line.strip())
+    for m in messages:
+        text = message_text(m)
+        if not text:
+            continue
+        for sentence in _SENTENCE.split(text):
+            sentence = sentence.strip()
+            if len(_WORD.findall(sentence)) >= 3:
+                candidates.append(f"{speaker(m)}: {sentence}")
+    if len(candidates) <= max_sentences:
+        return "\n".join(candidates)
+    words = [
+        [w.lower() for w in _WORD.findall(c.split(": ", 1)[-1]) if w.lower() not in _STOP]
+        for c in candidates
+    ]
+    df = Counter(w for ws in words for w in set(ws))
+    n = len(candidates)
+    scores = []
+    for i, (sentence, ws) in enumerate(zip(candidates, words, strict=True)):
+        salience = sum(math.log((n + 1) / (df[w] + 0.5)) for w in set(ws))
+        score = salience / math.sqrt(len(ws) + 1)
+        if _CUES.search(sentence):
+            score *= 1.5
+        scores.append((score, i))
+    best = sorted(i for _, i in sorted(scores, reverse=True)[:max_sentences])
+    return "\n".join(candidates[i] for i in best)
+
+
 # --------------------------------------------------------------------------- planning
 
 
-def _plan(
-    messages: Sequence[AnyMessage],
-    *,
-    max_messages: int | None,
-    max_tokens: int | None,
-    keep_last: int,
-    token_counter: TokenCounter,
-) -> tuple[list[AnyMessage], list[AnyMessage], list[AnyMessage]] | None:
-    """(system messages, folded, kept) when summarization triggers, else None."""
-    if max_messages is None and max_tokens is None:
-        raise ValueError("Give max_messages, max_tokens or both (they trigger summarization).")
-    system: list[AnyMessage] = [m for m in messages if isinstance(m, SystemMessage)]
-    rest: list[AnyMessage] = [m for m in messages if not isinstance(m, SystemMessage)]
-    over_count = max_messages is not None and len(rest) > max_messages
-    over_tokens = max_tokens is not None and token_counter(list(messages)) > max_tokens
-    if not (over_count or over_tokens):
-        return None
-    boundary = fold_boundary(rest, keep_last)
-    if boundary == 0:
-        return None
-    return system, rest[:boundary], rest[boundary:]
-
-
-def _prompt(folded: Sequence[BaseMessage], previous: str | None, prompt: str) -> list[BaseMessage]:
-    transcript = "\n".join(f"{speaker(m)}: {message_text(m)}" for m in folded if message_text(m))
-    return [
-        SystemMessage(content=prompt.format(summary=previous or "none")),
-        HumanMessage(content=f"New messages:\n{transcript}"),
-    ]
-
-
-def _step(
-    messages: Sequence[AnyMessage],
+def _summarize(
+    messages: Any,
     running_summary: str | None,
     model: str | BaseChatModel | None,
     max_messages: int | None,
@@ -184,33 +328,40 @@ def _step(
     prompt: str,
     token_counter: TokenCounter,
     max_summary_sentences: int,
-    redactor: Redactor | None,
-) -> SummarizationResult | tuple[BaseChatModel, SummarizationResult]:
-    """Everything but the model call: a final result, or the model and a pending result."""
+    redactor: RedactorSpec,
+) -> Generator[Call, Any, SummarizationResult]:
+    """One summarization step; with a model it yields the model call (`_drive`)."""
+    resolved = resolve_redactor(redactor)
     messages = as_messages(messages)
-    plan = _plan(
-        messages,
-        max_messages=max_messages,
-        max_tokens=max_tokens,
-        keep_last=keep_last,
-        token_counter=token_counter,
-    )
-    if plan is None:
+    if max_messages is None and max_tokens is None:
+        raise ValueError("Give max_messages, max_tokens or both (they trigger summarization).")
+    system = [m for m in messages if isinstance(m, SystemMessage)]
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
+    over_count = max_messages is not None and len(rest) > max_messages
+    over_tokens = max_tokens is not None and token_counter(list(messages)) > max_tokens
+    boundary = fold_boundary(rest, keep_last) if over_count or over_tokens else 0
+    if boundary == 0:
         return SummarizationResult(False, running_summary, list(messages))
-    system, folded, kept = plan
+    folded = rest[:boundary]
+    result = SummarizationResult(True, running_summary, system + rest[boundary:], folded)
     chat = resolve_model(model)
     if chat is None:
-        summary = extractive_summary(folded, running_summary, max_sentences=max_summary_sentences)
-        return SummarizationResult(True, summary, system + kept, folded)._redact(redactor)
-    request = _prompt(folded, running_summary, prompt)
-    return chat, SummarizationResult(True, running_summary, system + kept, folded, request)
-
-
-def _with_reply(
-    result: SummarizationResult, reply: BaseMessage, redactor: Redactor | None
-) -> SummarizationResult:
-    result.summary = message_text(reply)
-    return result._redact(redactor)
+        result.summary = extractive_summary(
+            folded, running_summary, max_sentences=max_summary_sentences
+        )
+    else:
+        transcript = "\n".join(
+            f"{speaker(m)}: {message_text(m)}" for m in folded if message_text(m)
+        )
+        result.prompt = [
+            SystemMessage(content=prompt.format(summary=running_summary or "none")),
+            HumanMessage(content=f"New messages:\n{transcript}"),
+        ]
+        result.summary = message_text((yield Call(chat, "invoke", (result.prompt,))))
+    if resolved is not None and result.summary:
+        found = redact_text(result.summary, resolved)
+        result.summary, result.redactions = found.text, found.counts
+    return result
 
 
 def summarize_messages(
@@ -257,23 +408,20 @@ def summarize_messages(
         assert result.summarized and len(result.kept) == 5 and len(result.folded) == 20
         ```
     """
-    resolved = resolve_redactor(redactor)
-    step = _step(
-        messages,
-        running_summary,
-        model,
-        max_messages,
-        max_tokens,
-        keep_last,
-        prompt,
-        token_counter,
-        max_summary_sentences,
-        resolved,
+    return drive(
+        _summarize(
+            messages,
+            running_summary,
+            model,
+            max_messages,
+            max_tokens,
+            keep_last,
+            prompt,
+            token_counter,
+            max_summary_sentences,
+            redactor,
+        )
     )
-    if isinstance(step, SummarizationResult):
-        return step
-    chat, result = step
-    return _with_reply(result, chat.invoke(result.prompt), resolved)
 
 
 async def asummarize_messages(
@@ -317,23 +465,20 @@ async def asummarize_messages(
         assert result.summary == "The user counted to 19." and len(result.kept) == 5
         ```
     """
-    resolved = resolve_redactor(redactor)
-    step = _step(
-        messages,
-        running_summary,
-        model,
-        max_messages,
-        max_tokens,
-        keep_last,
-        prompt,
-        token_counter,
-        max_summary_sentences,
-        resolved,
+    return await adrive(
+        _summarize(
+            messages,
+            running_summary,
+            model,
+            max_messages,
+            max_tokens,
+            keep_last,
+            prompt,
+            token_counter,
+            max_summary_sentences,
+            redactor,
+        )
     )
-    if isinstance(step, SummarizationResult):
-        return step
-    chat, result = step
-    return _with_reply(result, await chat.ainvoke(result.prompt), resolved)
 
 
 # --------------------------------------------------------------------------- node and graph
@@ -422,55 +567,46 @@ class SummarizationNode:
     def _update(self, result: SummarizationResult) -> dict[str, Any]:
         if not result.summarized:
             return {}
-        if self.replace_all:
-            update: list[Any] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.kept]
-            return {self.messages_key: update, self.summary_key: result.summary}
-        return {self.messages_key: result.remove, self.summary_key: result.summary}
+        removals = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.kept]
+        update = removals if self.replace_all else result.remove
+        return {self.messages_key: update, self.summary_key: result.summary}
 
-    @staticmethod
-    def _thread(config: Any) -> str | None:
-        thread = ((config or {}).get("configurable") or {}).get("thread_id")
-        return None if thread is None else str(thread)
+    def _summarize(self, state: Any) -> Generator[Call, Any, SummarizationResult]:
+        messages, summary = state[self.messages_key], state.get(self.summary_key)
+        return _summarize(messages, summary, self.model, **self._options)
 
-    def _sessions(self, config: Any) -> Any:
-        """Where this run's summary goes: `sessions`, the run's checkpointer, or None."""
-        if self.sessions != CHECKPOINTER:
-            return self.sessions
-        found = ((config or {}).get("configurable") or {}).get(_CONFIG_KEY_CHECKPOINTER)
-        if found is None or not (hasattr(found, "set_summary") or hasattr(found, "aset_summary")):
-            _log.debug("The run's checkpointer has no session layer; summary not persisted.")
-            return None
-        return found
+    def _target(self, config: Any, result: SummarizationResult) -> tuple[Any, str] | None:
+        """Where the new summary goes: (`sessions` or the run's checkpointer, thread)."""
+        configurable = (config or {}).get("configurable") or {}
+        thread, sessions = configurable.get("thread_id"), self.sessions
+        thread = "" if thread is None else str(thread)
+        if sessions == CHECKPOINTER:
+            sessions = configurable.get(_CONFIG_KEY_CHECKPOINTER)
+            if not (hasattr(sessions, "set_summary") or hasattr(sessions, "aset_summary")):
+                _log.debug("The run's checkpointer has no session layer; summary not persisted.")
+                sessions = None
+        if result.summarized and sessions is not None and thread and result.summary:
+            return sessions, thread
+        return None
 
     # LangGraph passes the run config only to a parameter annotated exactly
     # "RunnableConfig" or "Optional[RunnableConfig]" (annotations are strings here).
     def __call__(self, state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
         """Summarize if a trigger fires (sync)."""
-        result = summarize_messages(
-            state[self.messages_key],
-            running_summary=state.get(self.summary_key),
-            model=self.model,
-            **self._options,
-        )
-        thread, sessions = self._thread(config), self._sessions(config)
-        if result.summarized and sessions is not None and thread and result.summary:
-            sessions.set_summary(thread, result.summary)
+        result = drive(self._summarize(state))
+        target = self._target(config, result)
+        if target is not None:
+            target[0].set_summary(target[1], result.summary)
         return self._update(result)
 
     async def acall(self, state: Any, config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
         """Summarize if a trigger fires (async)."""
-        result = await asummarize_messages(
-            state[self.messages_key],
-            running_summary=state.get(self.summary_key),
-            model=self.model,
-            **self._options,
-        )
-        thread, sessions = self._thread(config), self._sessions(config)
-        if result.summarized and sessions is not None and thread and result.summary:
-            if hasattr(sessions, "aset_summary"):
-                await sessions.aset_summary(thread, result.summary)
-            else:
-                sessions.set_summary(thread, result.summary)
+        result = await adrive(self._summarize(state))
+        target = self._target(config, result)
+        if target is not None and hasattr(target[0], "aset_summary"):
+            await target[0].aset_summary(target[1], result.summary)
+        elif target is not None:
+            target[0].set_summary(target[1], result.summary)
         return self._update(result)
 
     def as_runnable(self) -> Any:

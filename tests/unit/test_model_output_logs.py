@@ -26,16 +26,17 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
 from langgraph_tiered_memory.agent._extract_types import ExtractedMemories, MemoryDecision
-from langgraph_tiered_memory.agent._profile_plan import (
+from langgraph_tiered_memory.agent.extraction import aextract_memories, extract_memories
+from langgraph_tiered_memory.agent.profile import (
     ProfileFields,
+    aget_user_profile,
     cache_value,
     cached_profile,
+    get_user_profile,
     memories_profile,
     model_profile,
     plan_profile,
 )
-from langgraph_tiered_memory.agent.extraction import aextract_memories, extract_memories
-from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.graph.extract import (
     ExtractedTriples,
     ModelExtractor,

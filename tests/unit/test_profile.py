@@ -11,14 +11,16 @@ import pytest
 from langgraph.store.base import InvalidNamespaceError, Item, SearchItem
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_tiered_memory.agent._profile_plan import (
+from langgraph_tiered_memory.agent.profile import (
     MAX_PROMPT_CHARS,
     ProfileFields,
+    aget_user_profile,
     cache_value,
     cached_profile,
     check_user_id,
     fact_subjects,
     fingerprint,
+    get_user_profile,
     graph_fingerprint,
     known_facts,
     memories_profile,
@@ -27,7 +29,6 @@ from langgraph_tiered_memory.agent._profile_plan import (
     profile_prompt,
     resolve_namespace,
 )
-from langgraph_tiered_memory.agent.profile import aget_user_profile, get_user_profile
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.graph.types import TripleRecord
 from tests.fake_models import RecordedChatModel
