@@ -23,6 +23,8 @@ __all__ = [
     "namespace_labels",
     "open_store",
     "readable_copy",
+    "reported_errors",
+    "SessionPrefixOption",
 ]
 
 ChromaPathOption = Annotated[
@@ -58,6 +60,11 @@ MemoryIndexPathOption = Annotated[
 
 KeyPrefixOption = Annotated[str, typer.Option(help="The store's key_prefix.")]
 """`--key-prefix`: the store's `key_prefix=` (default "tm")."""
+
+SessionPrefixOption = Annotated[
+    str, typer.Option(help="Key prefix of the session registry (the saver's session_prefix).")
+]
+"""`--session-prefix`: the session saver's `session_prefix=`."""
 
 
 CreateFlag = Annotated[
@@ -260,6 +267,22 @@ def fail(message: str) -> NoReturn:
     from langgraph_tiered_memory.privacy._redact import mask_urls_in
 
     raise _CLICK_ERROR(mask_urls_in(message))
+
+
+@contextmanager
+def reported_errors(redis_url: str | None) -> Iterator[None]:
+    """Library and Redis errors as one `Error:` line (see `fail`)."""
+    import redis
+
+    from langgraph_tiered_memory.errors import TieredMemoryError
+    from langgraph_tiered_memory.privacy._redact import mask_url
+
+    try:
+        yield
+    except TieredMemoryError as e:
+        fail(str(e))
+    except redis.RedisError as e:  # a Redis that does not answer, a refused connection
+        fail(f"Redis at {mask_url(redis_url or '')} did not answer: {e}")
 
 
 _STORED_DIMS = re.compile(r"was stored with embeddings of (\d+) dimensions")
