@@ -2,7 +2,7 @@
 
 Without `--entity`, every triple under the namespace prefix; with it, the entity's
 neighbourhood of 1 or 2 hops. Printed as a tree (default), Mermaid flowchart text, or
-JSON. The command is registered on the app in `langgraph_tiered_memory.cli.app`.
+JSON.
 """
 
 import json
