@@ -328,6 +328,7 @@ def open_store(
     dims: int | None = None,
     create: bool | None = None,
     read_only: bool = False,
+    graph: Any = None,
 ) -> Any:
     """A long-tier `TieredMemoryStore` on a checked Chroma directory, or a Chroma server.
 
@@ -339,7 +340,8 @@ def open_store(
     embedding size its data was written with (`dims`, or found by reading one item)
     and an embedder that is never called: reads, keyword search and statistics work,
     and `store.dims` tells a writing command that embeddings are needed. With
-    `read_only`, a directory's store is opened on a copy (`readable_copy`).
+    `read_only`, a directory's store is opened on a copy (`readable_copy`). `graph` is
+    the store's `graph=`; `dims=0` opens it without an index.
 
     Raises:
         typer.BadParameter: A missing directory, conflicting options, or a store
@@ -350,6 +352,8 @@ def open_store(
     from langgraph_tiered_memory.privacy._redact import mask_urls_in
 
     options: dict[str, Any] = {"tiers": {"default": "long"}, "key_prefix": key_prefix}
+    if graph is not None:
+        options["graph"] = graph
     if chroma_host is not None:
         if chroma_path is not None:
             raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
