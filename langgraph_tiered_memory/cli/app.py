@@ -57,8 +57,7 @@ NO_BENCHMARKS = (
 )
 """The error of `tiered-memory bench` when no installed distribution provides it."""
 
-# The commands live in the cli_* modules as plain functions; this module only wires
-# them into the Typer apps, in the order their help lists them.
+# The commands are plain functions of their modules, added in the order help lists them.
 app = typer.Typer(
     name="tiered-memory",
     cls=OneLineErrorsGroup,

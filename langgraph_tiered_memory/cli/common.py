@@ -23,6 +23,8 @@ __all__ = [
     "namespace_labels",
     "open_store",
     "readable_copy",
+    "reported_errors",
+    "SessionPrefixOption",
 ]
 
 ChromaPathOption = Annotated[
@@ -58,6 +60,11 @@ MemoryIndexPathOption = Annotated[
 
 KeyPrefixOption = Annotated[str, typer.Option(help="The store's key_prefix.")]
 """`--key-prefix`: the store's `key_prefix=` (default "tm")."""
+
+SessionPrefixOption = Annotated[
+    str, typer.Option(help="Key prefix of the session registry (the saver's session_prefix).")
+]
+"""`--session-prefix`: the session saver's `session_prefix=`."""
 
 
 CreateFlag = Annotated[
@@ -262,6 +269,22 @@ def fail(message: str) -> NoReturn:
     raise _CLICK_ERROR(mask_urls_in(message))
 
 
+@contextmanager
+def reported_errors(redis_url: str | None) -> Iterator[None]:
+    """Library and Redis errors as one `Error:` line (see `fail`)."""
+    import redis
+
+    from langgraph_tiered_memory.errors import TieredMemoryError
+    from langgraph_tiered_memory.privacy._redact import mask_url
+
+    try:
+        yield
+    except TieredMemoryError as e:
+        fail(str(e))
+    except redis.RedisError as e:  # a Redis that does not answer, a refused connection
+        fail(f"Redis at {mask_url(redis_url or '')} did not answer: {e}")
+
+
 _STORED_DIMS = re.compile(r"was stored with embeddings of (\d+) dimensions")
 
 
@@ -305,6 +328,7 @@ def open_store(
     dims: int | None = None,
     create: bool | None = None,
     read_only: bool = False,
+    graph: Any = None,
 ) -> Any:
     """A long-tier `TieredMemoryStore` on a checked Chroma directory, or a Chroma server.
 
@@ -316,7 +340,8 @@ def open_store(
     embedding size its data was written with (`dims`, or found by reading one item)
     and an embedder that is never called: reads, keyword search and statistics work,
     and `store.dims` tells a writing command that embeddings are needed. With
-    `read_only`, a directory's store is opened on a copy (`readable_copy`).
+    `read_only`, a directory's store is opened on a copy (`readable_copy`). `graph` is
+    the store's `graph=`; `dims=0` opens it without an index.
 
     Raises:
         typer.BadParameter: A missing directory, conflicting options, or a store
@@ -327,6 +352,8 @@ def open_store(
     from langgraph_tiered_memory.privacy._redact import mask_urls_in
 
     options: dict[str, Any] = {"tiers": {"default": "long"}, "key_prefix": key_prefix}
+    if graph is not None:
+        options["graph"] = graph
     if chroma_host is not None:
         if chroma_path is not None:
             raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")

@@ -12,17 +12,14 @@ herself and a second one (a new thread) in which she asks for advice, and shows:
 Offline by default (EmbeddedRedis unless REDIS_URL is set, a temporary Chroma
 directory, the local embedder and a scripted chat model); with a real model when
 `--model provider:model` is given or OPENAI_API_KEY is set. The rendering is in
-`demo.views`, the runs in `demo.run`, the models in `demo.model`. The command is
-registered on the app in `langgraph_tiered_memory.cli.app`.
+`demo.views`, the runs in `demo.run`, the models in `demo.model`.
 """
 
 import os
-import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -39,27 +36,6 @@ __all__ = ["demo"]
 _USER = "alice"
 _THEMES = ("what I eat",)
 _THEME_SIMILARITY = 0.35
-
-
-@contextmanager
-def _directory(path: Path | None, prefix: str) -> Iterator[tuple[str, bool]]:
-    """Yield `path` (kept), or a temporary directory removed when the block ends.
-
-    Args:
-        path: A directory chosen by the user, or `None`.
-        prefix: Name prefix of the temporary directory.
-
-    Yields:
-        The directory and whether it is temporary.
-    """
-    if path is not None:
-        yield str(path), False
-        return
-    tmp = tempfile.mkdtemp(prefix=prefix)
-    try:
-        yield tmp, True
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _memories_table(store: Any, namespace: tuple[str, ...]) -> Table:
@@ -178,7 +154,14 @@ def demo(
     with ExitStack() as stack:
         with console.status("Starting Redis..."):
             redis_url = stack.enter_context(redis_url_or_embedded())
-        chroma_dir, temporary = stack.enter_context(_directory(chroma_path, "tiered-memory-demo-"))
+        temporary = chroma_path is None
+        if chroma_path is None:
+            temp = tempfile.TemporaryDirectory(
+                prefix="tiered-memory-demo-", ignore_cleanup_errors=True
+            )
+            chroma_dir = stack.enter_context(temp)
+        else:
+            chroma_dir = str(chroma_path)
         console.print(
             Panel.fit(
                 f"Redis (sessions): [bold]{escape(mask_url(redis_url))}[/bold]\n"

@@ -5,7 +5,6 @@ The long-term tier is opened like the other commands open it (`--chroma-path` or
 (`--redis-url` or `REDIS_URL`) the short-term tier and the sessions are erased too:
 the short-term items of the same key prefix, and the checkpoints, registry entries and
 running summaries of the session saver whose registry uses `--session-prefix`.
-The command is registered on the app in `langgraph_tiered_memory.cli.app`.
 """
 
 import json
@@ -13,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Annotated, Any, NamedTuple
 
-import redis
 import typer
 
 from langgraph_tiered_memory.cli.common import (
@@ -22,19 +20,18 @@ from langgraph_tiered_memory.cli.common import (
     ChromaPortOption,
     KeyPrefixOption,
     MemoryIndexPathOption,
+    SessionPrefixOption,
     existing_chroma_path,
-    fail,
     namespace_labels,
     open_store,
+    reported_errors,
 )
-from langgraph_tiered_memory.privacy._redact import mask_url
 
 __all__ = [
     "FalkorDBUrlOption",
     "GraphNameOption",
     "NameOption",
     "RedisUrlOption",
-    "SessionPrefixOption",
     "TemplateOption",
     "UserOption",
     "UserStores",
@@ -42,7 +39,6 @@ __all__ = [
     "checked_user",
     "erase",
     "open_user_stores",
-    "reported_errors",
     "templates",
 ]
 
@@ -58,11 +54,6 @@ RedisUrlOption = Annotated[
     ),
 ]
 """`--redis-url`: reach the short-term tier and the session saver too."""
-
-SessionPrefixOption = Annotated[
-    str, typer.Option(help="Key prefix of the session registry (the saver's session_prefix).")
-]
-"""`--session-prefix`: the session saver's `session_prefix=`."""
 
 TemplateOption = Annotated[
     list[str] | None,
@@ -138,10 +129,13 @@ class UserStores(NamedTuple):
     """The long-tier store, then the short-tier store when a Redis URL was given."""
     saver: Any
     """A `RedisSessionSaver` on the Redis URL, or None."""
+    sessions: list[str]
+    """The user's sessions in the saver (none without it)."""
 
 
 @contextmanager
 def open_user_stores(
+    uid: str,
     *,
     chroma_path: str | None,
     chroma_host: str | None,
@@ -158,11 +152,12 @@ def open_user_stores(
 
     With `falkordb_url`, the long-tier store reads and erases that FalkorDB graph as
     its knowledge graph. With `read_only`, a Chroma directory is read through a copy.
+    Library and Redis errors, in the block too, end the command (`reported_errors`).
     """
-    if chroma_host is None:
-        chroma_path = existing_chroma_path(chroma_path)
-    graph = _falkordb_graph(falkordb_url, graph_name, key_prefix)
-    with ExitStack() as stack:
+    with reported_errors(redis_url), ExitStack() as stack:
+        if chroma_host is None:
+            chroma_path = existing_chroma_path(chroma_path)
+        graph = _falkordb_graph(falkordb_url, graph_name, key_prefix)
         if graph is not None:
             stack.callback(graph.close)
         long_store = open_store(
@@ -190,20 +185,7 @@ def open_user_stores(
             saver = stack.enter_context(
                 RedisSessionSaver.from_conn_string(redis_url, session_prefix=session_prefix)
             )
-        yield UserStores(stores, saver)
-
-
-@contextmanager
-def reported_errors(redis_url: str | None) -> Iterator[None]:
-    """Library and Redis errors as one `Error:` line and exit code 1."""
-    from langgraph_tiered_memory.errors import TieredMemoryError
-
-    try:
-        yield
-    except TieredMemoryError as e:
-        fail(str(e))
-    except redis.RedisError as e:  # a Redis that does not answer, a refused connection
-        fail(f"Redis at {mask_url(redis_url or '')} did not answer: {e}")
+        yield UserStores(stores, saver, [] if saver is None else saver.user_sessions(uid))
 
 
 def checked_user(user: str) -> str:
@@ -254,22 +236,19 @@ def erase(
     extra = templates(template)
     names = checked_names(name)
     receipt = ErasureReceipt.for_user(uid, dry_run=dry_run)
-    with (
-        reported_errors(redis_url),
-        open_user_stores(
-            chroma_path=chroma_path,
-            chroma_host=chroma_host,
-            chroma_port=chroma_port,
-            memory_index_path=memory_index_path,
-            key_prefix=key_prefix,
-            redis_url=redis_url,
-            session_prefix=session_prefix,
-            falkordb_url=falkordb_url,
-            graph_name=graph_name,
-        ) as opened,
-    ):
+    with open_user_stores(
+        uid,
+        chroma_path=chroma_path,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+        memory_index_path=memory_index_path,
+        key_prefix=key_prefix,
+        redis_url=redis_url,
+        session_prefix=session_prefix,
+        falkordb_url=falkordb_url,
+        graph_name=graph_name,
+    ) as opened:
         # Sessions go last: until then their ids find shared memories by session.
-        sessions = [] if opened.saver is None else opened.saver.user_sessions(uid)
         for store in opened.stores:
             receipt.merge(
                 erase_store(
@@ -277,7 +256,7 @@ def erase(
                     uid,
                     dry_run=dry_run,
                     namespaces=extra,
-                    sessions=sessions,
+                    sessions=opened.sessions,
                     names=names,
                 )
             )

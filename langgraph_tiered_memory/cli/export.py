@@ -4,7 +4,6 @@ Opens the stores like `tiered-memory erase` (the long-term tier always; with a R
 URL the short-term tier and the session saver too: each session erase removes, with its
 messages and running summary) and prints the export as one JSON document, or writes it
 to `--out`. Reading counts no access and refreshes no TTL.
-The command is registered on the app in `langgraph_tiered_memory.cli.app`.
 """
 
 import json
@@ -19,19 +18,18 @@ from langgraph_tiered_memory.cli.common import (
     ChromaPortOption,
     KeyPrefixOption,
     MemoryIndexPathOption,
+    SessionPrefixOption,
 )
 from langgraph_tiered_memory.cli.erase import (
     FalkorDBUrlOption,
     GraphNameOption,
     NameOption,
     RedisUrlOption,
-    SessionPrefixOption,
     TemplateOption,
     UserOption,
     checked_names,
     checked_user,
     open_user_stores,
-    reported_errors,
     templates,
 )
 
@@ -96,22 +94,20 @@ def export(
     if out is not None:
         _checked_out(out)
     names = checked_names(name)
-    with (
-        reported_errors(redis_url),
-        open_user_stores(
-            chroma_path=chroma_path,
-            chroma_host=chroma_host,
-            chroma_port=chroma_port,
-            memory_index_path=memory_index_path,
-            key_prefix=key_prefix,
-            redis_url=redis_url,
-            session_prefix=session_prefix,
-            falkordb_url=falkordb_url,
-            graph_name=graph_name,
-            read_only=True,
-        ) as opened,
-    ):
-        sessions = [] if opened.saver is None else opened.saver.user_sessions(uid)
+    with open_user_stores(
+        uid,
+        chroma_path=chroma_path,
+        chroma_host=chroma_host,
+        chroma_port=chroma_port,
+        memory_index_path=memory_index_path,
+        key_prefix=key_prefix,
+        redis_url=redis_url,
+        session_prefix=session_prefix,
+        falkordb_url=falkordb_url,
+        graph_name=graph_name,
+        read_only=True,
+    ) as opened:
+        sessions = opened.sessions
         data = merge_exports(
             [
                 export_store(store, uid, namespaces=extra, sessions=sessions, names=names)

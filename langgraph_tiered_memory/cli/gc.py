@@ -1,7 +1,4 @@
-"""`tiered-memory gc`: run the forgetting graph over a store from the shell.
-
-The command is registered on the app in `langgraph_tiered_memory.cli.app`.
-"""
+"""`tiered-memory gc`: run the forgetting graph over a store from the shell."""
 
 import json
 from typing import Annotated, Any, cast
@@ -14,6 +11,7 @@ from rich.table import Table
 from langgraph_tiered_memory.cli.common import (
     ChromaPathOption,
     CreateFlag,
+    KeyPrefixOption,
     existing_chroma_path,
     namespace_labels,
 )
@@ -95,7 +93,7 @@ def gc(
     ] = None,
     chroma_path: ChromaPathOption = None,
     create: CreateFlag = False,
-    key_prefix: Annotated[str, typer.Option(help="The store's key_prefix.")] = "tm",
+    key_prefix: KeyPrefixOption = "tm",
     dims: Annotated[
         int, typer.Option(min=1, help="Embedding size the store was created with.")
     ] = 384,

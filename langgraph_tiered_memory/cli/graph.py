@@ -2,12 +2,12 @@
 
 Without `--entity`, every triple under the namespace prefix; with it, the entity's
 neighbourhood of 1 or 2 hops. Printed as a tree (default), Mermaid flowchart text, or
-JSON. The command is registered on the app in `langgraph_tiered_memory.cli.app`.
+JSON.
 """
 
 import json
 from enum import Enum
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 
@@ -16,10 +16,9 @@ from langgraph_tiered_memory.cli.common import (
     ChromaPathOption,
     ChromaPortOption,
     KeyPrefixOption,
-    existing_chroma_path,
     fail,
     namespace_labels,
-    readable_copy,
+    open_store,
 )
 from langgraph_tiered_memory.graph import graph_neighbors, graph_triples
 
@@ -52,54 +51,6 @@ def _graph_option(falkordb_url: str | None, graph_name: str | None) -> Any:
     if graph_name is not None:
         config["graph_name"] = graph_name
     return config
-
-
-def _open_store(
-    *,
-    chroma_path: str | None,
-    chroma_host: str | None,
-    chroma_port: int,
-    redis_url: str | None,
-    key_prefix: str,
-    graph_option: Any,
-) -> Any:
-    """The store to read: on an existing Chroma directory, or on a Chroma server.
-
-    No index: reading the graph embeds nothing. A directory is read through a copy
-    (`readable_copy`): the command never writes to the store.
-    """
-    from langgraph_tiered_memory import TieredMemoryStore
-
-    options: dict[str, Any] = {
-        "tiers": {"default": "long"},
-        "key_prefix": key_prefix,
-        "graph": graph_option,
-    }
-    if chroma_host is not None:
-        if chroma_path is not None:
-            raise typer.BadParameter("Pass either --chroma-path or --chroma-host, not both.")
-        # The graph of a server store made with graph=True is FalkorDB in the store's
-        # own Redis, so --falkordb-url alone names that Redis too.
-        store_redis = redis_url or None
-        if store_redis is None and isinstance(graph_option, dict):
-            store_redis = graph_option["url"]
-        if store_redis is None:
-            raise typer.BadParameter(
-                "A store on a Chroma server keeps its index and its graph (graph=True) in its"
-                " Redis: pass --redis-url with that Redis URL (or set REDIS_URL)."
-            )
-        import chromadb
-
-        options["chroma_client"] = chromadb.HttpClient(host=chroma_host, port=chroma_port)
-        options["redis_url"] = store_redis
-    else:
-        options["chroma_path"] = readable_copy(existing_chroma_path(chroma_path))
-    from langgraph_tiered_memory.errors import ConfigurationError
-
-    try:
-        return TieredMemoryStore(**cast(Any, options))
-    except ConfigurationError as e:  # a bad --key-prefix, a missing graph extra...
-        raise typer.BadParameter(str(e)) from e
 
 
 def graph(
@@ -167,13 +118,26 @@ def graph(
         raise typer.BadParameter(f"--entity {entity!r} is empty once normalised.")
     rel = normalize_relation(relation) if relation is not None else None
     depth = hops or 1
-    store = _open_store(
+    graph_option = _graph_option(falkordb_url, graph_name)
+    # The graph of a server store made with graph=True is FalkorDB in the store's
+    # own Redis, so --falkordb-url alone names that Redis too.
+    store_redis = redis_url or None
+    if store_redis is None:
+        store_redis = falkordb_url
+    if chroma_host is not None and chroma_path is None and store_redis is None:
+        raise typer.BadParameter(
+            "A store on a Chroma server keeps its index and its graph (graph=True) in its"
+            " Redis: pass --redis-url with that Redis URL (or set REDIS_URL)."
+        )
+    store = open_store(
         chroma_path=chroma_path,
         chroma_host=chroma_host,
         chroma_port=chroma_port,
-        redis_url=redis_url,
+        redis_url=store_redis,
         key_prefix=key_prefix,
-        graph_option=_graph_option(falkordb_url, graph_name),
+        dims=0,  # no index: reading the graph embeds nothing
+        read_only=True,
+        graph=graph_option,
     )
     try:
         if root is None:

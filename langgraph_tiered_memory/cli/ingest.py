@@ -6,9 +6,11 @@ is the memory's key (removed from the value), otherwise the key is a hash of the
 so loading the same file twice writes each memory once. Memories are written with
 `store.batch`, `--batch-size` at a time, under a progress bar (`write_records`, which
 the benchmarks' `tiered-memory bench ingest-locomo` reuses for LoCoMo files).
-The command is registered on the app in `langgraph_tiered_memory.cli.app`.
+`--from-langchain-chroma DIR --collection NAME` imports a LangChain Chroma collection
+instead (`interop.import_langchain_chroma`).
 """
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -32,11 +34,6 @@ from langgraph_tiered_memory.cli.common import (
     fail,
     namespace_labels,
     open_store,
-)
-from langgraph_tiered_memory.cli.ingest_chroma import (
-    check_langchain_chroma,
-    import_collection,
-    report_import,
 )
 
 __all__ = ["Record", "check_record", "ingest", "write_records"]
@@ -156,6 +153,54 @@ def _jsonl_records(path: Path, namespace: tuple[str, ...]) -> list[Record]:
     return records
 
 
+def _langchain_chroma(directory: Path, collection: str | None) -> Any:
+    """The `langchain_chroma.Chroma` over an existing collection of `directory`.
+
+    LangChain's `Chroma(...)` would create a missing directory or collection, so both
+    must exist.
+    """
+    if collection is None:
+        raise typer.BadParameter("--from-langchain-chroma needs --collection NAME.")
+    if not directory.is_dir():
+        raise typer.BadParameter(f"--from-langchain-chroma {directory}: no such directory.")
+    import chromadb
+    from langchain_chroma import Chroma
+
+    client = chromadb.PersistentClient(path=str(directory))
+    names = [c if isinstance(c, str) else c.name for c in client.list_collections()]
+    if collection not in names:
+        found = ", ".join(sorted(names)) or "none"
+        raise typer.BadParameter(
+            f"{directory} has no collection {collection!r} (collections: {found})."
+        )
+    return Chroma(client=client, collection_name=collection)
+
+
+def _import_collection(
+    store: Any, source: Any, namespace: tuple[str, ...], batch_size: int, *, quiet: bool
+) -> dict[str, Any]:
+    """Import `source` into `namespace` under a progress bar; the summary as a dict."""
+    from langgraph_tiered_memory.errors import ConfigurationError
+    from langgraph_tiered_memory.interop import import_langchain_chroma
+
+    if store.index_config is None:
+        raise ConfigurationError(
+            "Imported memories are embedded: pass the store's embedder with --embed"
+            " (e.g. --embed local); the collection's vectors are reused when they match."
+        )
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True, disable=quiet) as bar:
+        task = bar.add_task("import", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        counts = import_langchain_chroma(
+            store, source, namespace, batch_size=batch_size, progress=progress
+        )
+    return {"namespace": list(namespace), **dataclasses.asdict(counts)}
+
+
 def ingest(
     namespace: Annotated[
         str,
@@ -229,15 +274,23 @@ def ingest(
         create=create,
     )
     if from_langchain_chroma is not None:
-        source = check_langchain_chroma(from_langchain_chroma, collection)
+        source = _langchain_chroma(from_langchain_chroma, collection)
         store = opening()
         try:
-            summary = import_collection(store, source, prefix, batch_size, quiet=as_json)
+            done = _import_collection(store, source, prefix, batch_size, quiet=as_json)
         except TieredMemoryError as e:
             fail(str(e))
         finally:
             store.close()
-        report_import(summary, as_json)
+        if as_json:
+            typer.echo(json.dumps(done, ensure_ascii=False))
+            return
+        typer.echo(
+            f"imported {done['written']} of {done['read']} documents into"
+            f" {'/'.join(done['namespace'])} ({done['unchanged']} unchanged,"
+            f" {done['skipped']} skipped; vectors "
+            + ("reused)" if done["reused_vectors"] else "embedded by the store)")
+        )
         return
     assert file is not None  # one of the two, checked above
     chosen = _detect(file) if input_format is IngestFormat.auto else input_format

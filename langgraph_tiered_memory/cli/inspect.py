@@ -4,15 +4,14 @@ Sessions come from the session registry in Redis (when a Redis URL is given),
 namespaces and memories from the long-term tier with the statistics its memory index
 keeps (access counts, importance, age). Inspecting reads only: no access is counted,
 and a Chroma directory is read through a copy (`readable_copy`), so nothing is written.
-The command is registered on the app in `langgraph_tiered_memory.cli.app`.
 """
 
 import json
 import time
 from collections.abc import Iterable
+from contextlib import closing
 from typing import Annotated, Any, cast
 
-import redis
 import typer
 from rich import box
 from rich.console import Console
@@ -25,10 +24,11 @@ from langgraph_tiered_memory.cli.common import (
     ChromaPortOption,
     KeyPrefixOption,
     MemoryIndexPathOption,
+    SessionPrefixOption,
     existing_chroma_path,
-    fail,
     namespace_labels,
     open_store,
+    reported_errors,
 )
 from langgraph_tiered_memory.privacy._redact import mask_url
 
@@ -141,12 +141,6 @@ def _sessions(redis_url: str, session_prefix: str, limit: int) -> list[dict]:
     return rows[:limit]
 
 
-def _fill_content(store: Any, memories: list[dict]) -> None:
-    for m in memories:
-        entry = store.get_memory(tuple(m["namespace"]), m["key"])  # counts no access
-        m["content"] = entry.content if entry is not None else None
-
-
 def _f(value: float | None, spec: str = ".2f") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -234,9 +228,7 @@ def inspect(
             help="Redis of the session registry (default: REDIS_URL); without it no sessions.",
         ),
     ] = None,
-    session_prefix: Annotated[
-        str, typer.Option(help="Key prefix of the session registry (the saver's session_prefix).")
-    ] = "tm_session",
+    session_prefix: SessionPrefixOption = "tm_session",
     chroma_path: ChromaPathOption = None,
     chroma_host: ChromaHostOption = None,
     chroma_port: ChromaPortOption = 8000,
@@ -245,8 +237,6 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
 ) -> None:
     """Show sessions, namespaces and memories with their statistics. Reads only."""
-    from langgraph_tiered_memory.errors import TieredMemoryError
-
     prefix = namespace_labels(namespace) if namespace is not None else ()
     if chroma_host is None:
         chroma_path = existing_chroma_path(chroma_path)
@@ -260,20 +250,16 @@ def inspect(
     )
     now = time.time()
     where = f"chroma {chroma_host}:{chroma_port}" if chroma_host else f"chroma {chroma_path}"
-    try:
+    with reported_errors(redis_url), closing(store):
         spaces = _namespaces(store, prefix)
         memories = _memory_rows(store, spaces, now)
         shown = sorted(
             memories, key=lambda m: (-m["access_count"], -m["importance"], m["namespace"])
         )[:limit]
-        _fill_content(store, shown)
+        for m in shown:
+            entry = store.get_memory(tuple(m["namespace"]), m["key"])  # counts no access
+            m["content"] = entry.content if entry is not None else None
         sessions = None if redis_url is None else _sessions(redis_url, session_prefix, limit)
-    except TieredMemoryError as e:
-        fail(str(e))
-    except redis.RedisError as e:  # a Redis that does not answer, a refused connection
-        fail(f"Redis at {mask_url(redis_url or '')} did not answer: {e}")
-    finally:
-        store.close()
     data: dict[str, Any] = {
         "store": f"{where}, key prefix {key_prefix}",
         "redis": mask_url(redis_url) if redis_url else None,

@@ -6,8 +6,7 @@ HNSW directories of deleted collections, and in the HNSW files the vectors of de
 records and uninitialised memory in their unused capacity. On the server's host, stop
 the server, run ``tiered-memory scrub-chroma --path DIR`` on its data directory (its
 ``chroma run --path``), and start it again. The command refuses a directory that a
-running process holds open. The command is registered on the app in
-`langgraph_tiered_memory.cli.app`.
+running process holds open.
 """
 
 import json

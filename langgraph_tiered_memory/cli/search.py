@@ -1,7 +1,4 @@
-"""`tiered-memory search`: search a namespace's memories and show how each score was made.
-
-The command is registered on the app in `langgraph_tiered_memory.cli.app`.
-"""
+"""`tiered-memory search`: search a namespace's memories and show how each score was made."""
 
 import json
 from collections.abc import Callable

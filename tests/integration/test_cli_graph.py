@@ -199,3 +199,13 @@ def test_an_unreachable_falkordb_is_an_error(chroma_dir: str) -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: FalkorDB at redis://127.0.0.1:1")
+
+
+def test_an_unreachable_chroma_server_is_a_one_line_error() -> None:
+    result = _run(
+        "--namespace", "users/u1", "--chroma-host", "127.0.0.1", "--chroma-port", "1",
+        "--redis-url", "redis://127.0.0.1:1",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Error: ") and len(result.stderr.splitlines()) == 1
+    assert "127.0.0.1:1" in result.stderr
