@@ -14,6 +14,7 @@ from langgraph_tiered_memory.cli.common import (
     KeyPrefixOption,
     existing_chroma_path,
     namespace_labels,
+    reported_errors,
 )
 from langgraph_tiered_memory.store._validate import validate_namespace
 
@@ -119,29 +120,30 @@ def gc(
             " --embed with the store's embeddings (e.g. --embed local)."
         )
     prefix = _gc_prefix(namespace, label)
-    store = TieredMemoryStore(
-        chroma_path=existing_chroma_path(chroma_path, create=create),
-        tiers={"default": "long"},
-        index=cast(Any, {"dims": dims, "embed": embed or _no_embedding, "fields": ["content"]}),
-        key_prefix=key_prefix,
-    )
-    console = Console(stderr=as_json)
-    try:
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("scanning memories", total=None)
-            graph = create_forgetting_graph(
-                model,
-                store=store,
-                namespace=prefix,
-                policy={**presets[policy], "max_memories": max_memories},
-                dry_run=dry_run,
-                consolidate=consolidate,  # themes are merged whenever given
-                themes=themes,
-                progress=lambda n: bar.advance(task, n),
-            )
-            report = graph.compile().invoke({})["report"]
-    finally:
-        store.close()
+    with reported_errors(None):  # a bad --key-prefix, a store of another model
+        store = TieredMemoryStore(
+            chroma_path=existing_chroma_path(chroma_path, create=create),
+            tiers={"default": "long"},
+            index=cast(Any, {"dims": dims, "embed": embed or _no_embedding, "fields": ["content"]}),
+            key_prefix=key_prefix,
+        )
+        console = Console(stderr=as_json)
+        try:
+            with Progress(console=console, transient=True) as bar:
+                task = bar.add_task("scanning memories", total=None)
+                graph = create_forgetting_graph(
+                    model,
+                    store=store,
+                    namespace=prefix,
+                    policy={**presets[policy], "max_memories": max_memories},
+                    dry_run=dry_run,
+                    consolidate=consolidate,  # themes are merged whenever given
+                    themes=themes,
+                    progress=lambda n: bar.advance(task, n),
+                )
+                report = graph.compile().invoke({})["report"]
+        finally:
+            store.close()
     if as_json:
         typer.echo(json.dumps(report, allow_nan=False))
         return

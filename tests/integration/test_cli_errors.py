@@ -373,3 +373,8 @@ def test_an_invalid_redis_url_is_named_and_the_form_is_shown_unmasked(chroma_dir
     message = _message(result)
     assert "Invalid Redis URL 'notaurl'" in message and "redis://host[:port][/db]" in message
     assert "***" not in message  # nothing secret in it, so nothing masked
+
+
+def test_gc_with_an_invalid_key_prefix_is_one_error_line(chroma_dir: str) -> None:
+    result = _run("gc", "--chroma-path", chroma_dir, "--key-prefix", "bad prefix!", "--dry-run")
+    assert "key_prefix 'bad prefix!' is invalid" in _message(result)
