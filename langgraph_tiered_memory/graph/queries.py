@@ -22,7 +22,7 @@ from langgraph_tiered_memory.graph.types import (
     normalize_entity,
     normalize_relation,
 )
-from langgraph_tiered_memory.store._graph import arepair, repair, require_graph
+from langgraph_tiered_memory.store._graph_write import arepair, repair, require_graph
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_labels
 

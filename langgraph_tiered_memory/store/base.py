@@ -47,7 +47,6 @@ from langgraph_tiered_memory.store._config import (
     check_redactor,
     check_ttl_config,
 )
-from langgraph_tiered_memory.store._graph import repair_due
 from langgraph_tiered_memory.store._graph_write import (
     GraphJobs,
     GraphSyncedTier,
@@ -55,6 +54,7 @@ from langgraph_tiered_memory.store._graph_write import (
     aextract,
     extract,
     plan_graph,
+    repair_due,
 )
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_vectors

@@ -33,11 +33,10 @@ from langgraph_tiered_memory.ranking.forgetting import (
     ForgettingRules,
 )
 from langgraph_tiered_memory.store import promotion
-from langgraph_tiered_memory.store._consolidate import consolidate
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._reports import ForgottenRow, GCReport
 from langgraph_tiered_memory.store._validate import check_labels, validate_key
-from langgraph_tiered_memory.store.consolidation import THEME_SIMILARITY
+from langgraph_tiered_memory.store.consolidation import THEME_SIMILARITY, consolidate
 from langgraph_tiered_memory.store.promotion import Promoted, _check_page_size
 from langgraph_tiered_memory.store.tiers._history_events import as_event, reasons_for
 from langgraph_tiered_memory.store.tiers._items import StoredItem
