@@ -21,7 +21,6 @@ from langgraph_tiered_memory.embeddings import resolve_embeddings
 from langgraph_tiered_memory.errors import ConfigurationError, InvalidItemError
 from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.privacy._redact import mask_url
-from langgraph_tiered_memory.privacy.redaction import Redactor, resolve_redactor
 from langgraph_tiered_memory.store._validate import validate_ttl
 
 DEFAULT_CHROMA_PATH = os.path.join(".tiered-memory", "chroma")
@@ -143,15 +142,6 @@ def check_hnsw(hnsw: ChromaHnswConfig | None) -> dict[str, int]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
             raise ConfigurationError(f"chroma_hnsw[{key!r}] must be an int >= 2, got {value!r}.")
     return out  # type: ignore[return-value]
-
-
-def check_redactor(redactor: Any) -> Redactor | None:
-    """The store's redactor: None (default, nothing redacted), True/"default", or a `Redactor`.
-
-    Raises:
-        ConfigurationError: anything else (names the accepted values).
-    """
-    return resolve_redactor(redactor)
 
 
 GRAPH_EXTRA_HINT = "pip install 'langgraph-tiered-memory[graph]'"

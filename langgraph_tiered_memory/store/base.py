@@ -32,19 +32,19 @@ from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import Triple
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.privacy._redact import mask_urls_in
-from langgraph_tiered_memory.privacy.redaction import Redactor
+from langgraph_tiered_memory.privacy.redaction import Redactor, RedactorSpec, resolve_redactor
 from langgraph_tiered_memory.ranking.keys import context_text, sentence_chunks, time_words
 from langgraph_tiered_memory.ranking.scoring import Scoring
 from langgraph_tiered_memory.store._backends import build_graph, build_tiers, chroma_is_server
 from langgraph_tiered_memory.store._config import (
     DEFAULT_CHROMA_PATH,
     DEFAULT_KEY_PREFIX,
+    GraphConfig,
     GraphSpec,
     check_clock,
     check_graph,
     check_index,
     check_key_prefix,
-    check_redactor,
     check_ttl_config,
 )
 from langgraph_tiered_memory.store._graph_write import (
@@ -56,6 +56,7 @@ from langgraph_tiered_memory.store._graph_write import (
     plan_graph,
     repair_due,
 )
+from langgraph_tiered_memory.store._history import check_history
 from langgraph_tiered_memory.store._protocols import StoreCore
 from langgraph_tiered_memory.store._validate import check_vectors
 from langgraph_tiered_memory.store.planning import (
@@ -94,34 +95,38 @@ class TieredStoreCore:
 
     supports_ttl: bool = True
 
-    def _configure(
+    def __init__(
         self,
         *,
-        redis_client: Any,
-        redis_url: str | None,
-        chroma_client: Any,
-        chroma_path: str | None,
-        chroma_hnsw: ChromaHnswConfig | None,
-        index: IndexConfig | None,
-        ttl: TTLConfig | None,
-        scoring: ScoringConfig | None,
-        tiers: TierPolicy | None,
-        key_prefix: str,
-        clock: Callable[[], float] | None,
-        allow_non_finite_filters: bool,
+        redis_url: str | None = None,
+        redis_client: Any = None,
+        chroma_client: Any = None,
+        chroma_path: str | None = None,
+        chroma_hnsw: ChromaHnswConfig | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        scoring: ScoringConfig | None = None,
+        tiers: TierPolicy | None = None,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        clock: Callable[[], float] | None = None,
+        allow_non_finite_filters: bool = True,
         memory_index_path: str | None = None,
         redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
-        redactor: Any = None,
-        graph: Any = None,
+        redactor: RedactorSpec = None,
+        graph: bool | str | GraphConfig | GraphStore | None = None,
+        history: bool = True,
         short: Tier | None = None,
         long: Tier | None = None,
     ) -> None:
+        """The options are documented on `TieredMemoryStore`."""
+        super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
+        recording = check_history(history)
         self._router = TierRouter(tiers)
         self.graph: GraphStore | None = None
         self.graph_extractor: Any = None
         """The `TripleExtractor` of memory writes when the store keeps a graph."""
         self._owns_graph = False
-        self.redactor: Redactor | None = check_redactor(redactor)
+        self.redactor: Redactor | None = resolve_redactor(redactor)
         self.key_prefix = check_key_prefix(key_prefix)
         self.ttl_config = check_ttl_config(ttl)
         self.scoring: Scoring = Scoring.from_config(scoring)
@@ -177,6 +182,11 @@ class TieredStoreCore:
         interval = (self.ttl_config or {}).get("sweep_interval_minutes")
         if interval:
             self._start_sweeper(float(interval) * 60)
+        self.history_enabled = recording
+        long_tier: Any = self._tiers.get("long")
+        if long_tier is not None:
+            inner = getattr(long_tier, "_synced_tier", long_tier)  # a `GraphSyncedTier` wraps it
+            inner.record_history = recording
 
     def _configure_graph(self, spec: GraphSpec, extractor: Any, *, chroma_server: bool) -> None:
         """Build the checked graph beside the long tier (nothing connects yet)."""
@@ -554,15 +564,6 @@ class TieredStoreCore:
     # ------------------------------------------------------------------ history
     history_enabled: bool = False
     """Whether the store records memory history (the `history` option)."""
-
-    def _configure_history(self, history: bool) -> None:
-        """Turn recording on in the long tier (after the tiers are built)."""
-        self.history_enabled = history
-        tier: Any = self._tiers.get("long")
-        if tier is None:
-            return
-        inner = getattr(tier, "_synced_tier", tier)  # a `GraphSyncedTier` wraps it
-        inner.record_history = history
 
     def _history_table(self) -> HistoryTable:
         """The history table of the long tier's index (its SQLite file, or Redis).

@@ -9,27 +9,19 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
-    IndexConfig,
     NotProvided,
     Op,
     PutOp,
     Result,
-    TTLConfig,
 )
 
-from langgraph_tiered_memory._redis_client import DEFAULT_REDIS_TIMEOUT, redis_call
-from langgraph_tiered_memory.config import ChromaHnswConfig, ScoringConfig, TierPolicy
-from langgraph_tiered_memory.graph.protocol import GraphStore
+from langgraph_tiered_memory._redis_client import redis_call
 from langgraph_tiered_memory.memory import MemoryEntry
 from langgraph_tiered_memory.privacy.history import acting, current_actor
-from langgraph_tiered_memory.privacy.redaction import RedactorSpec
 from langgraph_tiered_memory.ranking.scoring import RetrievalMode
 from langgraph_tiered_memory.store import maintenance
-from langgraph_tiered_memory.store._config import GraphConfig
-from langgraph_tiered_memory.store._history import check_history
-from langgraph_tiered_memory.store.base import DEFAULT_KEY_PREFIX, MemoryHit, TieredStoreCore
+from langgraph_tiered_memory.store.base import MemoryHit, TieredStoreCore
 from langgraph_tiered_memory.store.tiers._history_events import in_event
-from langgraph_tiered_memory.store.tiers.base import Tier
 
 if TYPE_CHECKING:
     from langgraph_tiered_memory.retriever import MemoryRetriever
@@ -38,58 +30,11 @@ __all__ = ["TieredMemoryStore"]
 
 
 class _TieredStore(TieredStoreCore):
-    """What both stores share: constructor, batch entry points, retriever, overrides.
+    """What both stores share: batch entry points, retriever, overrides.
 
-    Also `aupdate_importance` and the attributed `aput`/`adelete`. The options are
-    documented on `TieredMemoryStore`.
+    Also `aupdate_importance` and the attributed `aput`/`adelete`. The constructor is
+    `TieredStoreCore`'s; its options are documented on `TieredMemoryStore`.
     """
-
-    def __init__(
-        self,
-        *,
-        redis_url: str | None = None,
-        redis_client: Any = None,
-        chroma_client: Any = None,
-        chroma_path: str | None = None,
-        chroma_hnsw: ChromaHnswConfig | None = None,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        scoring: ScoringConfig | None = None,
-        tiers: TierPolicy | None = None,
-        key_prefix: str = DEFAULT_KEY_PREFIX,
-        clock: Callable[[], float] | None = None,
-        allow_non_finite_filters: bool = True,
-        memory_index_path: str | None = None,
-        redis_timeout: float = DEFAULT_REDIS_TIMEOUT,
-        redactor: RedactorSpec = None,
-        graph: bool | str | GraphConfig | GraphStore | None = None,
-        history: bool = True,
-        short: Tier | None = None,
-        long: Tier | None = None,
-    ) -> None:
-        super().__init__()  # the async store's `AsyncBatchedBaseStore` starts its queue here
-        recording = check_history(history)
-        self._configure(
-            redis_client=redis_client,
-            redis_url=redis_url,
-            chroma_client=chroma_client,
-            chroma_path=chroma_path,
-            chroma_hnsw=chroma_hnsw,
-            index=index,
-            ttl=ttl,
-            scoring=scoring,
-            tiers=tiers,
-            key_prefix=key_prefix,
-            clock=clock,
-            allow_non_finite_filters=allow_non_finite_filters,
-            memory_index_path=memory_index_path,
-            redis_timeout=redis_timeout,
-            redactor=redactor,
-            graph=graph,
-            short=short,
-            long=long,
-        )
-        self._configure_history(recording)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute a batch of operations; results come back in op order.
