@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from langgraph_tiered_memory.agent.writer import erasing_writes
 from langgraph_tiered_memory.config import TierName
@@ -49,7 +49,8 @@ from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.provenance import names_user
 from langgraph_tiered_memory.store._history import tombstone_history
 from langgraph_tiered_memory.store._protocols import StoreCore
-from langgraph_tiered_memory.store.tiers._items import Namespace, StoredItem
+from langgraph_tiered_memory.store.tiers._items import Namespace
+from langgraph_tiered_memory.store.tiers.base import MemoryTier
 
 _log = logging.getLogger("langgraph_tiered_memory.store.erase")
 
@@ -76,31 +77,6 @@ KEPT_NO_SESSIONS = (
     "sessions, checkpointer and running summaries: no session saver was given"
     " (erase_user(store, ..., checkpointer=saver), or tiered-memory erase --redis-url)"
 )
-
-
-class _ErasableTier(Protocol):
-    """The erase methods each tier provides (`tiers.long_erase`, `tiers.redis_erase`)."""
-
-    def user_namespaces(self, rule: Callable[[Namespace], bool]) -> list[Namespace]: ...
-
-    def erase_namespaces(
-        self, namespaces: Sequence[Namespace], *, dry_run: bool = False
-    ) -> dict[str, list[tuple[str, ...]]]: ...
-
-    def erase_keys(
-        self, items: Mapping[Namespace, Sequence[str]], *, dry_run: bool = False
-    ) -> dict[str, list[tuple[str, ...]]]: ...
-
-    def search(
-        self,
-        prefix: Namespace,
-        *,
-        query_vector: Sequence[float] | None,
-        filter: dict[str, Any] | None,
-        limit: int,
-        now: float,
-        namespace_filter: Callable[[Namespace], bool] | None = None,
-    ) -> list[tuple[StoredItem, float | None]]: ...
 
 
 # ----------------------------------------------------------------------------- rules
@@ -153,9 +129,9 @@ class ErasePlan:
         return sum(len(keys) for by_ns in self.shared.values() for keys in by_ns.values())
 
 
-def erasable_tier(core: StoreCore, name: TierName) -> _ErasableTier:
-    """The tier `name` with its erase methods."""
-    return cast(_ErasableTier, core._tier(name))
+def erasable_tier(core: StoreCore, name: TierName) -> MemoryTier:
+    """The tier `name` with its erase methods (those of `MemoryTier`, the short tier's too)."""
+    return cast(MemoryTier, core._tier(name))
 
 
 def tier_names(core: StoreCore) -> list[TierName]:
