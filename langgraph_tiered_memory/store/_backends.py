@@ -388,8 +388,7 @@ def chroma_is_server(chroma_client: Any | None, chroma_path: str | None) -> bool
     (`chroma_from_env`). Nothing connects.
     """
     if chroma_client is not None:
-        settings = chroma_client.get_settings()
-        return "fastapi" in str(getattr(settings, "chroma_api_impl", "")).lower()
+        return is_chroma_server(chroma_client.get_settings())
     return chroma_path is None and chroma_from_env() is not None
 
 

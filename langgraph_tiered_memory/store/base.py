@@ -40,7 +40,6 @@ from langgraph_tiered_memory.store._config import (
     DEFAULT_CHROMA_PATH,
     DEFAULT_KEY_PREFIX,
     GraphConfig,
-    GraphSpec,
     check_clock,
     check_graph,
     check_index,
@@ -170,9 +169,20 @@ class TieredStoreCore:
             long=long,
         )
         if graph_spec is not None:
-            try:
-                server = chroma_is_server(chroma_client, chroma_path)
-                self._configure_graph(graph_spec, extractor, chroma_server=server)
+            try:  # the graph beside the long tier (nothing connects yet)
+                long_tier = self._long()
+                short_client = getattr(self._tiers.get("short"), "client", None)
+                self.graph, self._owns_graph = build_graph(
+                    graph_spec,
+                    long_tier,
+                    chroma_server=chroma_is_server(chroma_client, chroma_path),
+                    redis_client=short_client or getattr(long_tier, "redis", None),
+                )
+                self.graph_extractor = extractor
+                if not self.graph.in_tier_transaction:
+                    # The tier's own deletes (TTL sweeps) must reach a graph it does not write.
+                    synced = GraphSyncedTier(long_tier, self.graph, self.scoring.user_label)
+                    self._tiers["long"] = cast(Tier, synced)
             except BaseException:
                 for tier in self._tiers.values():
                     tier.close()
@@ -183,26 +193,10 @@ class TieredStoreCore:
         if interval:
             self._start_sweeper(float(interval) * 60)
         self.history_enabled = recording
-        long_tier: Any = self._tiers.get("long")
-        if long_tier is not None:
-            inner = getattr(long_tier, "_synced_tier", long_tier)  # a `GraphSyncedTier` wraps it
+        recorder: Any = self._tiers.get("long")
+        if recorder is not None:
+            inner = getattr(recorder, "_synced_tier", recorder)  # a `GraphSyncedTier` wraps it
             inner.record_history = recording
-
-    def _configure_graph(self, spec: GraphSpec, extractor: Any, *, chroma_server: bool) -> None:
-        """Build the checked graph beside the long tier (nothing connects yet)."""
-        long_tier = self._long()
-        short = self._tiers.get("short")
-        self.graph, self._owns_graph = build_graph(
-            spec,
-            long_tier,
-            chroma_server=chroma_server,
-            redis_client=getattr(short, "client", None) or getattr(long_tier, "redis", None),
-        )
-        self.graph_extractor = extractor
-        if not self.graph.in_tier_transaction:
-            # The tier's own deletes (TTL sweeps) must reach a graph it does not write.
-            synced = GraphSyncedTier(long_tier, self.graph, self.scoring.user_label)
-            self._tiers["long"] = cast(Tier, synced)
 
     def _start_sweeper(self, every_seconds: float) -> None:
         def run() -> None:
@@ -445,18 +439,7 @@ class TieredStoreCore:
     def _check_vectors(
         self, vectors: Sequence[Sequence[float]], what: str, *, count: int | None = None
     ) -> None:
-        """Refuse what the embedding model returned unless it can be stored and compared.
-
-        Args:
-            vectors: The model's output.
-            what: What the vectors embed, for messages.
-            count: How many texts were embedded (None: not checked).
-
-        Raises:
-            ConfigurationError: another number of vectors than `count`, a vector of
-                another size than `index['dims']`, or one holding anything but finite
-                real numbers (NaN, infinities, strings, None, bools).
-        """
+        """`_validate.check_vectors` at the store's `dims`: ConfigurationError on bad output."""
         check_vectors(vectors, dims=self.dims, what=what, count=count)
 
     # ----------------------------------------------------------------- execution
