@@ -66,14 +66,6 @@ class StoreCore(Protocol):
         support: Mapping[tuple[Namespace, str], Sequence[Triple]] | None = None,
     ) -> list[Result]: ...
 
-    async def _arun_batch(
-        self,
-        ops: Iterable[Op],
-        *,
-        keep: Mapping[tuple[Namespace, str], Any] | None = None,
-        support: Mapping[tuple[Namespace, str], Sequence[Triple]] | None = None,
-    ) -> list[Result]: ...
-
     def _check_memory_namespace(self, namespace: Namespace) -> None: ...
 
     def _history_table(self) -> HistoryTable: ...

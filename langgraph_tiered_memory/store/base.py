@@ -367,16 +367,10 @@ class TieredStoreCore:
             queries = {q: self.embeddings.embed_query(q) for q in plan.queries}
         return self._execute(plan, vectors, queries)
 
-    async def _arun_batch(
-        self,
-        ops: Iterable[Op],
-        *,
-        keep: Mapping[tuple[tuple[str, ...], str], Any] | None = None,
-        support: Mapping[tuple[tuple[str, ...], str], Sequence[Triple]] | None = None,
-    ) -> list[Result]:
+    async def _arun_batch(self, ops: Iterable[Op]) -> list[Result]:
+        """`_run_batch` for the async store (whose internal rewrites run sync)."""
         plan = self._plan(ops)
-        keep_expiries(plan, keep)
-        jobs = self._graph_jobs(plan, keep, support)
+        jobs = self._graph_jobs(plan, None, None)
         if jobs is not None and not jobs.done:
             await aextract(self.graph_extractor, jobs)  # before the thread hop
         if plan.writes:
