@@ -24,7 +24,6 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 from langgraph.store.base import PutOp
 
 from langgraph_tiered_memory._redis_client import redis_call
-from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.memory import memory_fields
 from langgraph_tiered_memory.privacy.history import Actor, acting, current_actor
 from langgraph_tiered_memory.ranking.forgetting import (
@@ -38,6 +37,7 @@ from langgraph_tiered_memory.store._reports import ForgottenRow, GCReport
 from langgraph_tiered_memory.store._validate import check_labels, validate_key
 from langgraph_tiered_memory.store.consolidation import THEME_SIMILARITY, consolidate
 from langgraph_tiered_memory.store.promotion import Promoted, _check_page_size
+from langgraph_tiered_memory.store.search import require_memory_mode
 from langgraph_tiered_memory.store.tiers._history_events import as_event, reasons_for
 from langgraph_tiered_memory.store.tiers._items import StoredItem
 from langgraph_tiered_memory.store.tiers.base import MemoryStatsView
@@ -63,14 +63,6 @@ _CHUNK = 1000
 """Keys read or deleted per tier call."""
 TTL_EXPIRED = "ttl expired"
 """Report reason of a memory whose TTL ran out (swept, or would be in a dry run)."""
-
-
-def _require_memory_mode(core: StoreCore, what: str) -> None:
-    if not core.memory_mode:
-        raise ConfigurationError(
-            f"{what} needs scoring={{'mode': 'memory'}} (the default); this store was"
-            " created with scoring mode 'similarity'."
-        )
 
 
 def _detail(ns: tuple[str, ...], key: str, value: dict[str, Any], reason: str) -> ForgottenRow:
@@ -211,7 +203,7 @@ def garbage_collect(
         "content_preview", "reason"}, ...], "scanned": M, "dry_run": bool}`.
     """
     namespace_prefix = tuple(namespace_prefix)
-    _require_memory_mode(store, "Garbage collection")
+    require_memory_mode(store, "Garbage collection")
     _check_page_size(page_size)
     check_labels(namespace_prefix)
     rules = ForgettingRules(policy)

@@ -311,6 +311,15 @@ def _memory_entry(item: StoredItem, stats: MemoryStatsView | None) -> MemoryEntr
     )
 
 
+def require_memory_mode(core: StoreCore, what: str) -> None:
+    """Refuse `what` on a store that scores by similarity (it keeps no memories)."""
+    if not core.memory_mode:
+        raise ConfigurationError(
+            f"{what} needs scoring={{'mode': 'memory'}} (the default); this store was"
+            " created with scoring mode 'similarity'."
+        )
+
+
 def check_memory_namespace(core: StoreCore, namespace: Namespace) -> None:
     """Refuse a namespace that cannot hold memory records.
 
@@ -361,11 +370,7 @@ def search_memories(
 
     A filter with `"$count_access": False` counts none.
     """
-    if not core.memory_mode:
-        raise ConfigurationError(
-            "search_memories needs scoring={'mode': 'memory'} (the default); this store"
-            " was created with scoring mode 'similarity'."
-        )
+    require_memory_mode(core, "search_memories")
     if "long" not in core._router.used_tiers:
         raise ConfigurationError(
             "search_memories ranks long-term memories, and this store has no long-term"
