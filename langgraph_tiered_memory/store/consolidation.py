@@ -149,14 +149,6 @@ def theme_group(
     return [keys[j] for j in order[:max_sources] if sims[j] >= min_similarity]
 
 
-def _sentences(content: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(content.strip()) if s.strip()]
-
-
-def _norm(sentence: str) -> str:
-    return " ".join(sentence.casefold().split())
-
-
 def _contains(kept: list[str], part: list[str]) -> bool:
     """Whether `part` occurs in `kept` as a run of consecutive sentences."""
     width = len(part)
@@ -175,8 +167,8 @@ def merge_contents(contents: Sequence[str]) -> str:
     kept: list[str] = []
     norms: list[str] = []
     for content in sorted(contents, key=len, reverse=True):
-        sentences = _sentences(content)
-        part = [_norm(s) for s in sentences]
+        sentences = [s.strip() for s in _SENTENCE.split(content.strip()) if s.strip()]
+        part = [" ".join(s.casefold().split()) for s in sentences]  # case and spacing aside
         if not part or _contains(norms, part):
             continue
         kept.extend(sentences)
@@ -312,11 +304,6 @@ def _split_by_origin(
             parts.setdefault(_origin(values.get(key, {})), []).append(key)
         out.extend(part for part in parts.values() if len(part) >= 2)
     return out
-
-
-def _most_restrictive_type(values: list[dict[str, Any]], shared: tuple[str, ...]) -> str:
-    types = [str(v.get("memory_type", DEFAULT_MEMORY_TYPE)) for v in values]
-    return next((t for t in types if t not in shared), types[0])
 
 
 class _Candidates:
@@ -527,6 +514,8 @@ def consolidate(
         else:
             merged_key, base = group[done], values[done]
         sources = [k for k in group if k != merged_key]
+        types = [str(v.get("memory_type", DEFAULT_MEMORY_TYPE)) for v in values]
+        private = next((t for t in types if t not in shared), types[0])  # most restrictive
         records.append(
             {
                 "key": merged_key,
@@ -540,7 +529,7 @@ def consolidate(
             **{k: v for k, v in base.items() if k not in ("content", "importance")},
             "content": content,
             "importance": importance,
-            "memory_type": _most_restrictive_type(values, shared),
+            "memory_type": private,
             "consolidated_from": origins,
             "source_count": len(origins),
         }

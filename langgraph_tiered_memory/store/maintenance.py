@@ -74,13 +74,6 @@ def _detail(ns: tuple[str, ...], key: str, value: dict[str, Any], reason: str) -
     }
 
 
-def _long_namespaces(core: StoreCore, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-    # Every namespace, also one holding only expired items (swept by the caller, if at all).
-    for ns in core._long().namespaces(prefix, now=None):
-        if core.tier_for(ns) == "long":
-            yield ns
-
-
 def _expired(
     core: StoreCore,
     ns: tuple[str, ...],
@@ -210,7 +203,10 @@ def garbage_collect(
     now = store.clock() if now is None else float(now)
     details: list[ForgottenRow] = []
     scanned = 0
-    for ns in _long_namespaces(store, namespace_prefix):
+    # Every namespace, also one holding only expired items (swept first, unless dry).
+    for ns in store._long().namespaces(namespace_prefix, now=None):
+        if store.tier_for(ns) != "long":
+            continue
         swept = _expired(store, ns, dry_run=dry_run)
         details.extend(swept)
         gone = {d["id"] for d in swept}  # in a dry run, still listed below: skip them

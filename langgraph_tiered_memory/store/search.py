@@ -79,12 +79,6 @@ class Ranked(NamedTuple):
     stats: MemoryStatsView | None
 
 
-def _finds_nothing(core: StoreCore, query: str, options: dict[str, Any]) -> bool:
-    """Whether a query can match nothing: keyword-only retrieval and no word in it."""
-    keyword_only = search_mode(options, core.scoring).keyword_only(core.embeddings is not None)
-    return keyword_only and not keyword_terms(query)
-
-
 class SearchRequest(NamedTuple):
     """One search as the read path runs it."""
 
@@ -105,8 +99,10 @@ def search_tiers(core: StoreCore, req: SearchRequest) -> list[tuple[TierName, Ra
     """The best `req.limit` results of a search over every tier its prefix reaches."""
     memory = core.memory_mode
     scope = user_scope_for(req.options, core.scoring, memory_mode=True) if memory else None
-    if memory and req.query and _finds_nothing(core, req.query, req.options):
-        return []
+    if memory and req.query:
+        mode = search_mode(req.options, core.scoring)
+        if mode.keyword_only(core.embeddings is not None) and not keyword_terms(req.query):
+            return []  # keyword-only retrieval of a query without words: nothing matches
     merged: list[tuple[TierName, Ranked]] = []
     tiers = core._router.tiers_for_prefix(req.prefix)
     for tier_name in tiers:
