@@ -47,14 +47,13 @@ def validate_namespace(namespace: Any) -> Namespace:
             dotted label, a label holding a NUL character or a surrogate code point
             (not UTF-8 encodable), or a label longer than `MAX_LABEL_BYTES`.
     """
+    if isinstance(namespace, list):
+        namespace = tuple(namespace)
     if not isinstance(namespace, tuple):
-        if isinstance(namespace, list):
-            namespace = tuple(namespace)
-        else:
-            raise InvalidNamespaceError(
-                f"Namespace must be a tuple of strings, got {type(namespace).__name__}:"
-                f" {namespace!r}. Pass e.g. ('users', 'u1')."
-            )
+        raise InvalidNamespaceError(
+            f"Namespace must be a tuple of strings, got {type(namespace).__name__}:"
+            f" {namespace!r}. Pass e.g. ('users', 'u1')."
+        )
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty. Pass e.g. ('users', 'u1').")
     for label in namespace:
