@@ -9,15 +9,11 @@ find what the crash left:
    scope, no per-user layout) the items whose value names the user (`names_user`: a
    provenance field holding the user id, or the id of one of the user's sessions when
    a checkpointer is given).
-2. **Remove**, leaf data before registries: the memory history becomes content-free
-   tombstones (found by the rule and by recorded provenance, so also for memories no
-   registry lists any more), the shared memories' triples go from the graph, then the
-   shared items, then every record of the user's namespaces (the tiers drop each
-   namespace's registry entry last), then the user's graph triples
-   (`user_graph_part`, the selection `export_user` lists too: after the memories, so
-   a write that lands meanwhile leaves no triple of a deleted memory), and finally the
-   checkpointer's sessions (it holds the session ids a re-run needs to find shared
-   memories by session).
+2. **Remove**, leaf data before registries (`remove` gives the order and why): history
+   tombstones, shared memories' triples, shared items, the user's namespaces, the
+   user's graph triples (`user_graph_part`, which `export_user` lists too), and
+   finally the checkpointer's sessions (it holds the session ids a re-run needs to
+   find shared memories by session).
 
 A dry run does the first phase and asks every place what it *would* remove, so its
 receipt has the same counts and removes nothing. The receipt and the log lines carry
