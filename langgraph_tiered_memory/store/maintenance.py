@@ -283,19 +283,7 @@ def forget(
 def update_importance(
     store: StoreCore, namespace: tuple[str, ...], key: str, delta: float
 ) -> float | None:
-    """Reinforce (or weaken) a memory: add `delta` to its importance, clamped to [0, 1].
-
-    The value is written back with its statistics, TTL and expiry kept.
-
-    Args:
-        store: The tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
-        namespace: The memory's namespace (long-term tier).
-        key: The memory's key.
-        delta: Change of importance, e.g. 0.1 when an agent used the memory.
-
-    Returns:
-        The new importance, or None when the memory does not exist.
-    """
+    """`TieredMemoryStore.update_importance` (documented there), for both stores."""
     # Read and rewrite under the namespace's writer lock: a delete or put (of any
     # process sharing the long tier) lands before the read or after the rewrite, never
     # in between (where the rewrite would bring a deleted memory back, or undo the put).
@@ -306,17 +294,6 @@ def update_importance(
         with redis_call(), _reinforcing(rewrite):
             store._run_batch(rewrite.ops, keep=rewrite.keep)
     return rewrite.importance
-
-
-async def aupdate_importance(
-    store: StoreCore, namespace: tuple[str, ...], key: str, delta: float
-) -> float | None:
-    """Async `update_importance` (same arguments and result).
-
-    Read and rewrite run together in a worker thread, under the long tier's writer
-    lock like `update_importance` (a lock cannot be held across an `await`).
-    """
-    return await asyncio.to_thread(update_importance, store, namespace, key, delta)
 
 
 class _Rewrite(NamedTuple):

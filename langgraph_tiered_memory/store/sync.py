@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -133,7 +134,7 @@ class _TieredStore(TieredStoreCore):
         Read and rewrite run together in a worker thread, under the long tier's writer
         lock like `update_importance` (a lock cannot be held across an `await`).
         """
-        return await maintenance.aupdate_importance(self, namespace, key, delta)
+        return await asyncio.to_thread(maintenance.update_importance, self, namespace, key, delta)
 
     # ------------------------------------------------------------------ async attribution
     # The async store gathers `aput`/`adelete` calls into batches run by a background

@@ -452,7 +452,7 @@ def test_reinforcing_never_brings_back_a_memory_deleted_meanwhile(
 
     monkeypatch.setattr(maintenance, "_reinforced", read_then_delete)
     if use_async:
-        got = asyncio.run(maintenance.aupdate_importance(pstore, ns, "secret", 0.1))
+        got = asyncio.run(pstore.aupdate_importance(ns, "secret", 0.1))
     else:
         got = pstore.update_importance(ns, "secret", 0.1)
     assert got == pytest.approx(0.6)
