@@ -24,7 +24,7 @@ from langgraph_tiered_memory.store.tiers.sqlite_history import HistoryTable
 
 
 class StoreCore(Protocol):
-    """A store core: its configuration, its tiers and its batch path."""
+    """A store core (`TieredStoreCore`): its configuration, its tiers and its batch path."""
 
     clock: Callable[[], float]
     """The store's clock (epoch seconds)."""
@@ -36,23 +36,18 @@ class StoreCore(Protocol):
     graph: GraphStore | None
     """The knowledge graph (`graph=`), or None when the store keeps none."""
     graph_extractor: Any
-    """The `TripleExtractor` of memory writes (None without a graph)."""
     key_prefix: str
     """The prefix of the store's Redis keys and Chroma collections."""
     history_enabled: bool
-    """Whether the store records memory history (the `history` option)."""
 
     @property
-    def memory_mode(self) -> bool:
-        """Whether long-term items are memories ranked by memory scoring."""
+    def memory_mode(self) -> bool: ...
 
-    def tier_for(self, namespace: Namespace) -> TierName:
-        """The tier that stores `namespace`."""
+    def tier_for(self, namespace: Namespace) -> TierName: ...
 
     def _tier(self, name: TierName) -> Tier: ...
 
-    def _memory_text(self, value: Mapping[str, Any]) -> str:
-        """The indexed text of a stored value (its index fields, joined)."""
+    def _memory_text(self, value: Mapping[str, Any]) -> str: ...
 
     def _long(self) -> MemoryTier: ...
 
