@@ -422,23 +422,6 @@ def _due(core: StoreCore) -> GraphDue | None:
     return due
 
 
-def _listed(core: StoreCore, prefix: Namespace) -> dict[tuple[Namespace, str], None]:
-    """The due memories under `prefix`."""
-    due = _due(core)
-    listed = due.listed() if due is not None else []
-    return dict.fromkeys(at for at in listed if has_prefix(at[0], prefix))
-
-
-def _stale(
-    graph: GraphStore, prefix: Namespace, live: set[tuple[Namespace, str]]
-) -> dict[tuple[Namespace, str], None]:
-    """Memories the graph credits under `prefix` that are not in `live`."""
-    credited = dict.fromkeys(
-        (rec.namespace, key) for rec in graph.triples(prefix, limit=_ALL) for key in rec.memory_keys
-    )
-    return {at: None for at in credited if at not in live}
-
-
 def _gone(
     core: StoreCore, missing: Iterable[tuple[Namespace, str]]
 ) -> tuple[list[MemoryText], list[MemoryText]]:
@@ -514,13 +497,21 @@ def _work(core: StoreCore, prefix: Namespace, *, everything: bool) -> tuple[list
     With `everything`, every memory under `prefix` and those the graph still credits
     that are gone; else the due ones only.
     """
-    listed = _listed(core, prefix)
+    due = _due(core)
+    due_now = due.listed() if due is not None else []
+    listed = dict.fromkeys(at for at in due_now if has_prefix(at[0], prefix))
     memories: list[MemoryText] = []
     if everything:
         memories = _memories(core, prefix)
         live = {(m[0], m[1]) for m in memories}
-        stale = _stale(require_graph(core, "rebuild_graph"), prefix, live)
-        listed = {at: None for at in {**stale, **listed} if at not in live}
+        graph = require_graph(core, "rebuild_graph")
+        credited = dict.fromkeys(
+            (rec.namespace, key)
+            for rec in graph.triples(prefix, limit=_ALL)
+            for key in rec.memory_keys
+        )
+        # The gone memories the graph still credits, then the due ones.
+        listed = {at: None for at in {**credited, **listed} if at not in live}
     found, deleted = _gone(core, listed)
     return memories + found + deleted, len(memories) + len(found)
 
