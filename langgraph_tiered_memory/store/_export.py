@@ -15,7 +15,6 @@ The result holds only JSON types (times as ISO 8601 strings in UTC), so
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -345,14 +344,7 @@ async def aexport_user(
     uid = check_user_id(user_id)
     sessions = await asession_ids(checkpointer, uid)
     data = await asyncio.to_thread(
-        functools.partial(
-            export_store,
-            store,
-            uid,
-            namespaces=namespaces,
-            sessions=sessions,
-            names=names,
-        )
+        export_store, store, uid, namespaces=namespaces, sessions=sessions, names=names
     )
     data["sessions"] = None if checkpointer is None else await _asessions(checkpointer, sessions)
     return data

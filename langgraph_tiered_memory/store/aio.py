@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -115,16 +114,14 @@ class AsyncTieredMemoryStore(_TieredStore, AsyncBatchedBaseStore):
             qv = await self.embeddings.aembed_query(query)
             self._check_vectors([qv], "search queries")
         return await asyncio.to_thread(
-            functools.partial(
-                self._search_memories,
-                tuple(namespace_prefix),
-                query,
-                qv,
-                filter=filter,
-                limit=limit,
-                offset=offset,
-                retrieval=retrieval,
-                user_id=user_id,
-                min_score=min_score,
-            )
+            self._search_memories,
+            tuple(namespace_prefix),
+            query,
+            qv,
+            filter=filter,
+            limit=limit,
+            offset=offset,
+            retrieval=retrieval,
+            user_id=user_id,
+            min_score=min_score,
         )
