@@ -276,12 +276,6 @@ def _keep_provenance(merged: dict[str, Any], values: list[dict[str, Any]]) -> No
         merged[PROVENANCE_FIELD] = union
 
 
-def _origin(value: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
-    """Whose a memory is by its provenance: its users, else its sessions."""
-    found = provenance_of(value)
-    return (found.user_ids, frozenset() if found.user_ids else found.session_ids)
-
-
 def _split_by_origin(
     groups: list[list[str]], values: dict[str, dict[str, Any]], is_shared: dict[str, bool]
 ) -> list[list[str]]:
@@ -301,7 +295,9 @@ def _split_by_origin(
             continue
         parts: dict[tuple[frozenset[str], frozenset[str]], list[str]] = {}
         for key in group:
-            parts.setdefault(_origin(values.get(key, {})), []).append(key)
+            found = provenance_of(values.get(key, {}))  # its users, else its sessions
+            origin = (found.user_ids, frozenset() if found.user_ids else found.session_ids)
+            parts.setdefault(origin, []).append(key)
         out.extend(part for part in parts.values() if len(part) >= 2)
     return out
 

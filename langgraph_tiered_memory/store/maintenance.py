@@ -90,16 +90,6 @@ def _expired(
     return [_detail(ns, it.key, it.value, TTL_EXPIRED) for it in gone]
 
 
-def _stats_of(st: MemoryStatsView, now: float) -> dict[str, Any]:
-    return {
-        "importance": st.importance,
-        "access_count": st.access_count,
-        "created_at": st.created_at,
-        "last_accessed": st.last_accessed,
-        "now": now,
-    }
-
-
 def _reported(
     core: StoreCore, ns: tuple[str, ...], reasons: list[tuple[str, str]]
 ) -> list[ForgottenRow]:
@@ -130,7 +120,13 @@ class _Judge:
         flagged = []
         cap = self.rules.max_memories
         for key, st in page:
-            stats = _stats_of(st, self.now)
+            stats: dict[str, Any] = {
+                "importance": st.importance,
+                "access_count": st.access_count,
+                "created_at": st.created_at,
+                "last_accessed": st.last_accessed,
+                "now": self.now,
+            }
             reason = self.rules.reason(**stats)
             if reason:
                 flagged.append((key, reason))
