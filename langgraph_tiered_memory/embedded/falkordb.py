@@ -36,13 +36,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from langgraph_tiered_memory.embedded._process import (
+from langgraph_tiered_memory.embedded._server import (
     EmbeddedRedisError,
+    EmbeddedServer,
     ServerFlavor,
+    ServerSpec,
     check_files,
 )
-from langgraph_tiered_memory.embedded._process import package_dir as _package_dir
-from langgraph_tiered_memory.embedded._server import EmbeddedServer, ServerSpec
+from langgraph_tiered_memory.embedded._server import package_dir as _package_dir
 from langgraph_tiered_memory.privacy._redact import mask_url
 
 __all__ = [
@@ -61,9 +62,6 @@ GRAPH_INSTALL_HINT = "pip install 'langgraph-tiered-memory[graph]'"
 
 REQUIRED_MODULES: tuple[str, ...] = ("graph",)
 """The module name FalkorDB reports in ``MODULE LIST``."""
-
-LOG_NAME = "embedded-falkordb.log"
-"""The server's log file, in its working directory."""
 
 
 class EmbeddedFalkorDBError(EmbeddedRedisError):
@@ -143,7 +141,7 @@ class EmbeddedFalkorDB(EmbeddedServer):
     """
 
     _flavor = _FLAVOR
-    _log_name = LOG_NAME
+    _log_name = "embedded-falkordb.log"
     _dir_prefix = "tiered-memory-falkordb-"
 
     def __init__(
