@@ -159,10 +159,8 @@ def parent_death_preexec() -> Callable[[], None] | None:
     return preexec
 
 
-def log_tail(path: Path | None, offset: int = 0) -> str:
+def log_tail(path: Path, offset: int = 0) -> str:
     """The last lines of the log at `path` written after byte `offset`."""
-    if path is None:
-        return "(no log)"
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)
@@ -331,11 +329,7 @@ class EmbeddedServer(abc.ABC):
             self._launch(self._spec(), fixed_port=self._port)
 
     def __enter__(self: _Server) -> _Server:
-        """Start the server.
-
-        Returns:
-            This instance.
-        """
+        """Start the server; returns this instance."""
         return self.start()
 
     def __exit__(
