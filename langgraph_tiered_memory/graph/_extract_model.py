@@ -95,13 +95,8 @@ def plan_batches(
         for i, text in enumerate(chunk):
             speaker = speakers[start + i] or split_quoted(text)[0] or DEFAULT_SPEAKER
             lines.append(f"[{i}] (speaker: {speaker}) {text}")
-        batches.append(
-            Batch(
-                start,
-                len(chunk),
-                [SystemMessage(content=TRIPLE_PROMPT), HumanMessage(content="\n".join(lines))],
-            )
-        )
+        asked = HumanMessage(content="\n".join(lines))
+        batches.append(Batch(start, len(chunk), [SystemMessage(content=TRIPLE_PROMPT), asked]))
     return batches
 
 

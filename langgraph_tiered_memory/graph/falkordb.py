@@ -378,9 +378,7 @@ class FalkorDBGraph:
                 read_only=True,
             )
             have = {(label, prop) for label, props in rows for prop in props}
-            for label, prop in _INDEXES:
-                if (label, prop) in have:
-                    continue
+            for label, prop in [index for index in _INDEXES if index not in have]:
                 # Labels and attributes are constants of this module, not user text.
                 try:
                     self._run(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})", {})

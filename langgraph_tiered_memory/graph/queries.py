@@ -1,11 +1,7 @@
 """Queries of a tiered store's knowledge graph, and rebuilding it: functions of the store.
 
-`graph_triples(store, namespace, ...)` and `graph_neighbors(store, namespace, entity,
-...)` (and their `a…` twins) query the graph a store keeps with `graph=`; a prefix
-selects namespaces like a search's, so a query under `("users", "u1")` never sees
-another user's triples. `rebuild_graph(store, prefix)` re-extracts the memories under a
-prefix and replaces their triples: it repairs a graph a failed update left behind
-(`GraphSyncError`) and builds one for memories stored before the store had a graph.
+A prefix selects namespaces like a search's: a query under `("users", "u1")` never sees
+another user's triples.
 """
 
 from __future__ import annotations
