@@ -552,7 +552,6 @@ class FalkorDBGraph:
             cypher += f"RETURN name, {_fact('f1')}"
         rows = self._run(cypher, {"names": names, "prefix": namespace_key(prefix)}, read_only=True)
         rank = {name: i for i, name in enumerate(names)}
-        # One hit per (query entity, triple, memory), with its fewest hops.
         fewest: dict[tuple[str, tuple[Namespace, str, str, str], str], GraphHit] = {}
         for row in rows:
             name = row[0]
