@@ -74,6 +74,7 @@ import logging
 import re
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -518,11 +519,6 @@ class _Known:
         return self.value.get(PINNED_FIELD) is True
 
 
-def _add_counts(into: dict[str, int], counts: dict[str, int]) -> None:
-    for kind, n in counts.items():
-        into[kind] = into.get(kind, 0) + n
-
-
 @dataclass
 class _Run:
     """One run: what it was asked (validated by `_start`), and what it has seen and decided."""
@@ -549,7 +545,7 @@ class _Run:
     """Keys written by this run so far, in order."""
     repeated: list[str] = field(default_factory=list)
     vectors: dict[str, list[float]] = field(default_factory=dict)
-    redactions: dict[str, int] = field(default_factory=dict)
+    redactions: Counter[str] = field(default_factory=Counter)
     bound: dict[type[BaseModel], Runnable[Any, Any]] = field(default_factory=dict)
 
     def ask(self, schema: type[BaseModel], messages: list[BaseMessage]) -> Plan[Any]:
@@ -584,7 +580,7 @@ class _Run:
             if m.type not in ("human", "ai") or not m.text.strip():
                 continue
             text, counts = self.redact(m.text)
-            _add_counts(self.redactions, counts)
+            self.redactions.update(counts)
             lines.append(f"{'user' if m.type == 'human' else 'assistant'}: {text}")
         return "\n".join(lines)
 
@@ -598,7 +594,7 @@ class _Run:
                 memory = ExtractedMemory(
                     content=content, memory_type=st.memory_type, importance=st.importance
                 )
-                _add_counts(self.redactions, counts)
+                self.redactions.update(counts)
                 slot = st.slot if not counts else slot_of(content)  # no slot of redacted text
                 out.append(_Candidate(memory, slot, counts))
         return out
@@ -609,7 +605,7 @@ class _Run:
             content, counts = self.redact(memory.content.strip())
             if not content:
                 continue
-            _add_counts(self.redactions, counts)
+            self.redactions.update(counts)
             memory = memory.model_copy(update={"content": content})
             out.append(_Candidate(memory, slot_of(content), counts))
         return out
@@ -684,10 +680,9 @@ class _Run:
             )
             return None, None
         ids = {k.key for k, _ in offered}
-        needs_id = reply.action in ("UPDATE", "DELETE")
-        if (needs_id and reply.memory_id not in ids) or (
-            reply.action == "NOOP" and reply.memory_id is not None and reply.memory_id not in ids
-        ):
+        # UPDATE and DELETE must name an offered memory; NOOP may name one.
+        named = reply.action in ("UPDATE", "DELETE") or reply.memory_id is not None
+        if reply.action != "ADD" and named and reply.memory_id not in ids:
             _log.warning(  # not the model's memory_id: any text the model wrote
                 "Refused the extraction model's decision %s: its memory_id is not one of the"
                 " memories offered (%s); deciding by heuristic",
