@@ -541,7 +541,7 @@ class _Run:
     known: dict[str, _Known] = field(default_factory=dict)
     near: list[list[str]] = field(default_factory=list)
     """Per candidate: the stored keys its searches returned."""
-    touched: list[str] = field(default_factory=list)
+    touched: dict[str, None] = field(default_factory=dict)
     """Keys written by this run so far, in order."""
     repeated: list[str] = field(default_factory=list)
     vectors: dict[str, list[float]] = field(default_factory=dict)
@@ -732,7 +732,7 @@ class _Run:
             if target.stored and not target.changed:  # one entry for what was stored
                 value["replaced"] = self._replaced(target, "UPDATE")
             target.value, target.changed = value, True
-            self._touch(target.key)
+            self.touched[target.key] = None
             return d
         if d.action == "DELETE" and target is not None:
             target.deleted = True
@@ -781,11 +781,7 @@ class _Run:
         if replaced:
             value["replaced"] = replaced
         self.known[key] = _Known(key, value, None, stored=False, changed=True)
-        self._touch(key)
-
-    def _touch(self, key: str) -> None:
-        if key not in self.touched:
-            self.touched.append(key)
+        self.touched[key] = None
 
     # ------------------------------------------------------------------ output
     def write_ops(self) -> list[PutOp]:

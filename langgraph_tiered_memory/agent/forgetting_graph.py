@@ -266,8 +266,8 @@ def create_forgetting_graph(
     def delete(state: ForgettingState, pick: Callable[[], Any]) -> Any:
         found = pick()
         gone: list[ForgottenRow] = []
+        options = {"policy": policy, "now": state["now"]}
         for ns, keys in _by_namespace(state.get("candidates", [])).items():
-            options = {"policy": policy, "now": state["now"]}
             gone.extend((yield Call(maintenance, "forget", (found, ns, keys), options)))
         return {"forgotten": gone}
 
@@ -282,7 +282,6 @@ def create_forgetting_graph(
 
         return RunnableLambda(run, afunc=arun, name=plan.__name__)
 
-    # report ---------------------------------------------------------------------------
     def report(state: ForgettingState) -> ForgettingOutput:
         dry = _dry(state)
         details = state.get("candidates", []) if dry else state.get("forgotten", [])

@@ -342,14 +342,6 @@ def _new_value(
     return value, counts
 
 
-def _unknown_id(key: str) -> MemoryToolError:
-    # The same words whether or not the key exists in another namespace.
-    return MemoryToolError(
-        f"There is no memory with id {key!r} among this user's memories; search them to"
-        " find the right id."
-    )
-
-
 def _manage_steps(
     store: BaseStore,
     namespace: tuple[str, ...],
@@ -363,8 +355,11 @@ def _manage_steps(
     else:
         key = str(request.key)
         item = yield Call(store, "get", (namespace, key))
-        if item is None:
-            raise _unknown_id(key)
+        if item is None:  # the same words whether or not another namespace has the key
+            raise MemoryToolError(
+                f"There is no memory with id {key!r} among this user's memories; search them"
+                " to find the right id."
+            )
         if request.action == "delete":
             yield Call(store, "delete", (namespace, key))
             _log.debug("deleted memory %s in %s", key, namespace)
