@@ -24,6 +24,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -50,14 +52,7 @@ _BOUNDED_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 def check_redis_timeout(value: Any) -> float:
-    """Validate the `redis_timeout` option.
-
-    Args:
-        value: Seconds, a finite number > 0.
-
-    Returns:
-        The value as a float.
-    """
+    """The `redis_timeout` option (seconds, a finite number > 0) as a float."""
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -71,14 +66,12 @@ def check_redis_timeout(value: Any) -> float:
     return float(value)
 
 
+@dataclass(slots=True)
 class _Call:
     """Time the round trips of one call have spent waiting on Redis."""
 
-    __slots__ = ("spent", "depth")
-
-    def __init__(self) -> None:
-        self.spent = 0.0
-        self.depth = 0
+    spent: float = 0.0
+    depth: int = 0
 
 
 _CALL: ContextVar[_Call | None] = ContextVar("tiered_memory_redis_call", default=None)
@@ -239,7 +232,8 @@ def _bounded_class(base: type, mixin: type, budget: float) -> type:
     return type(f"Bounded{base.__name__}", (mixin, base), {"budget": budget})
 
 
-def _options(url: str, timeout: float, parse: Any, mixin: type) -> dict[str, Any]:
+def _options(url: str, timeout: float, connection: ModuleType, mixin: type) -> dict[str, Any]:
+    """`connection` is `redis.connection` or `redis.asyncio.connection`, `mixin` its bound."""
     options: dict[str, Any] = {
         "socket_connect_timeout": min(_CONNECT_TIMEOUT, timeout),
         "socket_timeout": _round_trip_bound(timeout),
@@ -253,9 +247,7 @@ def _options(url: str, timeout: float, parse: Any, mixin: type) -> dict[str, Any
         **_DRIVER_OPTIONS,
     }
     if url.startswith(_BOUNDED_SCHEMES):
-        base = parse(url).get("connection_class")
-        if base is None:
-            base = aredis.Connection if mixin is _AsyncBoundedConnection else redis.Connection
+        base = connection.parse_url(url).get("connection_class") or connection.Connection
         options["connection_class"] = _bounded_class(base, mixin, timeout)
     return options
 
@@ -274,27 +266,16 @@ def bounded_async_class(base: type, timeout: float = DEFAULT_REDIS_TIMEOUT) -> t
 
 
 def client_options(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> dict[str, Any]:
-    """Keyword options for `redis.Redis.from_url(url, ...)` giving bounded calls.
+    """Options for `redis.Redis.from_url(url, ...)`: a call waits `timeout` s at most.
 
-    Args:
-        url: The Redis URL (its scheme picks the connection class).
-        timeout: Seconds one call waits on Redis at most.
+    The URL's scheme picks the connection class.
     """
-    from redis.connection import parse_url
-
-    return _options(url, timeout, parse_url, _BoundedConnection)
+    return _options(url, timeout, redis.connection, _BoundedConnection)
 
 
 def aclient_options(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> dict[str, Any]:
-    """Keyword options for `redis.asyncio.Redis.from_url(url, ...)` giving bounded calls.
-
-    Args:
-        url: The Redis URL (its scheme picks the connection class).
-        timeout: Seconds one call waits on Redis at most.
-    """
-    from redis.asyncio.connection import parse_url
-
-    return _options(url, timeout, parse_url, _AsyncBoundedConnection)
+    """Options for `redis.asyncio.Redis.from_url(url, ...)`, as `client_options`."""
+    return _options(url, timeout, aredis.connection, _AsyncBoundedConnection)
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -323,16 +304,12 @@ def is_cluster_url(url: str) -> bool:
 
 
 def redis_from_url(url: str, timeout: float = DEFAULT_REDIS_TIMEOUT) -> Any:
-    """A client on `url` whose calls wait at most `timeout` seconds.
+    """A client on `url` whose calls (see `redis_call`) wait at most `timeout` seconds.
 
     `redis://` and `rediss://` URLs keep their user name, password, database and `ssl_*`
     query options (`ssl_cert_reqs`, `ssl_ca_certs`, `ssl_certfile`, ...). With
     `?cluster=true` the client is a `redis.cluster.RedisCluster` that discovers the
     other nodes from the one named (its connections are bounded the same way).
-
-    Args:
-        url: The Redis URL.
-        timeout: Seconds one call (see `redis_call`) waits on Redis at most.
     """
     plain, cluster = _split_cluster(url)
     if cluster:

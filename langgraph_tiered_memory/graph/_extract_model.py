@@ -95,13 +95,8 @@ def plan_batches(
         for i, text in enumerate(chunk):
             speaker = speakers[start + i] or split_quoted(text)[0] or DEFAULT_SPEAKER
             lines.append(f"[{i}] (speaker: {speaker}) {text}")
-        batches.append(
-            Batch(
-                start,
-                len(chunk),
-                [SystemMessage(content=TRIPLE_PROMPT), HumanMessage(content="\n".join(lines))],
-            )
-        )
+        asked = HumanMessage(content="\n".join(lines))
+        batches.append(Batch(start, len(chunk), [SystemMessage(content=TRIPLE_PROMPT), asked]))
     return batches
 
 
@@ -123,14 +118,9 @@ def alias_map(aliases: Sequence[EntityAlias]) -> dict[str, str]:
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
 
 
-def _name(name: str) -> str:
+def _name(name: str, aliases: Mapping[str, str] | None = None) -> str:
     """A model's entity name normalised: `normalize_entity` without a leading article."""
-    return normalize_entity(_ARTICLE.sub("", name.translate(APOSTROPHES).strip()))
-
-
-def _entity(name: str, aliases: Mapping[str, str]) -> str:
-    base = _name(name)
-    return aliases.get(base, base)
+    return normalize_entity(_ARTICLE.sub("", name.translate(APOSTROPHES).strip()), aliases)
 
 
 def parse_reply(batch: Batch, reply: Any) -> list[list[Triple]]:
@@ -154,9 +144,9 @@ def parse_reply(batch: Batch, reply: Any) -> list[list[Triple]]:
                 f" [0]..[{batch.size - 1}]"
             )
         triple = Triple(
-            _entity(item.subject, aliases),
+            _name(item.subject, aliases),
             normalize_relation(item.relation),
-            _entity(item.object, aliases),
+            _name(item.object, aliases),
         )
         if not all(triple):
             raise TripleExtractionError(

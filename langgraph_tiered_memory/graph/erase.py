@@ -49,9 +49,6 @@ __all__ = [
 NamespaceRule = Callable[[Namespace], bool]
 """Which namespaces are the user's (`UserNamespaces.owns`)."""
 
-PLACES = ("graph.triples", "graph.supports", "graph.pending")
-"""The receipt places `GraphErasure.record` fills."""
-
 
 @dataclass(slots=True)
 class GraphErasure:
@@ -79,7 +76,7 @@ class GraphErasure:
         return len(self.triples) + len(self.supports) + len(self.pending)
 
     def record(self, receipt: ErasureReceipt) -> ErasureReceipt:
-        """Add the counts and id hashes to `receipt` (places in `PLACES`); returns it."""
+        """Add the counts and id hashes to `receipt` (places `graph.*`); returns it."""
         receipt.add("graph.triples", self.triples)
         receipt.add("graph.supports", self.supports)
         receipt.add("graph.pending", self.pending)
@@ -186,9 +183,5 @@ def erase_user_graph(
     ```
     """
     return graph.erase(
-        user.owns,
-        user_id=user.user_id,
-        mentions=names,
-        shared=user.shared,
-        dry_run=dry_run,
+        user.owns, user_id=user.user_id, mentions=names, shared=user.shared, dry_run=dry_run
     )

@@ -210,8 +210,7 @@ class ModelExtractor:
     def _merge(n: int, batches: Sequence[Batch], replies: Sequence[Any]) -> list[list[Triple]]:
         out: list[list[Triple]] = [[] for _ in range(n)]
         for batch, reply in zip(batches, replies, strict=True):
-            for i, triples in enumerate(parse_reply(batch, reply)):
-                out[batch.start + i] = triples
+            out[batch.start : batch.start + batch.size] = parse_reply(batch, reply)
         return out
 
     def extract(

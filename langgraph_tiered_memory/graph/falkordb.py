@@ -43,7 +43,6 @@ from langgraph_tiered_memory.errors import (
     InvalidItemError,
 )
 from langgraph_tiered_memory.graph import _falkordb_erase
-from langgraph_tiered_memory.graph._answers import check_limit, keep_shortest, record_order
 from langgraph_tiered_memory.graph.erase import GraphErasure
 from langgraph_tiered_memory.graph.types import (
     GraphHit,
@@ -146,15 +145,10 @@ WHERE m.key IN $keys
 RETURN m.key, f.s, f.r, f.o
 """
 
-# A fact as a record: namespace, user, s, r, o, supporting keys.
-_FACT = (
-    "{alias}.ns, {alias}.user, {alias}.s, {alias}.r, {alias}.o, "
-    "[({alias})<-[:SUPPORTS]-(k_{alias}:Memory) | k_{alias}.key]"
-)
 
-
-def _fact(alias: str) -> str:
-    return _FACT.format(alias=alias)
+def _fact(a: str) -> str:
+    """The fact `a` as a record: namespace, user, s, r, o, supporting keys."""
+    return f"{a}.ns, {a}.user, {a}.s, {a}.r, {a}.o, [({a})<-[:SUPPORTS]-(k_{a}:Memory) | k_{a}.key]"
 
 
 def namespace_key(namespace: Namespace) -> str:
@@ -171,20 +165,43 @@ def _record(row: Sequence[Any]) -> TripleRecord:
     return TripleRecord(s, r, o, tuple(ns), user, tuple(sorted(set(keys))))
 
 
-def _check_text(value: Any, where: str) -> None:
+# FalkorDB returns rows in no set order: answers are sorted by namespace and triple, and
+# of two paths to one entity the shorter (then the first in that order) is kept.
+def record_order(rec: TripleRecord) -> tuple[Namespace, str, str, str]:
+    """The sort key of a triple record: namespace, subject, relation, object."""
+    return (rec.namespace, rec.subject, rec.relation, rec.object)
+
+
+def check_limit(limit: int) -> None:
+    """Refuse a `limit` that is not an integer >= 0."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit must be an integer >= 0, got {limit!r}.")
+
+
+def _path_order(neighbor: Neighbor) -> tuple[tuple[Namespace, str, str, str], ...]:
+    return tuple(record_order(rec) for rec in neighbor.path)
+
+
+def keep_shortest(best: dict[tuple[str, str], Neighbor], scope: str, found: Neighbor) -> None:
+    """Keep in `best` the shortest path to `found.entity` within `scope`."""
+    slot = (scope, found.entity)
+    held = best.get(slot)
+    if held is None or (found.hops, _path_order(found)) < (held.hops, _path_order(held)):
+        best[slot] = found
+
+
+def _check_text(value: Any) -> None:
     """FalkorDB's query header cannot carry NUL characters: refuse them clearly."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise InvalidItemError(
-                f"The FalkorDB graph cannot store text holding a NUL character ({where}: "
-                f"{value!r}). Remove it, or use the embedded SQLite graph (graph=True)."
-            )
-    elif isinstance(value, (list, tuple)):
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
         for item in value:
-            _check_text(item, where)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _check_text(item, where)
+            _check_text(item)
+    elif isinstance(value, str) and "\x00" in value:
+        raise InvalidItemError(
+            "The FalkorDB graph cannot store text holding a NUL character (query parameter: "
+            f"{value!r}). Remove it, or use the embedded SQLite graph (graph=True)."
+        )
 
 
 class FalkorDBGraph:
@@ -275,8 +292,6 @@ class FalkorDBGraph:
         """The URL (password masked) and the graph name."""
         return f"FalkorDBGraph({self._shown}, graph_name={self.graph_name!r})"
 
-    # ------------------------------------------------------------------ plumbing
-
     def _connected(self) -> Any:
         """The client's graph, connecting on first use (the client probes the server)."""
         with self._lock:
@@ -335,15 +350,12 @@ class FalkorDBGraph:
     def _run(
         self, cypher: str, params: dict[str, Any], *, read_only: bool = False
     ) -> list[list[Any]]:
-        _check_text(params, "query parameter")
+        _check_text(params)
         import redis
 
         try:
             graph = self._connected()
-            if read_only:
-                result = graph.ro_query(cypher, params)
-            else:
-                result = graph.query(cypher, params)
+            result = (graph.ro_query if read_only else graph.query)(cypher, params)
         except (redis.ConnectionError, redis.TimeoutError) as e:
             raise BackendUnavailableError(
                 f"FalkorDB at {self._shown} (graph {self.graph_name!r}) did not answer: "
@@ -353,10 +365,7 @@ class FalkorDBGraph:
             if read_only and "empty key" in str(e):
                 return []  # the graph holds nothing yet (not set up, or emptied)
             raise
-        rows: list[list[Any]] = result.result_set
-        return rows
-
-    # ------------------------------------------------------------------- GraphStore
+        return result.result_set
 
     def setup(self) -> None:
         """Create the graph's indexes (idempotent)."""
@@ -369,9 +378,7 @@ class FalkorDBGraph:
                 read_only=True,
             )
             have = {(label, prop) for label, props in rows for prop in props}
-            for label, prop in _INDEXES:
-                if (label, prop) in have:
-                    continue
+            for label, prop in [index for index in _INDEXES if index not in have]:
                 # Labels and attributes are constants of this module, not user text.
                 try:
                     self._run(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})", {})
@@ -390,22 +397,16 @@ class FalkorDBGraph:
         removals: list[dict[str, Any]] = []
         supports: list[dict[str, Any]] = []
         for (ns_key, key), change in latest.items():
-            triples = sorted({t for t in map(_normalized, change.triples) if all(t)})
+            triples = sorted({t for t in (Triple.of(*x) for x in change.triples) if all(t)})
             removals.append({"ns_key": ns_key, "key": key, "keep": [list(t) for t in triples]})
-            scope = graph_scope(tuple(change.namespace), change.user_id)
-            for s, r, o in triples:
-                supports.append(
-                    {
-                        "ns_key": ns_key,
-                        "ns": list(change.namespace),
-                        "user": change.user_id,
-                        "scope": scope,
-                        "key": key,
-                        "s": s,
-                        "r": r,
-                        "o": o,
-                    }
-                )
+            memory = {
+                "ns_key": ns_key,
+                "ns": list(change.namespace),
+                "user": change.user_id,
+                "scope": graph_scope(tuple(change.namespace), change.user_id),
+                "key": key,
+            }
+            supports += [{**memory, "s": s, "r": r, "o": o} for s, r, o in triples]
         self._run(_REPLACE, {"changes": removals, "supports": supports})
 
     def repoint(self, namespace: Namespace, sources: Sequence[str], target: str) -> None:
@@ -525,12 +526,10 @@ class FalkorDBGraph:
         limit: int = 200,
         namespace_filter: Callable[[Namespace], bool] | None = None,
     ) -> list[GraphHit]:
-        """Memories supporting triples that touch `entities` (hops 0) or their neighbours.
+        """See `GraphStore.memories_for`; one hit per (query entity, triple, memory).
 
-        Hops 0: the triple names a query entity; with ``hops=1`` also triples touching
-        an entity a hop-0 triple leads to (hops 1). One hit per (query entity, triple,
-        memory) with its fewest hops, ordered by hops, the entity's position in
-        `entities`, namespace, key and triple; `limit` cuts after `namespace_filter`.
+        Ordered by hops, the entity's position in `entities`, namespace, key and triple;
+        `limit` cuts after `namespace_filter`.
         """
         if hops not in (0, 1) or isinstance(hops, bool):
             raise ValueError(f"hops must be 0 or 1, got {hops!r}.")
@@ -553,7 +552,6 @@ class FalkorDBGraph:
             cypher += f"RETURN name, {_fact('f1')}"
         rows = self._run(cypher, {"names": names, "prefix": namespace_key(prefix)}, read_only=True)
         rank = {name: i for i, name in enumerate(names)}
-        # One hit per (query entity, triple, memory), with its fewest hops.
         fewest: dict[tuple[str, tuple[Namespace, str, str, str], str], GraphHit] = {}
         for row in rows:
             name = row[0]
@@ -571,9 +569,8 @@ class FalkorDBGraph:
             key=lambda h: (h.hops, rank[h.entity], h.namespace, h.key, record_order(h.triple)[1:]),
         )
         if namespace_filter is not None:
-            accepted: dict[Namespace, bool] = {}
-            for ns in dict.fromkeys(h.namespace for h in hits):
-                accepted[ns] = bool(namespace_filter(ns))
+            spaces = dict.fromkeys(h.namespace for h in hits)
+            accepted = {ns: bool(namespace_filter(ns)) for ns in spaces}
             hits = [h for h in hits if accepted[h.namespace]]
         return hits[:limit]
 
@@ -613,10 +610,8 @@ class FalkorDBGraph:
             if self._pool is not None:
                 self._pool.disconnect()
 
-    # ----------------------------------------------------------------- test helper
-
     def drop(self) -> None:
-        """Delete the whole graph (every namespace's triples) from the server."""
+        """Delete the whole graph (every namespace's triples) from the server (tests)."""
         import redis
 
         try:
@@ -624,11 +619,6 @@ class FalkorDBGraph:
         except redis.ResponseError as e:
             if "empty key" not in str(e):
                 raise
-
-
-def _normalized(triple: Triple) -> Triple:
-    s, r, o = triple
-    return Triple(normalize_entity(s), normalize_relation(r), normalize_entity(o))
 
 
 _POOL_STATE = ("maint_notifications_", "orig_", "himport_registry")

@@ -1,20 +1,16 @@
 """Queries of a tiered store's knowledge graph, and rebuilding it: functions of the store.
 
-`graph_triples(store, namespace, ...)` and `graph_neighbors(store, namespace, entity,
-...)` (and their `a…` twins) query the graph a store keeps with `graph=`; a prefix
-selects namespaces like a search's, so a query under `("users", "u1")` never sees
-another user's triples. `rebuild_graph(store, prefix)` re-extracts the memories under a
-prefix and replaces their triples: it repairs a graph a failed update left behind
-(`GraphSyncError`) and builds one for memories stored before the store had a graph.
+A prefix selects namespaces like a search's: a query under `("users", "u1")` never sees
+another user's triples.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from typing import Any
 
-from langgraph_tiered_memory.graph.protocol import GraphStore
 from langgraph_tiered_memory.graph.types import (
     Namespace,
     Neighbor,
@@ -66,9 +62,10 @@ def _check_part(value: Any, name: str, *, relation: bool = False) -> str | None:
     return out
 
 
-def _neighbors_args(
+def _neighbors_query(
     store: StoreCore, namespace: Any, entity: Any, hops: Any, relation: Any, limit: Any
-) -> tuple[GraphStore, Namespace, str, dict[str, Any]]:
+) -> Callable[[], list[Neighbor]]:
+    """The checked `GraphStore.neighbors` call, for the sync and async functions to run."""
     graph = require_graph(store, "graph_neighbors")
     prefix = _check_prefix(namespace, "namespace")
     if entity is None:
@@ -77,35 +74,25 @@ def _neighbors_args(
     assert start is not None
     if isinstance(hops, bool) or hops not in (1, 2):
         raise ValueError(f"hops must be 1 or 2, got {hops!r}.")
-    return (
-        graph,
-        prefix,
-        start,
-        {
-            "hops": hops,
-            "relation": _check_part(relation, "relation", relation=True),
-            "limit": _check_limit(limit),
-        },
+    relation = _check_part(relation, "relation", relation=True)
+    return functools.partial(
+        graph.neighbors, prefix, start, hops=hops, relation=relation, limit=_check_limit(limit)
     )
 
 
-def _triples_args(
+def _triples_query(
     store: StoreCore, namespace: Any, subject: Any, relation: Any, obj: Any, limit: Any
-) -> tuple[GraphStore, Namespace, dict[str, Any]]:
+) -> Callable[[], list[TripleRecord]]:
+    """The checked `GraphStore.triples` call, for the sync and async functions to run."""
     graph = require_graph(store, "graph_triples")
-    return (
-        graph,
+    return functools.partial(
+        graph.triples,
         _check_prefix(namespace, "namespace"),
-        {
-            "subject": _check_part(subject, "subject"),
-            "relation": _check_part(relation, "relation", relation=True),
-            "object": _check_part(obj, "object"),
-            "limit": _check_limit(limit),
-        },
+        subject=_check_part(subject, "subject"),
+        relation=_check_part(relation, "relation", relation=True),
+        object=_check_part(obj, "object"),
+        limit=_check_limit(limit),
     )
-
-
-# --------------------------------------------------------------------------- queries
 
 
 def graph_triples(
@@ -134,8 +121,7 @@ def graph_triples(
         ConfigurationError: the store was created without `graph=`.
         ValueError: a bad argument.
     """
-    graph, prefix, kw = _triples_args(store, namespace, subject, relation, object, limit)
-    return graph.triples(prefix, **kw)
+    return _triples_query(store, namespace, subject, relation, object, limit)()
 
 
 def graph_neighbors(
@@ -164,8 +150,7 @@ def graph_neighbors(
         ConfigurationError: the store was created without `graph=`.
         ValueError: a bad argument.
     """
-    graph, prefix, start, kw = _neighbors_args(store, namespace, entity, hops, relation, limit)
-    return graph.neighbors(prefix, start, **kw)
+    return _neighbors_query(store, namespace, entity, hops, relation, limit)()
 
 
 async def agraph_triples(
@@ -177,18 +162,9 @@ async def agraph_triples(
     object: str | None = None,  # noqa: A002
     limit: int = 100,
 ) -> list[TripleRecord]:
-    """Async `graph_triples` (the query runs in a worker thread).
-
-    Args:
-        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
-        namespace: Namespace prefix.
-        subject: Subject entity, or None.
-        relation: Relation, or None.
-        object: Object entity, or None.
-        limit: Most triples returned.
-    """
-    graph, prefix, kw = _triples_args(store, namespace, subject, relation, object, limit)
-    return await asyncio.to_thread(functools.partial(graph.triples, prefix, **kw))
+    """Async `graph_triples` (the query runs in a worker thread); the same arguments."""
+    query = _triples_query(store, namespace, subject, relation, object, limit)
+    return await asyncio.to_thread(query)
 
 
 async def agraph_neighbors(
@@ -200,18 +176,9 @@ async def agraph_neighbors(
     relation: str | None = None,
     limit: int = 50,
 ) -> list[Neighbor]:
-    """Async `graph_neighbors` (the query runs in a worker thread).
-
-    Args:
-        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
-        namespace: Namespace prefix.
-        entity: Start entity.
-        hops: 1 or 2.
-        relation: Follow only this relation, or None.
-        limit: Most neighbours returned.
-    """
-    graph, prefix, start, kw = _neighbors_args(store, namespace, entity, hops, relation, limit)
-    return await asyncio.to_thread(functools.partial(graph.neighbors, prefix, start, **kw))
+    """Async `graph_neighbors` (the query runs in a worker thread); the same arguments."""
+    query = _neighbors_query(store, namespace, entity, hops, relation, limit)
+    return await asyncio.to_thread(query)
 
 
 def rebuild_graph(store: StoreCore, namespace_prefix: tuple[str, ...] = ()) -> int:
@@ -238,11 +205,6 @@ def rebuild_graph(store: StoreCore, namespace_prefix: tuple[str, ...] = ()) -> i
 
 
 async def arebuild_graph(store: StoreCore, namespace_prefix: tuple[str, ...] = ()) -> int:
-    """Async `rebuild_graph`: the extractor's async API, the I/O in worker threads.
-
-    Args:
-        store: A tiered store (`TieredMemoryStore` or `AsyncTieredMemoryStore`).
-        namespace_prefix: Namespace prefix; `()` (default) is every memory.
-    """
+    """Async `rebuild_graph`: the extractor's async API, the I/O in worker threads."""
     prefix = _check_prefix(namespace_prefix, "namespace_prefix")
     return await arepair(store, prefix, everything=True)

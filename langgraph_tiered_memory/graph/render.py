@@ -157,18 +157,11 @@ def render_tree(
     """
     if hops not in (1, 2):
         raise ValueError(f"hops must be 1 or 2, got {hops!r}.")
-    found = unique_triples(triples)
+    edges = _edges(unique_triples(triples), both_ways=root is not None)
     lines: list[str] = []
-    if root is None:
-        edges = _edges(found, both_ways=False)
-        for subject in edges:
-            lines.append(_printable(subject))
-            _append(lines, edges, (subject,), "", 1, None, set())
-    else:
-        edges = _edges(found, both_ways=True)
-        if root in edges:
-            lines.append(_printable(root))
-            _append(lines, edges, (root,), "", hops, None, set())
+    for start in [e for e in edges if root in (None, e)]:
+        lines.append(_printable(start))
+        _append(lines, edges, (start,), "", 1 if root is None else hops, None, set())
     return "\n".join(lines) or "(no triples)"
 
 

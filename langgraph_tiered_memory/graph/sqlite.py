@@ -146,11 +146,9 @@ class SqliteGraph:
         relation: str | None = None,
         limit: int = 50,
     ) -> list[Neighbor]:
-        """Entities within `hops` (1 or 2) of `entity`, following triples either way.
+        """See `GraphStore.neighbors`.
 
-        Nearest first, then by entity name; an entity is reported once per scope, by its
-        shortest path (among equally short ones, the smallest sequence of triples, each
-        compared as (namespace, subject, relation, object)).
+        Of equally short paths, the smallest sequence of (namespace, s, r, o) triples wins.
         """
         return self._file().graph_neighbors(
             self.prefix,
@@ -170,10 +168,7 @@ class SqliteGraph:
         limit: int = 200,
         namespace_filter: Callable[[Namespace], bool] | None = None,
     ) -> list[GraphHit]:
-        """Memories supporting triples that touch `entities` (hops 0) or their neighbours.
-
-        One hit per (query entity, triple, memory), with its fewest hops; ordered by
-        hops, the entity's position in `entities`, namespace, key and triple.
+        """See `GraphStore.memories_for` (same order as `FalkorDBGraph.memories_for`).
 
         The cost follows `limit`, not the size of hub entities: the order and the limit
         are applied in SQL, a hop is only followed for hits the entities' own triples
@@ -217,11 +212,8 @@ class SqliteGraph:
         shared: Callable[[Namespace], bool] | None = None,
         dry_run: bool = False,
     ) -> GraphErasure:
-        """Remove a user's triples, support and pending rows, in one transaction.
-
-        See `GraphStore.erase`. With `dry_run`, only reads (nothing is removed).
-        """
-        found: GraphErasure = self._file().graph_erase(
+        """See `GraphStore.erase`: one transaction; with `dry_run`, only reads."""
+        return self._file().graph_erase(
             self.prefix,
             owns,
             user_id=user_id,
@@ -229,7 +221,6 @@ class SqliteGraph:
             shared=shared,
             dry_run=dry_run,
         )
-        return found
 
     def close(self) -> None:
         """Close the file when this graph opened it (a tier's file stays with the tier)."""

@@ -108,11 +108,8 @@ class TripleRecord(NamedTuple):
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON-ready data (export, the CLI's JSON)."""
         return {
-            "subject": self.subject,
-            "relation": self.relation,
-            "object": self.object,
+            **self._asdict(),
             "namespace": list(self.namespace),
-            "user_id": self.user_id,
             "memory_keys": list(self.memory_keys),
         }
 
@@ -129,11 +126,7 @@ class Neighbor(NamedTuple):
     @property
     def memory_keys(self) -> tuple[tuple[Namespace, str], ...]:
         """(namespace, key) of every memory supporting a triple of the path."""
-        seen: dict[tuple[Namespace, str], None] = {}
-        for rec in self.path:
-            for key in rec.memory_keys:
-                seen[(rec.namespace, key)] = None
-        return tuple(seen)
+        return tuple(dict.fromkeys((r.namespace, k) for r in self.path for k in r.memory_keys))
 
 
 class GraphHit(NamedTuple):

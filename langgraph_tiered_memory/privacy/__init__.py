@@ -6,22 +6,23 @@ before it is stored, `ownership` and `erasure` say which namespaces belong to a 
 caused them.
 
 What a store holds about a user is reached with functions of the store, re-exported
-here: `erase_user(store, user_id)` and `export_user` (`privacy.user_data`), and
-`memory_history(store, namespace, key)` and the other history reads (`privacy.audit`).
+here: `erase_user(store, user_id)` removes everything the store (and, with
+`checkpointer=`, the sessions) holds about a user and returns an `ErasureReceipt`;
+`export_user` returns it as JSON-ready data; `memory_history(store, namespace, key)`
+lists a long-term memory's events, `history_namespaces(store)` the namespaces with
+history, `history_export` the events of selected memories as JSON-ready data and
+`tombstone_history` makes them content-free tombstones. The `a…` twins run the store's
+I/O in a worker thread.
 """
 
-from langgraph_tiered_memory.privacy.audit import (
+from langgraph_tiered_memory.store._erase import aerase_user, erase_user
+from langgraph_tiered_memory.store._export import aexport_user, export_user
+from langgraph_tiered_memory.store._history import (
     amemory_history,
     history_export,
     history_namespaces,
     memory_history,
     tombstone_history,
-)
-from langgraph_tiered_memory.privacy.user_data import (
-    aerase_user,
-    aexport_user,
-    erase_user,
-    export_user,
 )
 
 __all__ = [

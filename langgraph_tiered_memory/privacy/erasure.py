@@ -6,13 +6,9 @@ hash of each removed id, never content or the raw id, so a receipt can be filed 
 proof of erasure without becoming personal data itself.
 
 Which namespaces are a user's (`UserNamespaces.owns`) is `ownership.namespace_owner`,
-the rule `$user` searches use too: the label after the scoring's `user_label`
-(`"users"` by default) anywhere in the namespace; else a namespace under one of the
-templates, by default the library's own layouts `("memories", "{user_id}")` (the memory
-agent, tools and profile), `("profiles", "{user_id}")` (the profile cache) and
-`("short_term", "{user_id}")` (short-term items, which promotion moves to that user's
-long-term namespace). Pass more templates for layouts of your own. The user label wins:
-`("memories", "users", "bob")` is bob's, not the data of a user named `"users"`.
+the rule `$user` searches use too (see `privacy.ownership`): the label after the user
+label (`"users"`), else a namespace under one of the templates, by default the
+library's own layouts. Pass more templates for layouts of your own.
 """
 
 from __future__ import annotations
@@ -107,14 +103,9 @@ class ErasureReceipt:
 
     def add(self, place: str, ids: Iterable[Sequence[str] | str]) -> None:
         """Count removed ids of `place` and keep their hashes."""
-        hashes = self.removed.setdefault(place, [])
-        n = 0
-        for one in ids:
-            parts = (one,) if isinstance(one, str) else tuple(one)
-            hashes.append(id_hash(*parts))
-            n += 1
-        hashes.sort()
-        self.counts[place] = self.counts.get(place, 0) + n
+        new = [id_hash(*((one,) if isinstance(one, str) else one)) for one in ids]
+        self.removed[place] = sorted([*self.removed.get(place, []), *new])
+        self.count(place, len(new))
 
     def count(self, place: str, n: int) -> None:
         """Count `n` removed records of `place` that have no id of their own."""
@@ -130,7 +121,7 @@ class ErasureReceipt:
         if other.subject != self.subject:
             raise ValueError("cannot merge receipts of two different users.")
         for place, n in other.counts.items():
-            self.counts[place] = self.counts.get(place, 0) + n
+            self.count(place, n)
         for place, hashes in other.removed.items():
             self.removed[place] = sorted([*self.removed.get(place, []), *hashes])
         for reason in other.kept:

@@ -20,8 +20,8 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Literal, get_args
 
 __all__ = [
     "ACTORS",
@@ -37,23 +37,14 @@ __all__ = [
 EventKind = Literal[
     "add", "update", "merged", "reinforced", "forgotten", "deleted", "expired", "erased"
 ]
-EVENTS: tuple[EventKind, ...] = (
-    "add",
-    "update",
-    "merged",
-    "reinforced",
-    "forgotten",
-    "deleted",
-    "expired",
-    "erased",
-)
+EVENTS: tuple[EventKind, ...] = get_args(EventKind)
 """add: first write; update: new content; merged: consolidated into another memory (or
 written as the merge of others); reinforced: importance changed by use; forgotten:
 removed by decay / budget; deleted: removed by a delete; expired: TTL ran out; erased:
 a tombstone left by `erase_user`."""
 
 Actor = Literal["user", "tool", "extraction", "forgetting", "consolidation", "system"]
-ACTORS: tuple[Actor, ...] = ("user", "tool", "extraction", "forgetting", "consolidation", "system")
+ACTORS: tuple[Actor, ...] = get_args(Actor)
 
 _ACTOR: ContextVar[tuple[Actor, str | None]] = ContextVar(
     "langgraph_tiered_memory_actor", default=("user", None)
@@ -108,13 +99,4 @@ class MemoryEvent:
 
     def to_dict(self) -> dict[str, object]:
         """The event as JSON-ready data."""
-        return {
-            "seq": self.seq,
-            "at": self.at,
-            "event": self.event,
-            "actor": self.actor,
-            "reason": self.reason,
-            "previous_hash": self.previous_hash,
-            "content_hash": self.content_hash,
-            "content": self.content,
-        }
+        return asdict(self)

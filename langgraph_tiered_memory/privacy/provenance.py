@@ -124,13 +124,10 @@ def needs_provenance(namespace: Sequence[str], user_id: str | None, session_id: 
 
 def merged_provenance(values: Iterable[Mapping[str, Any] | None]) -> dict[str, list[str]]:
     """The field's value naming every user and session any of `values` names."""
-    users: set[str] = set()
-    sessions: set[str] = set()
-    for value in values:
-        found = provenance_of(value)
-        users |= found.user_ids
-        sessions |= found.session_ids
-    return Provenance(frozenset(users), frozenset(sessions)).to_value()
+    found = [provenance_of(value) for value in values]
+    users = frozenset[str]().union(*(f.user_ids for f in found))
+    sessions = frozenset[str]().union(*(f.session_ids for f in found))
+    return Provenance(users, sessions).to_value()
 
 
 def stamp(

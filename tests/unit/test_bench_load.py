@@ -103,7 +103,7 @@ def test_default_users_is_one_per_five_sessions() -> None:
 
 def _stored_texts(sessions: int, turns: int, users: int, user: str) -> list[str]:
     """What the agent can store for `user`: seeds, interactions, extracted statements."""
-    from langgraph_tiered_memory.agent._extract_heuristic import find_statements
+    from langgraph_tiered_memory.agent.extraction import find_statements
 
     texts = [v["content"] for _, v in seed_memories(user, 20)]
     for script in build_sessions(sessions, turns, users, thread_prefix="p"):
@@ -136,8 +136,7 @@ def test_no_two_stored_texts_of_a_user_are_near_duplicates_or_share_a_slot() -> 
     # otherwise extraction would update one with the other, in an order-dependent way
     import numpy as np
 
-    from langgraph_tiered_memory.agent._extract_heuristic import slot_of
-    from langgraph_tiered_memory.agent.extraction import DEFAULT_SIMILARITY_THRESHOLD
+    from langgraph_tiered_memory.agent.extraction import DEFAULT_SIMILARITY_THRESHOLD, slot_of
     from tiered_memory_benchmarks.forgetting import TopicEmbeddings
 
     texts = _stored_texts(15, 12, 3, "user-001")

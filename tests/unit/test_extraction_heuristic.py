@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from langgraph_tiered_memory.agent._extract_heuristic import (
+from langgraph_tiered_memory.agent.extraction import (
     Slot,
     find_statements,
     normalize,

@@ -25,8 +25,12 @@ from langgraph.store.base import Item
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
-from langgraph_tiered_memory.agent._extract_types import ExtractedMemories, MemoryDecision
-from langgraph_tiered_memory.agent.extraction import aextract_memories, extract_memories
+from langgraph_tiered_memory.agent.extraction import (
+    ExtractedMemories,
+    MemoryDecision,
+    aextract_memories,
+    extract_memories,
+)
 from langgraph_tiered_memory.agent.profile import (
     ProfileFields,
     aget_user_profile,
