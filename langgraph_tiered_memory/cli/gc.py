@@ -1,7 +1,7 @@
 """`tiered-memory gc`: run the forgetting graph over a store from the shell."""
 
 import json
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 import typer
 from langgraph.store.base import InvalidNamespaceError
@@ -12,8 +12,8 @@ from langgraph_tiered_memory.cli.common import (
     ChromaPathOption,
     CreateFlag,
     KeyPrefixOption,
-    existing_chroma_path,
     namespace_labels,
+    open_store,
     reported_errors,
 )
 from langgraph_tiered_memory.store._validate import validate_namespace
@@ -37,10 +37,6 @@ def _gc_prefix(namespace: str | None, labels: list[str] | None) -> tuple[str, ..
         except InvalidNamespaceError as e:
             raise typer.BadParameter(f"--label {labels!r} is not a valid namespace: {e}") from e
     return () if namespace is None else namespace_labels(namespace)
-
-
-def _no_embedding(texts: list[str]) -> list[list[float]]:
-    raise RuntimeError("tiered-memory gc never embeds text; this is a bug, please report it.")
 
 
 def gc(
@@ -103,7 +99,7 @@ def gc(
     """Run the forgetting graph: forget the memories the policy flags, optionally merging."""
     from rich.progress import Progress
 
-    from langgraph_tiered_memory import TieredMemoryStore, create_forgetting_graph
+    from langgraph_tiered_memory import create_forgetting_graph
     from langgraph_tiered_memory.ranking.forgetting import (
         DEFAULT_FORGETTING_POLICY,
         GARBAGE_COLLECT_POLICY,
@@ -120,13 +116,10 @@ def gc(
             " --embed with the store's embeddings (e.g. --embed local)."
         )
     prefix = _gc_prefix(namespace, label)
-    with reported_errors(None):  # a bad --key-prefix, a store of another model
-        store = TieredMemoryStore(
-            chroma_path=existing_chroma_path(chroma_path, create=create),
-            tiers={"default": "long"},
-            index=cast(Any, {"dims": dims, "embed": embed or _no_embedding, "fields": ["content"]}),
-            key_prefix=key_prefix,
-        )
+    store = open_store(
+        chroma_path=chroma_path, key_prefix=key_prefix, embed=embed, dims=dims, create=create
+    )
+    with reported_errors(None):  # e.g. a store written with another embedding model
         console = Console(stderr=as_json)
         try:
             with Progress(console=console, transient=True) as bar:
