@@ -123,8 +123,15 @@ class ScoringConfig(TypedDict, total=False):
     many long result lists, flattens three short lists too much: see docs/ranking.md,
     "Where the defaults come from")."""
     neighbor_weight: float
-    """Share of the best fused score of a memory's write-order neighbours added to its
-    own (hybrid and contextual). 0 switches smoothing off. Defaults to 0.5."""
+    """How far a memory is lifted toward a stronger write-order neighbour (hybrid and
+    contextual): at each distance up to `neighbor_reach`, the better neighbour there,
+    when its fused score is higher, adds this share of the difference. A memory never
+    passes the neighbour that lifts it. 0 switches smoothing off. Defaults to 0.4."""
+    neighbor_reach: int
+    """How many write positions on each side of a memory its smoothing reaches. 1 is the
+    memories just before and after; 2 (the default) adds the ones two away, in a
+    dialogue the same speaker's previous and next turn (docs/ranking.md, "Where the
+    defaults come from")."""
     neighbor_gap_minutes: float
     """Neighbours join the smoothing only when their event times are at most this far
     apart (one conversation): 30 minutes of inactivity is the usual end of a session.

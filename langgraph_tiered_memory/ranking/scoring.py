@@ -32,11 +32,16 @@ Relevance depends on the retrieval mode (its `fusion` in `ranking.modes.MODES`):
   keyword channel have an equal say, the dense channel's two lists share its half
   (when no memory has index keys, the one dense list takes the whole dense weight):
   `f = sum_c w_c / (rrf_k + rank_c)` (rrf_k = 5), then neighbour smoothing in write
-  order: `f'(m) = f(m) + neighbor_weight * max(f(previous memory), f(next memory))`
-  (neighbor_weight = 0.5; memories of one conversation answer each other, so a
-  neighbour counts only when the two happened at most `neighbor_gap_minutes` = 30
-  apart), divided by the largest possible value so the top memory of both lists, with
-  a top neighbour, gets 1. docs/ranking.md says where each default comes from.
+  order, which lifts a memory toward its stronger neighbours:
+  `f'(m) = f(m) + neighbor_weight * sum_d max(0, max(f(m - d), f(m + d)) - f(m))` over
+  the distances d = 1 .. `neighbor_reach` (neighbor_weight = 0.4, neighbor_reach = 2:
+  in a dialogue the turns just before and after a memory and the same speaker's
+  previous and next turn), never above the best of those neighbours, so smoothing
+  never moves a memory past the one that lifts it. Memories of one conversation
+  answer each other, so a neighbour counts only when the two happened at most
+  `neighbor_gap_minutes` = 30 apart. Divided by the largest possible value, so the
+  top memory of every list gets 1. docs/ranking.md says where each default comes
+  from.
 
   With a knowledge graph (`graph=`) and `graph_weight` > 0, a fourth list joins the
   fusion: memories supporting triples about the query's entities (and, with
@@ -96,7 +101,8 @@ class Scoring:
     retrieval: RetrievalMode = "hybrid"
     candidates: int = 50
     rrf_k: float = 5.0
-    neighbor_weight: float = 0.5
+    neighbor_weight: float = 0.4
+    neighbor_reach: int = 2
     neighbor_gap_minutes: float = 30.0
     context_keys: bool = True
     sentence_keys: int = 0
@@ -187,6 +193,14 @@ class Scoring:
                     f"scoring sentence_keys must be an int >= 0 (0 switches them off), got {n!r}."
                 )
             values["sentence_keys"] = n
+        if "neighbor_reach" in config:
+            n = config["neighbor_reach"]
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ConfigurationError(
+                    f"scoring neighbor_reach must be an int >= 1 (1: only the memories just"
+                    f" before and after; switch smoothing off with neighbor_weight=0), got {n!r}."
+                )
+            values["neighbor_reach"] = n
         if "graph_hops" in config:
             n = config["graph_hops"]
             if isinstance(n, bool) or n not in (0, 1):
@@ -378,13 +392,22 @@ def _mean_ranks(values: Sequence[float | None]) -> list[float | None]:
 
 
 def _smooth(
-    candidates: Sequence[MemoryCandidate], fused: Sequence[float], beta: float, gap: float
+    candidates: Sequence[MemoryCandidate],
+    fused: Sequence[float],
+    beta: float,
+    gap: float,
+    reach: int,
 ) -> list[float]:
-    """Add `beta` x the best fused score of each memory's write-order neighbours.
+    """Lift each memory toward its stronger neighbours in write order.
 
-    A neighbour joins only when both event times are known and at most `gap` seconds
-    apart, or when either is unknown: memories written in one conversation answer each
-    other, memories that happen to be written one after the other days apart do not.
+    For every distance d from 1 to `reach`, the better of the memories d places before
+    and after it, when its fused score is higher, adds `beta` x the difference. The
+    result never exceeds the memory's own score or its best neighbour's, whichever is
+    higher: smoothing never moves a memory past the one that lifts it, so the
+    best-fused memory keeps first place. A neighbour joins only when both event times
+    are known and at most `gap` seconds apart, or when either is unknown: memories
+    written in one conversation answer each other, memories that happen to be written
+    one after the other days apart do not.
     """
     at = {
         (c.namespace, c.seq): (f, c.event_at)
@@ -401,10 +424,13 @@ def _smooth(
             return 0.0
         return f
 
-    return [
-        f + beta * max(near(c, c.seq - 1), near(c, c.seq + 1)) if c.seq is not None else f
-        for c, f in zip(candidates, fused, strict=True)
-    ]
+    out = []
+    for c, f in zip(candidates, fused, strict=True):
+        if c.seq is not None:
+            best = [max(near(c, c.seq - d), near(c, c.seq + d)) for d in range(1, reach + 1)]
+            f = min(f + beta * sum(max(0.0, b - f) for b in best), max(f, *best))
+        out.append(f)
+    return out
 
 
 def fuse(
@@ -444,14 +470,14 @@ def fuse(
         # One dense list: it carries the whole dense share (semantic + context weight).
         own_ranks, ctx_ranks = sem_ranks, [None] * len(candidates)
         ws, wc = ws + wc, 0.0
-    beta = scoring.neighbor_weight
+    beta, reach = scoring.neighbor_weight, scoring.neighbor_reach
     graph_ranks = _mean_ranks([c.graph for c in candidates])
     wg = scoring.graph_weight if any(r is not None for r in graph_ranks) else 0.0
-    top = (ws + wc + wk) / (k + 1) * (1 + beta) or 1.0
+    top = (ws + wc + wk) / (k + 1) or 1.0
     if wg:
         # Only when the graph list holds a memory: otherwise the normalisation (and
         # so every score) is bit for bit the one without the channel.
-        top = (ws + wc + wk + wg) / (k + 1) * (1 + beta)
+        top = (ws + wc + wk + wg) / (k + 1)
     fused = [
         (ws / (k + orank) if orank else 0.0)
         + (wc / (k + crank) if crank else 0.0)
@@ -463,7 +489,7 @@ def fuse(
             f + (wg / (k + gr) if gr else 0.0) for f, gr in zip(fused, graph_ranks, strict=True)
         ]
     if beta:
-        fused = _smooth(candidates, fused, beta, scoring.neighbor_gap_minutes * 60.0)
+        fused = _smooth(candidates, fused, beta, scoring.neighbor_gap_minutes * 60.0, reach)
     for f, sr, kr in zip(fused, sem_ranks, kw_ranks, strict=True):
         out.append((f / top, sr, kr))
     return out

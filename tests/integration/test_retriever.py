@@ -53,7 +53,7 @@ def _format(docs: list[Document]) -> str:
 def test_documents_carry_the_memory_and_its_score_breakdown(store: TieredMemoryStore) -> None:
     retriever = store.as_retriever(("users", "{user_id}"), user_id="u1", k=1)
     assert isinstance(retriever, BaseRetriever) and isinstance(retriever, MemoryRetriever)
-    [doc] = retriever.invoke("what does Ana drink")
+    [doc] = retriever.invoke("Ana drinks green tea")
     assert doc.page_content == "Ana drinks green tea"
     meta = doc.metadata
     assert meta["namespace"] == ["users", "u1"] and meta["key"] == "tea"

@@ -142,8 +142,117 @@ def test_a_neighbour_counts_exactly_when_it_happened_within_the_gap(
     ]
     smoothed = fuse(cands, Scoring(neighbor_gap_minutes=limit), "hybrid")[1][0]
     flat = fuse(cands, Scoring(neighbor_gap_minutes=limit, neighbor_weight=0.0), "hybrid")[1][0]
-    # Normalised by (1 + neighbor_weight): x 1.5 undoes it, so any smoothing shows.
-    assert (smoothed * 1.5 > flat + 1e-12) == (abs((NOW + gap) - NOW) <= limit * 60.0)
+    # Smoothing leaves the normalisation alone: any lift shows.
+    assert (smoothed > flat + 1e-12) == (abs((NOW + gap) - NOW) <= limit * 60.0)
+
+
+def test_smoothing_reaches_the_turn_two_places_away() -> None:
+    ns = ("c",)
+    cands = [
+        _cand(semantic=0.9, keyword=5.0, namespace=ns, seq=1),  # a question to the other
+        _cand(semantic=0.2, namespace=ns, seq=2),  # their reply
+        _cand(semantic=0.5, namespace=ns, seq=3),  # the asker's next turn
+        _cand(semantic=0.5, namespace=ns, seq=9),  # as relevant, but alone
+    ]
+    reach2 = fuse(cands, Scoring(), "hybrid")
+    assert Scoring().neighbor_reach == 2
+    assert reach2[2][0] > reach2[3][0]
+    # Reach 1 stops at the reply: moving the question far away changes nothing for seq 3.
+    far = [_cand(semantic=0.9, keyword=5.0, namespace=ns, seq=40), *cands[1:]]
+    for reach, moved in ((1, False), (2, True)):
+        near_q = fuse(cands, Scoring(neighbor_reach=reach), "hybrid")[2][0]
+        far_q = fuse(far, Scoring(neighbor_reach=reach), "hybrid")[2][0]
+        assert (near_q != pytest.approx(far_q)) is moved
+
+
+smoothing_cands = st.lists(
+    st.builds(
+        MemoryCandidate,
+        semantic=scores,
+        keyword=st.one_of(st.none(), st.floats(min_value=0, max_value=50, allow_nan=False)),
+        importance=st.just(0.5),
+        last_touched=st.just(NOW),
+        access_count=st.just(0),
+        namespace=st.sampled_from([("a",), ("b",)]),
+        seq=st.one_of(st.none(), st.integers(min_value=1, max_value=12)),
+        event_at=st.one_of(st.none(), st.sampled_from([NOW, NOW + 600.0, NOW + DAY])),
+    ),
+    max_size=20,
+)
+
+
+@given(
+    cands=smoothing_cands,
+    reach=st.integers(min_value=1, max_value=4),
+    weight=st.sampled_from([0.0, 0.25, 0.4, 1.0, 3.0]),
+)
+@settings(max_examples=200, deadline=None)
+def test_smoothing_lifts_toward_the_best_neighbour_at_each_distance(
+    cands: list[MemoryCandidate], reach: int, weight: float
+) -> None:
+    """The rule written out independently: at each distance 1..reach, the better
+    neighbour there, when stronger, adds weight x the difference; a neighbour counts
+    only within the gap (30 minutes) or when either time is unknown; the result is
+    capped at the higher of the memory's own score and its best neighbour's."""
+    raw = [r for r, _, _ in fuse(cands, Scoring(neighbor_weight=0.0), "hybrid")]
+    by_pos: dict[tuple[tuple[str, ...], int], int] = {}
+    for i, c in enumerate(cands):
+        if c.seq is not None:
+            by_pos[(c.namespace, c.seq)] = i  # the last one at a position, as a dict keeps
+
+    def neighbour(c: MemoryCandidate, seq: int) -> float:
+        j = by_pos.get((c.namespace, seq))
+        if j is None:
+            return 0.0
+        a, b = cands[j].event_at, c.event_at
+        if a is not None and b is not None and abs(a - b) > 30 * 60.0:
+            return 0.0
+        return raw[j]
+
+    expected = []
+    for c, f in zip(cands, raw, strict=True):
+        if c.seq is not None:
+            best = [
+                max(neighbour(c, c.seq - d), neighbour(c, c.seq + d)) for d in range(1, reach + 1)
+            ]
+            lifted = f + weight * sum(max(0.0, b - f) for b in best)
+            f = min(lifted, max([f, *best]))
+        expected.append(f)
+    got = [
+        r
+        for r, _, _ in fuse(cands, Scoring(neighbor_weight=weight, neighbor_reach=reach), "hybrid")
+    ]
+    assert got == pytest.approx(expected, abs=1e-12)
+    # Nothing passes the memory that lifts it, so the best-fused memory keeps its score
+    # and stays first; nothing falls.
+    assert all(g >= f - 1e-12 for g, f in zip(got, raw, strict=True))
+    if raw:
+        assert max(got) == pytest.approx(max(raw), abs=1e-12)
+        assert all(0.0 <= r <= 1.0 + 1e-9 for r in got)
+
+
+def test_smoothing_never_puts_a_neighbour_above_an_exact_match() -> None:
+    # Three memories that match the query in every list (a small namespace): the one
+    # ranked first everywhere stays first, wherever it sits in write order.
+    ns = ("u",)
+    for pos in range(3):
+        cands = [
+            _cand(
+                semantic=1.0 if i == pos else 0.1 * (i + 1),
+                keyword=9.0 if i == pos else 1.0 + i,
+                namespace=ns,
+                seq=i + 1,
+            )
+            for i in range(3)
+        ]
+        ranked = rank_memories(cands, scoring=Scoring(), retrieval="hybrid", now=NOW)
+        assert ranked[0][0] == pos
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])
+def test_neighbor_reach_must_be_a_positive_int(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="neighbor_reach must be an int >= 1"):
+        Scoring.from_config({"neighbor_reach": bad})
 
 
 def test_min_score_drops_weak_candidates() -> None:
