@@ -403,8 +403,9 @@ def _smooth(
     For every distance d from 1 to `reach`, the better of the memories d places before
     and after it, when its fused score is higher, adds `beta` x the difference. The
     result never exceeds the memory's own score or its best neighbour's, whichever is
-    higher: smoothing never moves a memory past the one that lifts it, so the
-    best-fused memory keeps first place. A neighbour joins only when both event times
+    higher: smoothing never moves a memory past the one that lifts it, so no memory
+    passes the best-fused one (it stays strictly ahead while `beta` x `reach` < 1, as
+    by default; at 1 or more a neighbour can tie it). A neighbour joins only when both event times
     are known and at most `gap` seconds apart, or when either is unknown: memories
     written in one conversation answer each other, memories that happen to be written
     one after the other days apart do not.
