@@ -405,10 +405,10 @@ def _smooth(
     result never exceeds the memory's own score or its best neighbour's, whichever is
     higher: smoothing never moves a memory past the one that lifts it, so no memory
     passes the best-fused one (it stays strictly ahead while `beta` x `reach` < 1, as
-    by default; at 1 or more a neighbour can tie it). A neighbour joins only when both event times
-    are known and at most `gap` seconds apart, or when either is unknown: memories
-    written in one conversation answer each other, memories that happen to be written
-    one after the other days apart do not.
+    by default; at 1 or more a neighbour can tie it). A neighbour joins only when both
+    event times are known and at most `gap` seconds apart, or when either is unknown:
+    memories written in one conversation answer each other, memories that happen to be
+    written one after the other days apart do not.
     """
     at = {
         (c.namespace, c.seq): (f, c.event_at)
@@ -471,14 +471,12 @@ def fuse(
         # One dense list: it carries the whole dense share (semantic + context weight).
         own_ranks, ctx_ranks = sem_ranks, [None] * len(candidates)
         ws, wc = ws + wc, 0.0
-    beta, reach = scoring.neighbor_weight, scoring.neighbor_reach
+    beta = scoring.neighbor_weight
     graph_ranks = _mean_ranks([c.graph for c in candidates])
+    # The graph list counts only when it holds a memory: otherwise wg is 0 and the
+    # normalisation (so every score) is bit for bit the one without the channel.
     wg = scoring.graph_weight if any(r is not None for r in graph_ranks) else 0.0
-    top = (ws + wc + wk) / (k + 1) or 1.0
-    if wg:
-        # Only when the graph list holds a memory: otherwise the normalisation (and
-        # so every score) is bit for bit the one without the channel.
-        top = (ws + wc + wk + wg) / (k + 1)
+    top = (ws + wc + wk + wg) / (k + 1) or 1.0
     fused = [
         (ws / (k + orank) if orank else 0.0)
         + (wc / (k + crank) if crank else 0.0)
@@ -490,7 +488,8 @@ def fuse(
             f + (wg / (k + gr) if gr else 0.0) for f, gr in zip(fused, graph_ranks, strict=True)
         ]
     if beta:
-        fused = _smooth(candidates, fused, beta, scoring.neighbor_gap_minutes * 60.0, reach)
+        gap = scoring.neighbor_gap_minutes * 60.0
+        fused = _smooth(candidates, fused, beta, gap, scoring.neighbor_reach)
     for f, sr, kr in zip(fused, sem_ranks, kw_ranks, strict=True):
         out.append((f / top, sr, kr))
     return out
