@@ -81,7 +81,7 @@ def _vector_traces(directory: Path, uid: str, marker: str) -> list[str]:
     emb = HashingEmbeddings(DIMS)
     texts = [f"{marker} note {i} of {uid}" for i in range(3)]
     texts += [f"I told you {marker} fact {i}" for i in range(6)] + [f"short lived {marker}"]
-    needles = [np.asarray(emb.embed_query(t), dtype=np.float32)[:8].tobytes() for t in texts]
+    needles = [_needle(np.asarray(emb.embed_query(t), dtype=np.float32)) for t in texts]
     return [
         f"{p.relative_to(directory)}: vector {i}"
         for p in sorted(directory.rglob("*"))
@@ -89,6 +89,16 @@ def _vector_traces(directory: Path, uid: str, marker: str) -> list[str]:
         for i, n in enumerate(needles)
         if n in p.read_bytes()
     ]
+
+
+def _needle(vector: np.ndarray) -> bytes:
+    """Eight float32s of `vector` around its largest component.
+
+    Never a run of zeros, which any zeroed slot or blank would match: a short text's
+    hashed vector can have eight zero components in a row.
+    """
+    start = min(int(np.argmax(np.abs(vector))), len(vector) - 8)
+    return vector[start : start + 8].tobytes()
 
 
 def _sql_traces(path: Path, words: list[str]) -> list[str]:
@@ -147,6 +157,10 @@ def test_erasing_a_users_namespaces_leaves_no_trace_in_any_file(
     owned = tier.user_namespaces(UserNamespaces(uid))
     assert owned == [("memories", uid), ("users", uid, "notes"), ("users", uid, "tmp")]
     assert tier.user_namespaces(UserNamespaces(uid).owns) == owned  # a plain predicate too
+
+    # The scan sees every vector before the erase (else a clean scan proves nothing).
+    seen = {t.rsplit(" ", 1)[1] for t in _vector_traces(path, uid, marker)}
+    assert seen == {str(i) for i in range(10)}, seen
 
     dry = tier.erase_namespaces(owned, dry_run=True)
     assert len(dry[ITEMS]) == 10 and dry[NAMESPACES] == owned
