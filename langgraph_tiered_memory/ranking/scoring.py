@@ -186,21 +186,14 @@ class Scoring:
                         f"scoring {flag} must be True or False, got {config[flag]!r}."
                     )
                 values[flag] = config[flag]
-        if "sentence_keys" in config:
-            n = config["sentence_keys"]
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise ConfigurationError(
-                    f"scoring sentence_keys must be an int >= 0 (0 switches them off), got {n!r}."
-                )
-            values["sentence_keys"] = n
-        if "neighbor_reach" in config:
-            n = config["neighbor_reach"]
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ConfigurationError(
-                    f"scoring neighbor_reach must be an int >= 1 (1: only the memories just"
-                    f" before and after; switch smoothing off with neighbor_weight=0), got {n!r}."
-                )
-            values["neighbor_reach"] = n
+        for name, (lowest, hint) in _COUNTS.items():
+            if name in config:
+                n = config[name]
+                if isinstance(n, bool) or not isinstance(n, int) or n < lowest:
+                    raise ConfigurationError(
+                        f"scoring {name} must be an int >= {lowest}{hint}, got {n!r}."
+                    )
+                values[name] = n
         if "graph_hops" in config:
             n = config["graph_hops"]
             if isinstance(n, bool) or n not in (0, 1):
@@ -209,11 +202,6 @@ class Scoring:
                     f" (one more hop from the entities they reach), got {n!r}."
                 )
             values["graph_hops"] = int(n)
-        if "candidates" in config:
-            n = config["candidates"]
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ConfigurationError(f"scoring candidates must be an int >= 1, got {n!r}.")
-            values["candidates"] = n
         if config.get("min_score") is not None:
             values["min_score"] = _number("min_score", config["min_score"], positive=False)
         if "user_label" in config:
@@ -236,6 +224,16 @@ class Scoring:
 
 
 _POSITIVE = frozenset({"rrf_k", "half_life_days"})
+_COUNTS = {
+    "candidates": (1, ""),
+    "sentence_keys": (0, " (0 switches them off)"),
+    "neighbor_reach": (
+        1,
+        " (1: only the memories just before and after; switch smoothing off with"
+        " neighbor_weight=0)",
+    ),
+}
+"""Integer keys: the least value each takes, and what the error adds about it."""
 
 
 def _number(name: str, value: Any, *, positive: bool) -> float:
